@@ -1,0 +1,29 @@
+/* Process-wide logger: the one piece of global state besides the config.
+ * Macros test the level before formatting so that disabled debug lines cost
+ * one comparison on the hot path. */
+#ifndef CS_LOG_H
+#define CS_LOG_H
+
+#include <stdarg.h>
+
+enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+extern int log_current_level;
+
+void log_set_level(enum log_level lvl);
+/* Accepts error|warn|info|debug; returns -1 on anything else. */
+int log_parse_level(const char *name);
+void log_write(enum log_level lvl, const char *component, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define LOG_AT(lvl, comp, ...)                                                \
+    do {                                                                      \
+        if ((int)(lvl) <= log_current_level)                                  \
+            log_write((lvl), (comp), __VA_ARGS__);                            \
+    } while (0)
+#define log_error(comp, ...) LOG_AT(LOG_LVL_ERROR, comp, __VA_ARGS__)
+#define log_warn(comp, ...)  LOG_AT(LOG_LVL_WARN, comp, __VA_ARGS__)
+#define log_info(comp, ...)  LOG_AT(LOG_LVL_INFO, comp, __VA_ARGS__)
+#define log_debug(comp, ...) LOG_AT(LOG_LVL_DEBUG, comp, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,61 @@
+/* cascade: one binary, one subcommand per role. Each subcommand parses its
+ * own options and answers --help; exit codes: 0 ok, 1 input rejected,
+ * 2 usage or runtime failure. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cli.h"
+#include "core/log.h"
+
+static const cli_command commands[] = {
+    {"replay", "replay signal files through the engine; print incidents",
+     cmd_replay},
+    {"version", "print the version", cmd_version},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cascade [--log-level LEVEL] COMMAND [ARGS]\n\n"
+               "Incident correlation for GPU fleets.\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-18s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nRun 'cascade COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+
+    while (i < argc && argv[i][0] == '-') {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
+            int lvl = log_parse_level(argv[i + 1]);
+            if (lvl < 0) {
+                fprintf(stderr, "cascade: unknown log level '%s' "
+                                "(error, warn, info, debug)\n", argv[i + 1]);
+                return 2;
+            }
+            log_set_level((enum log_level)lvl);
+            i += 2;
+            continue;
+        }
+        fprintf(stderr, "cascade: unknown option '%s'\n", argv[i]);
+        usage(stderr);
+        return 2;
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+        if (strcmp(argv[i], commands[k].name) == 0)
+            return commands[k].run(argc - i, argv + i);
+    fprintf(stderr, "cascade: unknown command '%s'\n", argv[i]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,121 @@
+#include "core/redisproc.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+struct rproc {
+    pid_t pid;
+    char dir[256];
+    char sock[300];
+};
+
+static int ping(const char *sock)
+{
+    struct timeval tv = {0, 200000};
+    redisContext *c = redisConnectUnixWithTimeout(sock, tv);
+    int ok = 0;
+
+    if (c && !c->err) {
+        redisReply *r = redisCommand(c, "PING");
+        ok = r && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+    }
+    if (c)
+        redisFree(c);
+    return ok;
+}
+
+static void child_exec(const rproc *r)
+{
+    const char *bin = getenv("CASCADE_REDIS_SERVER");
+    char logfile[320];
+
+    snprintf(logfile, sizeof logfile, "%s/redis.log", r->dir);
+    if (!bin)
+        bin = "redis-server";
+    execlp(bin, bin, "--port", "0", "--unixsocket", r->sock,
+           "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+           "--dir", r->dir, "--daemonize", "no", "--loglevel", "warning",
+           "--logfile", logfile, (char *)NULL);
+    fprintf(stderr, "cannot run %s: %s (install redis-server)\n", bin,
+            strerror(errno));
+    _exit(127);
+}
+
+rproc *rproc_start(cs_err *err)
+{
+    rproc *r = calloc(1, sizeof *r);
+    const char *tmp = getenv("TMPDIR");
+    int status;
+
+    if (!r) {
+        cs_err_set(err, "out of memory");
+        return NULL;
+    }
+    snprintf(r->dir, sizeof r->dir, "%s/cascade-redis-XXXXXX", tmp ? tmp : "/tmp");
+    if (!mkdtemp(r->dir)) {
+        cs_err_set(err, "cannot create a folder for redis: %s", strerror(errno));
+        goto fail;
+    }
+    snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
+    r->pid = fork();
+    if (r->pid < 0) {
+        cs_err_set(err, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    if (r->pid == 0)
+        child_exec(r);
+    for (int i = 0; i < 200; i++) {
+        if (ping(r->sock)) {
+            log_debug("redis", "private redis-server (pid %d) on %s", (int)r->pid,
+                     r->sock);
+            return r;
+        }
+        if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+            r->pid = 0;
+            cs_err_set(err, "redis-server exited at start (status %d)",
+                       WEXITSTATUS(status));
+            goto fail;
+        }
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+    }
+    cs_err_set(err, "redis-server did not answer on %s within 10 s", r->sock);
+fail:
+    rproc_stop(r);
+    return NULL;
+}
+
+const char *rproc_socket(const rproc *r)
+{
+    return r->sock;
+}
+
+void rproc_stop(rproc *r)
+{
+    if (!r)
+        return;
+    if (r->pid > 0) {
+        kill(r->pid, SIGTERM);
+        waitpid(r->pid, NULL, 0);
+    }
+    if (r->sock[0])
+        unlink(r->sock);
+    if (r->dir[0]) {
+        char logfile[320];
+        snprintf(logfile, sizeof logfile, "%s/redis.log", r->dir);
+        unlink(logfile);
+    }
+    if (r->dir[0])
+        rmdir(r->dir);
+    free(r);
+}

@@ -1,0 +1,429 @@
+#include "core/signal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+#include "core/jmp.h"
+#include "core/ts.h"
+
+static const char *const source_names[SRC__COUNT] = {
+    "kernel", "app", "ray", "slurm", "k8s", "alertmanager", "metric", "job",
+    "inventory"};
+
+static const char *const job_states[] = {
+    "PENDING",   "RUNNING",   "COMPLETED", "FAILED",
+    "CANCELLED", "PREEMPTED", "NODE_FAIL", "TIMEOUT"};
+
+const char *sig_source_name(sig_source s)
+{
+    return s < SRC__COUNT ? source_names[s] : "?";
+}
+
+int sig_source_parse(const char *name, sig_source *out)
+{
+    for (int i = 0; i < SRC__COUNT; i++) {
+        if (strcmp(name, source_names[i]) == 0) {
+            *out = (sig_source)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Optional string field: absent or null is fine, anything else must be a
+ * non-empty string. */
+static int opt_str(json_t *o, const char *key, const char **out, cs_err *err)
+{
+    json_t *v = json_object_get(o, key);
+
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        cs_err_set(err, "field '%s' must be a non-empty string", key);
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int req_str(json_t *o, const char *key, const char **out, cs_err *err)
+{
+    if (opt_str(o, key, out, err))
+        return -1;
+    if (!*out) {
+        cs_err_set(err, "field '%s' is required", key);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_ts(json_t *o, int64_t *ts, cs_err *err)
+{
+    json_t *v = json_object_get(o, "ts");
+
+    if (!v) {
+        cs_err_set(err, "field 'ts' is required");
+        return -1;
+    }
+    if (json_is_string(v)) {
+        if (ts_parse_rfc3339(json_string_value(v), ts) == 0)
+            return 0;
+        cs_err_set(err, "field 'ts': \"%.40s\" is not an RFC 3339 time",
+                   json_string_value(v));
+        return -1;
+    }
+    if (json_is_number(v) && ts_from_epoch(json_number_value(v), ts) == 0)
+        return 0;
+    cs_err_set(err, "field 'ts' must be an RFC 3339 string or epoch seconds");
+    return -1;
+}
+
+/* Scheduler job ids are sometimes numbers in hand-written captures; the
+ * normalised form always carries them as strings. */
+static int norm_job(json_t *o, cs_err *err)
+{
+    json_t *v = json_object_get(o, "job");
+    char buf[32];
+
+    if (v && json_is_integer(v)) {
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        json_object_set_new(o, "job", json_string(buf));
+    } else if (v && !json_is_null(v) && !json_is_string(v)) {
+        cs_err_set(err, "field 'job' must be a string");
+        return -1;
+    }
+    return 0;
+}
+
+static int check_str_array(json_t *a, const char *key, cs_err *err)
+{
+    size_t i;
+    json_t *e;
+
+    if (!json_is_array(a)) {
+        cs_err_set(err, "field '%s' must be an array of strings", key);
+        return -1;
+    }
+    json_array_foreach(a, i, e) {
+        if (!json_is_string(e)) {
+            cs_err_set(err, "field '%s'[%zu] must be a string", key, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int body_line(sig *s, cs_err *err)
+{
+    if (req_str(s->obj, "line", &s->line, err))
+        return -1;
+    if (s->source == SRC_APP) {
+        json_t *r = json_object_get(s->obj, "rank");
+        if (r && !json_is_null(r)) {
+            if (!json_is_integer(r) || json_integer_value(r) < 0 ||
+                json_integer_value(r) > 1000000) {
+                cs_err_set(err, "field 'rank' must be a rank number >= 0");
+                return -1;
+            }
+            s->rank = (int)json_integer_value(r);
+        }
+    }
+    return 0;
+}
+
+static int body_slurm(sig *s, cs_err *err)
+{
+    const char *rec;
+
+    if (opt_str(s->obj, "line", &s->line, err) ||
+        opt_str(s->obj, "record", &rec, err))
+        return -1;
+    if (!s->line && !rec) {
+        cs_err_set(err, "a slurm signal needs 'line' or 'record'");
+        return -1;
+    }
+    s->body = rec ? json_object_get(s->obj, "record") : NULL;
+    return 0;
+}
+
+static int body_k8s(sig *s, cs_err *err)
+{
+    json_t *ev = json_object_get(s->obj, "event");
+    const char *reason;
+
+    if (!json_is_object(ev)) {
+        cs_err_set(err, "field 'event' must be a Kubernetes Event object");
+        return -1;
+    }
+    if (opt_str(ev, "reason", &reason, err)) {
+        cs_err_prefix(err, "event: ");
+        return -1;
+    }
+    if (!reason) {
+        cs_err_set(err, "event: field 'reason' is required");
+        return -1;
+    }
+    s->body = ev;
+    return 0;
+}
+
+static int body_alertmanager(sig *s, cs_err *err)
+{
+    json_t *p = json_object_get(s->obj, "payload"), *alerts, *a;
+    const char *ver, *st;
+    size_t i;
+
+    if (!json_is_object(p)) {
+        cs_err_set(err, "field 'payload' must be an Alertmanager webhook body");
+        return -1;
+    }
+    if (opt_str(p, "version", &ver, err) || (ver && strcmp(ver, "4") != 0)) {
+        cs_err_set(err, "payload: webhook version must be \"4\"");
+        return -1;
+    }
+    alerts = json_object_get(p, "alerts");
+    if (!json_is_array(alerts)) {
+        cs_err_set(err, "payload: field 'alerts' must be an array");
+        return -1;
+    }
+    json_array_foreach(alerts, i, a) {
+        if (!json_is_object(a) || !json_is_object(json_object_get(a, "labels"))) {
+            cs_err_set(err, "payload: alerts[%zu] needs a 'labels' object", i);
+            return -1;
+        }
+        if (opt_str(a, "status", &st, err) ||
+            (st && strcmp(st, "firing") && strcmp(st, "resolved"))) {
+            cs_err_set(err, "payload: alerts[%zu].status must be firing or "
+                            "resolved", i);
+            return -1;
+        }
+    }
+    s->body = p;
+    return 0;
+}
+
+static int body_metric(sig *s, cs_err *err)
+{
+    json_t *v = json_object_get(s->obj, "value");
+
+    if (req_str(s->obj, "name", &s->name, err))
+        return -1;
+    if (!json_is_number(v)) {
+        cs_err_set(err, "field 'value' must be a number");
+        return -1;
+    }
+    s->value = json_number_value(v);
+    s->labels = json_object_get(s->obj, "labels");
+    if (s->labels && !json_is_object(s->labels)) {
+        cs_err_set(err, "field 'labels' must be an object");
+        return -1;
+    }
+    return 0;
+}
+
+static int body_job(sig *s, cs_err *err)
+{
+    json_t *v;
+    size_t i;
+
+    if (!s->job) {
+        cs_err_set(err, "field 'job' is required for a job signal");
+        return -1;
+    }
+    if (req_str(s->obj, "state", &s->state, err))
+        return -1;
+    for (i = 0; i < sizeof job_states / sizeof *job_states; i++)
+        if (strcmp(s->state, job_states[i]) == 0)
+            break;
+    if (i == sizeof job_states / sizeof *job_states) {
+        cs_err_set(err, "field 'state': unknown job state \"%.32s\"", s->state);
+        return -1;
+    }
+    s->nodes = json_object_get(s->obj, "nodes");
+    if (s->nodes && check_str_array(s->nodes, "nodes", err))
+        return -1;
+    v = json_object_get(s->obj, "depends_on");
+    if (v && !json_is_string(v) && check_str_array(v, "depends_on", err))
+        return -1;
+    s->config = json_object_get(s->obj, "config");
+    if (s->config && !json_is_object(s->config)) {
+        cs_err_set(err, "field 'config' must be an object");
+        return -1;
+    }
+    v = json_object_get(s->obj, "priority");
+    if (v && (!json_is_string(v) || (strcmp(json_string_value(v), "reserved") &&
+                                     strcmp(json_string_value(v), "elastic")))) {
+        cs_err_set(err, "field 'priority' must be reserved or elastic");
+        return -1;
+    }
+    return 0;
+}
+
+static int body_inventory(sig *s, cs_err *err)
+{
+    json_t *v;
+
+    if (!s->host) {
+        cs_err_set(err, "field 'host' is required for an inventory signal");
+        return -1;
+    }
+    v = json_object_get(s->obj, "canary");
+    if (v && !json_is_boolean(v)) {
+        cs_err_set(err, "field 'canary' must be true or false");
+        return -1;
+    }
+    v = json_object_get(s->obj, "gpus");
+    if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+        cs_err_set(err, "field 'gpus' must be a count");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_body(sig *s, cs_err *err)
+{
+    switch (s->source) {
+    case SRC_KERNEL:
+    case SRC_APP:
+    case SRC_RAY:
+        return body_line(s, err);
+    case SRC_SLURM:
+        return body_slurm(s, err);
+    case SRC_K8S:
+        return body_k8s(s, err);
+    case SRC_ALERTMANAGER:
+        return body_alertmanager(s, err);
+    case SRC_METRIC:
+        return body_metric(s, err);
+    case SRC_JOB:
+        return body_job(s, err);
+    case SRC_INVENTORY:
+        return body_inventory(s, err);
+    default:
+        cs_err_set(err, "unhandled source");
+        return -1;
+    }
+}
+
+static uint64_t content_id(json_t *o)
+{
+    char *dump = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    uint64_t h = HASH_FNV_SEED;
+
+    if (dump) {
+        h = hash_fnv1a(h, dump, strlen(dump));
+        free(dump);
+    }
+    return h;
+}
+
+int sig_from_json(sig *s, json_t *in, cs_err *err)
+{
+    const char *src;
+
+    memset(s, 0, sizeof *s);
+    s->rank = -1;
+    if (!json_is_object(in)) {
+        cs_err_set(err, "a signal must be a JSON object");
+        return -1;
+    }
+    /* Shallow copy: normalising (cluster, job) must not edit the caller's. */
+    s->obj = json_copy(in);
+    if (!s->obj) {
+        cs_err_set(err, "out of memory");
+        return -1;
+    }
+    if (parse_ts(s->obj, &s->ts, err) || req_str(s->obj, "source", &src, err))
+        goto fail;
+    if (sig_source_parse(src, &s->source)) {
+        cs_err_set(err, "field 'source': unknown source \"%.32s\"", src);
+        goto fail;
+    }
+    if (opt_str(s->obj, "cluster", &s->cluster, err) || norm_job(s->obj, err) ||
+        opt_str(s->obj, "host", &s->host, err) ||
+        opt_str(s->obj, "job", &s->job, err) ||
+        opt_str(s->obj, "job_name", &s->job_name, err))
+        goto fail;
+    if (!s->cluster) {
+        json_object_set_new(s->obj, "cluster", json_string("default"));
+        s->cluster = json_string_value(json_object_get(s->obj, "cluster"));
+    }
+    if (parse_body(s, err))
+        goto fail;
+    s->id = content_id(s->obj);
+    return 0;
+fail:
+    json_decref(s->obj);
+    s->obj = NULL;
+    return -1;
+}
+
+int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err)
+{
+    json_error_t jerr;
+    json_t *o;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    if (len > SIG_MAX_BYTES) {
+        cs_err_set(err, "signal is %zu bytes, over the %d byte limit", len,
+                   SIG_MAX_BYTES);
+        return -1;
+    }
+    o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o) {
+        cs_err_set(err, "invalid JSON at column %d: %s", jerr.column, jerr.text);
+        return -1;
+    }
+    rc = sig_from_json(s, o, err);
+    json_decref(o);
+    return rc;
+}
+
+int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err)
+{
+    json_t *o;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    if (len > SIG_MAX_BYTES) {
+        cs_err_set(err, "signal is %zu bytes, over the %d byte limit", len,
+                   SIG_MAX_BYTES);
+        return -1;
+    }
+    o = jmp_unpack(data, len, err);
+    if (!o)
+        return -1;
+    rc = sig_from_json(s, o, err);
+    json_decref(o);
+    return rc;
+}
+
+int sig_to_msgpack(const sig *s, char **out, size_t *len)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    jmp_pack(&pk, s->obj);
+    *out = sb.data; /* ownership moves to the caller */
+    *len = sb.size;
+    return 0;
+}
+
+void sig_free(sig *s)
+{
+    if (s && s->obj) {
+        json_decref(s->obj);
+        s->obj = NULL;
+    }
+}
+
+void sig_id_hex(const sig *s, char *buf)
+{
+    snprintf(buf, 17, "%016llx", (unsigned long long)s->id);
+}

@@ -1,0 +1,65 @@
+/* The normalised signal: what every collector emits and the correlator
+ * consumes. Its JSON form is the REPLAY.md line format; on Kafka it is the
+ * same object as msgpack. A sig owns one JSON object (the normalised form);
+ * every pointer below borrows from it. */
+#ifndef CS_SIGNAL_H
+#define CS_SIGNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+typedef enum {
+    SRC_KERNEL,
+    SRC_APP,
+    SRC_RAY,
+    SRC_SLURM,
+    SRC_K8S,
+    SRC_ALERTMANAGER,
+    SRC_METRIC,
+    SRC_JOB,
+    SRC_INVENTORY,
+    SRC__COUNT
+} sig_source;
+
+typedef struct sig {
+    json_t *obj;      /* normalised object; owns the strings below */
+    int64_t ts;       /* event time, us since epoch */
+    uint64_t id;      /* hash of the normalised object: the window member */
+    sig_source source;
+    const char *cluster; /* never NULL: "default" when absent */
+    const char *host, *job, *job_name;
+    const char *line; /* kernel, app, ray, slurm */
+    int rank;         /* app: -1 when absent */
+    /* metric */
+    const char *name;
+    double value;
+    json_t *labels;
+    /* job */
+    const char *state;
+    json_t *nodes, *config;
+    /* alertmanager payload, k8s event, slurm record (string) */
+    json_t *body;
+} sig;
+
+/* Limits on one signal, so one bad producer cannot exhaust the engine. */
+#define SIG_MAX_BYTES (1024 * 1024)
+
+const char *sig_source_name(sig_source s);
+int sig_source_parse(const char *name, sig_source *out);
+
+/* Validates and normalises a decoded object (takes a reference of its own).
+ * On error returns -1 and names the field and the reason. */
+int sig_from_json(sig *s, json_t *obj, cs_err *err);
+/* One JSON Lines line (no newline needed). */
+int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err);
+/* One msgpack-encoded signal as it travels on Kafka. */
+int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err);
+/* msgpack encoding; *out is malloc'd. */
+int sig_to_msgpack(const sig *s, char **out, size_t *len);
+void sig_free(sig *s);
+/* "%016llx" of the id; buf needs 17 bytes. */
+void sig_id_hex(const sig *s, char *buf);
+
+#endif

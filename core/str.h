@@ -1,0 +1,22 @@
+/* Bounded string copy: truncation is the intent (ids and names in fixed
+ * fields), and NULL copies as "". */
+#ifndef CS_STR_H
+#define CS_STR_H
+
+#include <stddef.h>
+#include <string.h>
+
+static inline void str_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+
+    if (cap == 0)
+        return;
+    if (n >= cap)
+        n = cap - 1;
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+#endif

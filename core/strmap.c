@@ -1,0 +1,157 @@
+#include "core/strmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+
+#define TOMBSTONE ((char *)&tombstone_marker)
+static const char tombstone_marker;
+
+struct slot {
+    char *key; /* NULL: empty; TOMBSTONE: deleted */
+    void *val;
+};
+
+struct strmap {
+    struct slot *slots;
+    size_t cap, len, used; /* used counts live + tombstones */
+};
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n, sz);
+    if (!p)
+        abort(); /* allocation failure in the engine is not recoverable */
+    return p;
+}
+
+strmap *strmap_new(void)
+{
+    strmap *m = xcalloc(1, sizeof *m);
+    m->cap = 16;
+    m->slots = xcalloc(m->cap, sizeof *m->slots);
+    return m;
+}
+
+void strmap_free(strmap *m, void (*free_val)(void *))
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->cap; i++) {
+        char *k = m->slots[i].key;
+        if (k && k != TOMBSTONE) {
+            if (free_val)
+                free_val(m->slots[i].val);
+            free(k);
+        }
+    }
+    free(m->slots);
+    free(m);
+}
+
+static size_t probe(const strmap *m, const char *key, int *found)
+{
+    size_t mask = m->cap - 1;
+    size_t i = hash_fnv1a(HASH_FNV_SEED, key, strlen(key)) & mask;
+    size_t first_free = (size_t)-1;
+
+    for (;;) {
+        char *k = m->slots[i].key;
+        if (!k) {
+            *found = 0;
+            return first_free != (size_t)-1 ? first_free : i;
+        }
+        if (k == TOMBSTONE) {
+            if (first_free == (size_t)-1)
+                first_free = i;
+        } else if (strcmp(k, key) == 0) {
+            *found = 1;
+            return i;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static void grow(strmap *m)
+{
+    struct slot *old = m->slots;
+    size_t oldcap = m->cap;
+
+    if (m->len * 2 >= m->cap)
+        m->cap *= 2;
+    m->slots = xcalloc(m->cap, sizeof *m->slots);
+    m->used = m->len;
+    for (size_t i = 0; i < oldcap; i++) {
+        if (old[i].key && old[i].key != TOMBSTONE) {
+            int found;
+            size_t j = probe(m, old[i].key, &found);
+            m->slots[j] = old[i];
+        }
+    }
+    free(old);
+}
+
+void *strmap_get(const strmap *m, const char *key)
+{
+    int found;
+    size_t i = probe(m, key, &found);
+    return found ? m->slots[i].val : NULL;
+}
+
+void *strmap_put(strmap *m, const char *key, void *val)
+{
+    int found;
+    size_t i;
+
+    if ((m->used + 1) * 4 >= m->cap * 3)
+        grow(m);
+    i = probe(m, key, &found);
+    if (found) {
+        void *prev = m->slots[i].val;
+        m->slots[i].val = val;
+        return prev;
+    }
+    if (!m->slots[i].key)
+        m->used++;
+    m->slots[i].key = strdup(key);
+    if (!m->slots[i].key)
+        abort();
+    m->slots[i].val = val;
+    m->len++;
+    return NULL;
+}
+
+void *strmap_del(strmap *m, const char *key)
+{
+    int found;
+    size_t i = probe(m, key, &found);
+    void *val;
+
+    if (!found)
+        return NULL;
+    val = m->slots[i].val;
+    free(m->slots[i].key);
+    m->slots[i].key = TOMBSTONE;
+    m->slots[i].val = NULL;
+    m->len--;
+    return val;
+}
+
+size_t strmap_len(const strmap *m)
+{
+    return m->len;
+}
+
+int strmap_next(const strmap *m, size_t *pos, const char **key, void **val)
+{
+    while (*pos < m->cap) {
+        struct slot *s = &m->slots[(*pos)++];
+        if (s->key && s->key != TOMBSTONE) {
+            *key = s->key;
+            *val = s->val;
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* String-keyed hash map (open addressing, linear probing, tombstones).
+ * Keys are copied; values are the caller's. Iteration order is the slot
+ * order, so callers that need determinism sort what they collect. */
+#ifndef CS_STRMAP_H
+#define CS_STRMAP_H
+
+#include <stddef.h>
+
+typedef struct strmap strmap;
+
+strmap *strmap_new(void);
+/* Calls free_val on every value (when given) and frees the map. */
+void strmap_free(strmap *m, void (*free_val)(void *));
+void *strmap_get(const strmap *m, const char *key);
+/* Inserts or replaces; returns the previous value or NULL. */
+void *strmap_put(strmap *m, const char *key, void *val);
+/* Removes and returns the value, or NULL when absent. */
+void *strmap_del(strmap *m, const char *key);
+size_t strmap_len(const strmap *m);
+/* Walks live entries: *pos starts at 0; returns 0 when done. */
+int strmap_next(const strmap *m, size_t *pos, const char **key, void **val);
+
+#endif

@@ -1,0 +1,691 @@
+#include "correlate/engine_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+#include "core/str.h"
+#include "core/strmap.h"
+#include "core/ts.h"
+#include "rules/classify.h"
+#include "rules/playbooks.h"
+
+/* Windows (event time). Seed 000: a node crash takes several jobs down
+ * "within minutes"; ten minutes of look-back catches the slow scheduler
+ * reports without joining unrelated failures of the same node. */
+#define CRASH_WINDOW (10 * TS_MIN)
+/* An incident keeps absorbing related signals this long after its last. */
+#define FOLD_WINDOW (30 * TS_MIN)
+/* How long window entries and seen ids are kept, in memory and in Redis. */
+#define HORIZON (2 * TS_HOUR)
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n, sz);
+    if (!p)
+        abort();
+    return p;
+}
+
+
+static void free_win(void *p)
+{
+    node_win *w = p;
+    free(w->v);
+    free(w);
+}
+
+static void free_job(void *p)
+{
+    job *j = p;
+    json_decref(j->nodes);
+    json_decref(j->config);
+    free(j);
+}
+
+engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
+{
+    engine *e = xcalloc(1, sizeof *e);
+
+    e->ops = ops;
+    e->ctx = ctx;
+    e->cls = cls_new(err);
+    if (!e->cls) {
+        free(e);
+        return NULL;
+    }
+    e->nodes = strmap_new();
+    e->inventory = strmap_new();
+    e->jobs = strmap_new();
+    e->open_node = strmap_new();
+    e->open_job = strmap_new();
+    e->seen = strmap_new();
+    return e;
+}
+
+void eng_free(engine *e)
+{
+    if (!e)
+        return;
+    cls_free(e->cls);
+    strmap_free(e->nodes, free_win);
+    strmap_free(e->inventory, free);
+    strmap_free(e->jobs, free_job);
+    strmap_free(e->open_node, NULL);
+    strmap_free(e->open_job, NULL);
+    strmap_free(e->seen, free);
+    for (size_t i = 0; i < e->ninc; i++) {
+        free(e->incs[i]->children);
+        json_decref(e->incs[i]->published);
+        free(e->incs[i]);
+    }
+    free(e->incs);
+    free(e);
+}
+
+size_t eng_incident_count(const engine *e)
+{
+    return e->ninc;
+}
+
+/* ---- store keys ------------------------------------------------------ */
+
+/* Keys carry the cluster as Redis Cluster hash tag: one cluster's state
+ * lives on one shard, like its signals live on one Kafka partition. */
+static void key_of(char *buf, size_t len, const char *cluster, const char *kind,
+                   const char *name)
+{
+    if (name)
+        snprintf(buf, len, "cascade:{%s}:%s:%s", cluster, kind, name);
+    else
+        snprintf(buf, len, "cascade:{%s}:%s", cluster, kind);
+}
+
+/* ---- windows --------------------------------------------------------- */
+
+static node_win *win_of(engine *e, const char *host)
+{
+    node_win *w = strmap_get(e->nodes, host);
+    if (!w) {
+        w = xcalloc(1, sizeof *w);
+        strmap_put(e->nodes, host, w);
+    }
+    return w;
+}
+
+static const char kind_code[] = "XDOAJIC"; /* indexed by fact_kind */
+
+static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
+                    const char *jobid, const char *scenario)
+{
+    node_win *w = win_of(e, host);
+    char key[320], member[256];
+    size_t keep = 0;
+
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->v[i].sig == s->id && w->v[i].kind == kind &&
+            strcmp(w->v[i].job, jobid ? jobid : "") == 0)
+            return; /* idempotent: the same signal adds nothing twice */
+    }
+    /* Drop entries past the horizon before growing. */
+    for (size_t i = 0; i < w->n; i++)
+        if (w->v[i].ts >= e->now - HORIZON)
+            w->v[keep++] = w->v[i];
+    w->n = keep;
+    if (w->n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 8;
+        w->v = realloc(w->v, w->cap * sizeof *w->v);
+        if (!w->v)
+            abort();
+    }
+    entry *en = &w->v[w->n++];
+    en->ts = s->ts;
+    en->sig = s->id;
+    en->kind = kind;
+    str_copy(en->job, sizeof en->job, jobid);
+    en->scenario = scenario;
+
+    key_of(key, sizeof key, s->cluster, "w:node", host);
+    snprintf(member, sizeof member, "%016llx %c %s %s",
+             (unsigned long long)s->id, kind_code[kind],
+             jobid && *jobid ? jobid : "-", scenario ? scenario : "-");
+    e->ops->window_add(e->ctx, key, s->ts, member);
+    e->ops->window_trim(e->ctx, key, e->now - HORIZON);
+}
+
+int eng_restore_window(engine *e, const char *key, int64_t ts,
+                       const char *member)
+{
+    const char *host = strstr(key, ":w:node:");
+    char kc, jobid[64], scen[64];
+    unsigned long long id;
+    node_win *w;
+
+    if (!host || sscanf(member, "%16llx %c %63s %63s", &id, &kc, jobid, scen) != 4)
+        return -1;
+    const char *k = strchr(kind_code, kc);
+    if (!k)
+        return -1;
+    w = win_of(e, host + 8);
+    if (w->n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 8;
+        w->v = realloc(w->v, w->cap * sizeof *w->v);
+        if (!w->v)
+            abort();
+    }
+    entry *en = &w->v[w->n++];
+    en->ts = ts;
+    en->sig = id;
+    en->kind = (fact_kind)(k - kind_code);
+    str_copy(en->job, sizeof en->job, strcmp(jobid, "-") ? jobid : "");
+    en->scenario = NULL;
+    if (strcmp(scen, "-")) {
+        const pb_scenario *sc = pb_lookup(scen);
+        en->scenario = sc ? sc->id : NULL;
+    }
+    if (ts > e->now)
+        e->now = ts;
+    return 0;
+}
+
+/* Earliest anomaly on a host since `since`: the root cause of what
+ * followed (seed 004: the earliest anomaly is the cause, later ones are
+ * effects). */
+static const entry *earliest_anomaly(engine *e, const char *host, int64_t since)
+{
+    node_win *w = strmap_get(e->nodes, host);
+    const entry *best = NULL;
+
+    if (!w)
+        return NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        const entry *en = &w->v[i];
+        if (en->ts < since || en->kind == FACT_CHECKPOINT)
+            continue;
+        if (!best || en->ts < best->ts)
+            best = en;
+    }
+    return best;
+}
+
+/* Earliest node-level fault (driver or scheduler) on a host since `since`. */
+static const entry *earliest_node_fault(engine *e, const char *host,
+                                        int64_t since)
+{
+    node_win *w = strmap_get(e->nodes, host);
+    const entry *best = NULL;
+
+    if (!w)
+        return NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        const entry *en = &w->v[i];
+        const pb_scenario *sc = en->scenario ? pb_lookup(en->scenario) : NULL;
+        if (en->ts < since || !sc || !sc->node_level)
+            continue;
+        if (!best || en->ts < best->ts)
+            best = en;
+    }
+    return best;
+}
+
+/* ---- incidents ------------------------------------------------------- */
+
+static int fresh(const engine *e, const incident *inc)
+{
+    return inc && e->now - inc->updated <= FOLD_WINDOW;
+}
+
+static void touch(incident *inc, const sig *s)
+{
+    inc->count++;
+    inc->sources |= 1u << s->source;
+    if (s->ts < inc->first)
+        inc->first = s->ts;
+    if (s->ts > inc->last)
+        inc->last = s->ts;
+    if (s->ts > inc->updated)
+        inc->updated = s->ts;
+    inc->dirty = 1;
+}
+
+static incident *open_incident(engine *e, const sig *s, const char *scenario,
+                               const char *scope_kind, const char *scope_key)
+{
+    incident *inc = xcalloc(1, sizeof *inc);
+    uint64_t h = HASH_FNV_SEED;
+
+    h = hash_fnv1a(h, s->cluster, strlen(s->cluster) + 1);
+    h = hash_fnv1a(h, scope_kind, strlen(scope_kind) + 1);
+    h = hash_fnv1a(h, scope_key, strlen(scope_key) + 1);
+    h = hash_fnv1a(h, &s->id, sizeof s->id);
+    snprintf(inc->id, sizeof inc->id, "inc-%016llx", (unsigned long long)h);
+    inc->sc = pb_lookup(scenario);
+    str_copy(inc->cluster, sizeof inc->cluster, s->cluster);
+    inc->root_scenario = inc->sc->id;
+    inc->opened = inc->updated = inc->first = inc->last = s->ts;
+    inc->root_ts = s->ts;
+    inc->published = json_array();
+    if (e->ninc == e->capinc) {
+        e->capinc = e->capinc ? e->capinc * 2 : 16;
+        e->incs = realloc(e->incs, e->capinc * sizeof *e->incs);
+        if (!e->incs)
+            abort();
+    }
+    e->incs[e->ninc++] = inc;
+    return inc;
+}
+
+static size_t failed_children(const incident *inc)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < inc->nchildren; i++)
+        if (inc->children[i].state[0])
+            n++;
+    return n;
+}
+
+static void add_child(incident *inc, const char *jobid, const char *state,
+                      int64_t ts)
+{
+    child *c;
+
+    for (size_t i = 0; i < inc->nchildren; i++) {
+        c = &inc->children[i];
+        if (strcmp(c->job, jobid) == 0) {
+            if (state && !c->state[0]) {
+                str_copy(c->state, sizeof c->state, state);
+                c->ts = ts;
+            }
+            return;
+        }
+    }
+    inc->children = realloc(inc->children,
+                            (inc->nchildren + 1) * sizeof *inc->children);
+    if (!inc->children)
+        abort();
+    c = &inc->children[inc->nchildren++];
+    memset(c, 0, sizeof *c);
+    str_copy(c->job, sizeof c->job, jobid);
+    str_copy(c->state, sizeof c->state, state);
+    c->ts = ts;
+    inc->dirty = 1;
+}
+
+/* A node fault that explains two or more job failures is a node crash
+ * cascade; the fault stays its root cause (SCENARIOS.md). */
+static void maybe_escalate(incident *inc)
+{
+    if (inc->sc->node_level && failed_children(inc) >= 2 &&
+        strcmp(inc->sc->id, "cascade.node_crash") != 0) {
+        inc->sc = pb_lookup("cascade.node_crash");
+        inc->dirty = 1;
+    }
+}
+
+static job *job_of(engine *e, const char *id)
+{
+    return id && *id ? strmap_get(e->jobs, id) : NULL;
+}
+
+/* Folds into a node incident the job failures already seen on that host
+ * within the crash window, the ones no other incident explains. */
+static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
+{
+    node_win *w = strmap_get(e->nodes, host);
+
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->n; i++) {
+        entry *en = &w->v[i];
+        job *j = job_of(e, en->job);
+        if (en->kind != FACT_JOB_STATE || en->ts < e->now - CRASH_WINDOW || !j ||
+            (j->incident[0] && strcmp(j->incident, inc->id)))
+            continue;
+        add_child(inc, j->id, j->state, en->ts);
+        str_copy(j->incident, sizeof j->incident, inc->id);
+    }
+    maybe_escalate(inc);
+}
+
+static incident *open_node_incident(engine *e, const sig *s, const char *host,
+                                    const char *scenario, const fact *f)
+{
+    incident *inc = open_incident(e, s, scenario, "node", host);
+    const entry *first = earliest_anomaly(e, host, e->now - CRASH_WINDOW);
+
+    str_copy(inc->node, sizeof inc->node, host);
+    str_copy(inc->root_node, sizeof inc->root_node, host);
+    if (f) {
+        inc->cause = *f;
+        str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
+    }
+    if (first && first->ts < inc->root_ts)
+        inc->root_ts = first->ts;
+    strmap_put(e->open_node, host, inc);
+    return inc;
+}
+
+static void on_node_fault(engine *e, const sig *s, const fact *f,
+                          const char *host)
+{
+    incident *inc = strmap_get(e->open_node, host);
+
+    win_add(e, s, host, f->kind, s->job, f->scenario);
+    if (!fresh(e, inc))
+        inc = open_node_incident(e, s, host, f->scenario, f);
+    touch(inc, s);
+    if (!inc->gpu[0] && f->gpu[0])
+        str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
+    absorb_failed_jobs(e, inc, host);
+}
+
+/* A job failed. Explained by its own incident (OOM, ...), by a node fault
+ * on one of its nodes, or, when two or more jobs fall on one node within
+ * minutes with no other explanation, by a node crash. */
+static void on_job_failed(engine *e, const sig *s, job *j)
+{
+    size_t i;
+    json_t *n;
+    incident *inc;
+
+    json_array_foreach(j->nodes, i, n)
+        win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL);
+    inc = strmap_get(e->open_job, j->id);
+    if (fresh(e, inc)) {
+        touch(inc, s);
+        str_copy(j->incident, sizeof j->incident, inc->id);
+        return;
+    }
+    json_array_foreach(j->nodes, i, n) {
+        inc = strmap_get(e->open_node, json_string_value(n));
+        if (fresh(e, inc)) {
+            touch(inc, s);
+            add_child(inc, j->id, j->state, s->ts);
+            str_copy(j->incident, sizeof j->incident, inc->id);
+            maybe_escalate(inc);
+            return;
+        }
+    }
+    /* SLURM's NODE_FAIL on a one-node job names the node that failed. */
+    if (strcmp(j->state, "NODE_FAIL") == 0 && json_array_size(j->nodes) == 1) {
+        fact f;
+        memset(&f, 0, sizeof f);
+        f.kind = FACT_NODE_DOWN;
+        f.scenario = "node.down";
+        on_node_fault(e, s, &f, json_string_value(json_array_get(j->nodes, 0)));
+        return;
+    }
+    json_array_foreach(j->nodes, i, n) {
+        const char *host = json_string_value(n);
+        node_win *w = strmap_get(e->nodes, host);
+        int failed = 0;
+        for (size_t k = 0; w && k < w->n; k++) {
+            job *o = job_of(e, w->v[k].job);
+            if (w->v[k].kind == FACT_JOB_STATE &&
+                w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0])
+                failed++;
+        }
+        if (failed >= 2) {
+            const entry *nf = earliest_node_fault(e, host, e->now - CRASH_WINDOW);
+            inc = open_node_incident(e, s, host, "cascade.node_crash", NULL);
+            inc->root_scenario = nf ? nf->scenario : "cascade.node_crash";
+            touch(inc, s);
+            absorb_failed_jobs(e, inc, host);
+            return;
+        }
+    }
+}
+
+static int is_failure(const char *state)
+{
+    return strcmp(state, "FAILED") == 0 || strcmp(state, "NODE_FAIL") == 0;
+}
+
+static void on_job_state(engine *e, const sig *s)
+{
+    job *j = strmap_get(e->jobs, s->job);
+    char key[320];
+    json_t *v;
+
+    if (!j) {
+        j = xcalloc(1, sizeof *j);
+        str_copy(j->id, sizeof j->id, s->job);
+        strmap_put(e->jobs, s->job, j);
+    }
+    str_copy(j->state, sizeof j->state, s->state);
+    if (s->job_name)
+        str_copy(j->name, sizeof j->name, s->job_name);
+    if ((v = json_object_get(s->obj, "team")) && json_is_string(v))
+        str_copy(j->team, sizeof j->team, json_string_value(v));
+    if (s->nodes) {
+        json_decref(j->nodes);
+        j->nodes = json_incref(s->nodes);
+    }
+    if (s->config) {
+        json_decref(j->config);
+        j->config = json_incref(s->config);
+    }
+    if (!j->nodes)
+        j->nodes = json_array();
+    if (strcmp(s->state, "RUNNING") == 0 || strcmp(s->state, "PENDING") == 0)
+        j->incident[0] = '\0'; /* a new attempt starts unexplained */
+
+    json_t *rec = json_pack("{s:s, s:s, s:s, s:O, s:O*}", "job", j->id,
+                            "job_name", j->name, "state", j->state, "nodes",
+                            j->nodes, "config", j->config);
+    char *txt = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+    key_of(key, sizeof key, s->cluster, "jobs", NULL);
+    e->ops->hash_put(e->ctx, key, j->id, txt);
+    free(txt);
+    json_decref(rec);
+
+    if (is_failure(j->state))
+        on_job_failed(e, s, j);
+}
+
+static void on_inventory(engine *e, const sig *s)
+{
+    node_info *ni = strmap_get(e->inventory, s->host);
+    char key[320];
+    json_t *v;
+
+    if (!ni) {
+        ni = xcalloc(1, sizeof *ni);
+        strmap_put(e->inventory, s->host, ni);
+    }
+    if ((v = json_object_get(s->obj, "rack")) && json_is_string(v))
+        str_copy(ni->rack, sizeof ni->rack, json_string_value(v));
+    ni->canary = json_is_true(json_object_get(s->obj, "canary"));
+    char *txt = json_dumps(s->obj, JSON_COMPACT | JSON_SORT_KEYS);
+    key_of(key, sizeof key, s->cluster, "inventory", NULL);
+    e->ops->hash_put(e->ctx, key, s->host, txt);
+    free(txt);
+}
+
+static void on_job_fault(engine *e, const sig *s, const fact *f)
+{
+    incident *inc = strmap_get(e->open_job, f->job);
+    job *j = job_of(e, f->job);
+
+    if (f->host[0])
+        win_add(e, s, f->host, f->kind, f->job, f->scenario);
+    if (!fresh(e, inc)) {
+        inc = open_incident(e, s, f->scenario, "job", f->job);
+        str_copy(inc->job, sizeof inc->job, f->job);
+        str_copy(inc->node, sizeof inc->node, f->host);
+        str_copy(inc->root_job, sizeof inc->root_job, f->job);
+        str_copy(inc->root_node, sizeof inc->root_node, f->host);
+        inc->cause = *f;
+        strmap_put(e->open_job, f->job, inc);
+    }
+    touch(inc, s);
+    if (j)
+        str_copy(j->incident, sizeof j->incident, inc->id);
+}
+
+/* A job's error line: evidence for whatever explains it, or an anomaly on
+ * its host that a later node fault will claim as its earliest sign. */
+static void on_app_error(engine *e, const sig *s, const fact *f)
+{
+    incident *inc = f->job[0] ? strmap_get(e->open_job, f->job) : NULL;
+    job *j = job_of(e, f->job);
+    size_t i;
+    json_t *n;
+
+    if (f->host[0])
+        win_add(e, s, f->host, f->kind, f->job, NULL);
+    if (fresh(e, inc)) {
+        touch(inc, s);
+        return;
+    }
+    inc = f->host[0] ? strmap_get(e->open_node, f->host) : NULL;
+    if (!fresh(e, inc) && j) {
+        inc = NULL;
+        json_array_foreach(j->nodes, i, n) {
+            incident *c = strmap_get(e->open_node, json_string_value(n));
+            if (fresh(e, c)) {
+                inc = c;
+                break;
+            }
+        }
+    }
+    if (fresh(e, inc)) {
+        touch(inc, s);
+        if (f->job[0])
+            add_child(inc, f->job, NULL, s->ts);
+    }
+}
+
+static int seen_before(engine *e, const sig *s)
+{
+    char hex[17];
+    int64_t *ts;
+
+    sig_id_hex(s, hex);
+    if (strmap_get(e->seen, hex))
+        return 1;
+    /* Bounded: prune ids older than the horizon once the set is large. */
+    if (strmap_len(e->seen) > 65536) {
+        size_t pos = 0;
+        const char *k;
+        void *v;
+        char **old = xcalloc(strmap_len(e->seen), sizeof *old);
+        size_t nold = 0;
+        while (strmap_next(e->seen, &pos, &k, &v))
+            if (*(int64_t *)v < e->now - HORIZON)
+                old[nold++] = strdup(k);
+        for (size_t i = 0; i < nold; i++) {
+            free(strmap_del(e->seen, old[i]));
+            free(old[i]);
+        }
+        free(old);
+    }
+    ts = xcalloc(1, sizeof *ts);
+    *ts = s->ts;
+    strmap_put(e->seen, hex, ts);
+    return 0;
+}
+
+int eng_feed(engine *e, const sig *s)
+{
+    fact facts[CLS_MAX_FACTS];
+    int n;
+
+    if (s->ts > e->now)
+        e->now = s->ts;
+    n = cls_classify(e->cls, s, facts);
+    if (n == 0)
+        return 0;
+    if (seen_before(e, s))
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const fact *f = &facts[i];
+        switch (f->kind) {
+        case FACT_INVENTORY:
+            on_inventory(e, s);
+            break;
+        case FACT_JOB_STATE:
+            on_job_state(e, s);
+            break;
+        case FACT_XID:
+        case FACT_NODE_DOWN:
+            if (f->scenario && pb_lookup(f->scenario))
+                on_node_fault(e, s, f, f->host);
+            else if (f->host[0])
+                win_add(e, s, f->host, f->kind, s->job, NULL);
+            break;
+        case FACT_CUDA_OOM:
+            if (f->job[0])
+                on_job_fault(e, s, f);
+            break;
+        case FACT_APP_ERROR:
+            on_app_error(e, s, f);
+            break;
+        case FACT_CHECKPOINT:
+            break; /* context only: never opens an incident (seed 004) */
+        }
+    }
+    return 1;
+}
+
+static int cmp_inc(const void *a, const void *b)
+{
+    const incident *x = *(incident *const *)a, *y = *(incident *const *)b;
+    if (x->opened != y->opened)
+        return x->opened < y->opened ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+void eng_flush(engine *e, eng_change_fn fn, void *arg)
+{
+    char key[320];
+
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        json_t *js, *acts, *fresh_acts;
+        size_t k;
+        json_t *a;
+
+        if (!inc->dirty)
+            continue;
+        inc->dirty = 0;
+        js = eng_incident_json(e, inc);
+        acts = json_object_get(js, "actions");
+        fresh_acts = json_array();
+        json_array_foreach(acts, k, a) {
+            size_t m;
+            json_t *p;
+            int known = 0;
+            json_array_foreach(inc->published, m, p)
+                if (json_equal(p, a))
+                    known = 1;
+            if (!known) {
+                json_array_append(fresh_acts, a);
+                json_array_append(inc->published, a);
+            }
+        }
+        char *txt = json_dumps(js, JSON_COMPACT);
+        key_of(key, sizeof key, inc->cluster, "incidents", NULL);
+        e->ops->hash_put(e->ctx, key, inc->id, txt);
+        free(txt);
+        if (fn)
+            fn(arg, inc->id, js, fresh_acts);
+        json_decref(fresh_acts);
+        json_decref(js);
+    }
+}
+
+json_t *eng_incidents(engine *e)
+{
+    incident **sorted = xcalloc(e->ninc + 1, sizeof *sorted);
+    json_t *out = json_array();
+
+    memcpy(sorted, e->incs, e->ninc * sizeof *sorted);
+    qsort(sorted, e->ninc, sizeof *sorted, cmp_inc);
+    for (size_t i = 0; i < e->ninc; i++)
+        json_array_append_new(out, eng_incident_json(e, sorted[i]));
+    free(sorted);
+    return out;
+}

@@ -1,0 +1,54 @@
+/* Correlation engine: signals in, incidents out. Pure and single-threaded:
+ * no sockets, no event loop, no clock but the signals' own time, so replay
+ * and live runs make the same decisions and tests drive it directly.
+ *
+ * State writes (windows, jobs, inventory, incidents) leave through
+ * eng_store_ops, which the correlator turns into pipelined Redis commands.
+ * Every write is idempotent: window members start with the signal id, and
+ * hash fields are overwritten with the full current value. */
+#ifndef CS_ENGINE_H
+#define CS_ENGINE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/signal.h"
+
+typedef struct eng_store_ops {
+    /* ZADD key ts member: one entry of a sliding window. */
+    void (*window_add)(void *ctx, const char *key, int64_t ts,
+                       const char *member);
+    /* Entries of key older than `before` may be dropped. */
+    void (*window_trim)(void *ctx, const char *key, int64_t before);
+    /* HSET key field value. */
+    void (*hash_put)(void *ctx, const char *key, const char *field,
+                     const char *value);
+} eng_store_ops;
+
+typedef struct engine engine;
+
+engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err);
+void eng_free(engine *e);
+
+/* Feeds one signal. Returns 1 when it changed state, 0 when it was a
+ * duplicate (same signal id seen within the window horizon) or carried
+ * nothing the rules use. */
+int eng_feed(engine *e, const sig *s);
+
+/* Restores a window entry read back from Redis after a restart. */
+int eng_restore_window(engine *e, const char *key, int64_t ts,
+                       const char *member);
+
+/* Calls fn for every incident changed since the last call, in a stable
+ * order, with its JSON (REPLAY.md incident format) and the actions not
+ * published before. Also writes each to the store. */
+typedef void (*eng_change_fn)(void *arg, const char *incident_id,
+                              json_t *incident, json_t *new_actions);
+void eng_flush(engine *e, eng_change_fn fn, void *arg);
+
+/* All incidents, ordered by opening time then id (the replay output). */
+json_t *eng_incidents(engine *e);
+size_t eng_incident_count(const engine *e);
+
+#endif

@@ -1,0 +1,239 @@
+/* Incident -> REPLAY.md JSON, and the actions each proposes. Part of the
+ * engine (shares its private types through engine_internal.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ts.h"
+#include "correlate/engine_internal.h"
+
+static json_t *ts_json(int64_t ts)
+{
+    char buf[32];
+    ts_format(ts, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static int is_canary(engine *e, const char *host)
+{
+    node_info *ni = host && *host ? strmap_get(e->inventory, host) : NULL;
+    return ni && ni->canary;
+}
+
+/* Largest power of two <= v (v >= 1). */
+static json_int_t pow2_floor(double v)
+{
+    json_int_t p = 1;
+    while (p * 2 <= v)
+        p *= 2;
+    return p;
+}
+
+/* Batch size for an OOM in the forward pass: scale by how much memory the
+ * step needed against what the GPU has (with 10% headroom), and at least
+ * halve it, since a guess that fails again costs a whole queue wait. */
+static void fix_batch(json_t *params, const incident *inc, const job *j)
+{
+    json_t *bs = j && j->config ? json_object_get(j->config, "batch_size") : NULL;
+    const fact *f = &inc->cause;
+
+    if (json_is_integer(bs) && json_integer_value(bs) > 1) {
+        double cur = (double)json_integer_value(bs), target = cur / 2;
+        if (f->capacity > 0 && f->free_b >= 0 && f->tried > 0) {
+            double need = f->capacity - f->free_b + f->tried;
+            double scaled = floor(cur * (0.9 * f->capacity) / need);
+            if (scaled < target)
+                target = scaled;
+        }
+        json_object_set_new(params, "batch_size",
+                            json_integer(pow2_floor(target < 1 ? 1 : target)));
+    }
+    json_object_set_new(params, "gradient_checkpointing", json_true());
+}
+
+static void fix_activation(json_t *params, const job *j)
+{
+    const char *prec = j && j->config
+        ? json_string_value(json_object_get(j->config, "precision")) : NULL;
+
+    json_object_set_new(params, "gradient_checkpointing", json_true());
+    /* Already in half precision: checkpointing is the remaining lever. */
+    if (!prec || (strcmp(prec, "fp16") && strcmp(prec, "bf16")))
+        json_object_set_new(params, "fp16", json_true());
+}
+
+static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
+{
+    json_t *p = json_object();
+
+    switch (st->fix) {
+    case PB_FIX_EXCLUDE_NODE:
+        json_object_set_new(p, "exclude_nodes", json_pack("[s]", inc->node));
+        break;
+    case PB_FIX_BATCH:
+        fix_batch(p, inc, j);
+        break;
+    case PB_FIX_ACTIVATION:
+        fix_activation(p, j);
+        break;
+    case PB_FIX_ALLOC_CONF:
+        json_object_set_new(p, "env", json_pack("{s:s}", "PYTORCH_CUDA_ALLOC_CONF",
+                                                "expandable_segments:True"));
+        break;
+    case PB_FIX_TICKET:
+        json_object_set_new(p, "category", json_string(st->category));
+        break;
+    case PB_FIX_NONE:
+        break;
+    }
+    return p;
+}
+
+static json_t *action(engine *e, const pb_step *st, const incident *inc,
+                      const job *j, json_t *target)
+{
+    pb_approval a = st->approval;
+
+    if (a == APPR_CANARY)
+        a = is_canary(e, inc->node) ? APPR_AUTO : APPR_HITL;
+    return json_pack("{s:s, s:s, s:o, s:o, s:s}", "playbook", st->playbook,
+                     "approval", pb_approval_name(a), "target", target,
+                     "params", step_params(st, inc, j), "state", "proposed");
+}
+
+static json_t *job_target(const job *j, const char *id)
+{
+    json_t *t = json_pack("{s:s}", "job", id);
+    if (j && j->name[0])
+        json_object_set_new(t, "job_name", json_string(j->name));
+    return t;
+}
+
+json_t *eng_actions(engine *e, const incident *inc)
+{
+    json_t *out = json_array();
+
+    for (int i = 0; i < inc->sc->nsteps; i++) {
+        const pb_step *st = &inc->sc->steps[i];
+        switch (st->target) {
+        case PB_TARGET_NODE: {
+            json_t *t = json_pack("{s:s}", "node", inc->node);
+            if (inc->gpu[0] && strcmp(st->playbook, "gpu.reset") == 0)
+                json_object_set_new(t, "gpu", json_string(inc->gpu));
+            json_array_append_new(out, action(e, st, inc, NULL, t));
+            break;
+        }
+        case PB_TARGET_JOB: {
+            const job *j = strmap_get(e->jobs, inc->job);
+            json_array_append_new(out, action(e, st, inc, j,
+                                              job_target(j, inc->job)));
+            break;
+        }
+        case PB_TARGET_EACH_JOB:
+            for (size_t k = 0; k < inc->nchildren; k++) {
+                const child *c = &inc->children[k];
+                const job *j = strmap_get(e->jobs, c->job);
+                if (!c->state[0])
+                    continue; /* only the jobs that actually failed */
+                json_array_append_new(out, action(e, st, inc, j,
+                                                  job_target(j, c->job)));
+            }
+            break;
+        case PB_TARGET_NONE:
+            json_array_append_new(out, action(e, st, inc, NULL, json_object()));
+            break;
+        }
+    }
+    return out;
+}
+
+static json_t *scope_json(engine *e, const incident *inc)
+{
+    json_t *s = json_pack("{s:s}", "cluster", inc->cluster);
+    node_info *ni = inc->node[0] ? strmap_get(e->inventory, inc->node) : NULL;
+    const job *j = inc->job[0] ? strmap_get(e->jobs, inc->job) : NULL;
+
+    if (inc->node[0])
+        json_object_set_new(s, "node", json_string(inc->node));
+    if (inc->gpu[0])
+        json_object_set_new(s, "gpu", json_string(inc->gpu));
+    if (ni && ni->rack[0] && inc->sc->node_level)
+        json_object_set_new(s, "rack", json_string(ni->rack));
+    if (inc->job[0])
+        json_object_set_new(s, "job", json_string(inc->job));
+    if (j && j->name[0])
+        json_object_set_new(s, "job_name", json_string(j->name));
+    if (j && j->team[0])
+        json_object_set_new(s, "team", json_string(j->team));
+    return s;
+}
+
+static json_t *evidence_json(const incident *inc)
+{
+    json_t *src = json_array();
+
+    for (int i = 0; i < SRC__COUNT; i++)
+        if (inc->sources & (1u << i))
+            json_array_append_new(src, json_string(sig_source_name((sig_source)i)));
+    return json_pack("{s:i, s:o, s:o, s:o}", "count", inc->count, "sources", src,
+                     "first", ts_json(inc->first), "last", ts_json(inc->last));
+}
+
+static json_t *children_json(const incident *inc)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; i < inc->nchildren; i++) {
+        const child *c = &inc->children[i];
+        if (!c->state[0])
+            continue; /* jobs only seen erroring are evidence, not children */
+        json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "job", c->job,
+                                           "state", c->state, "ts",
+                                           ts_json(c->ts)));
+    }
+    return a;
+}
+
+static void summary(const incident *inc, char *buf, size_t len)
+{
+    size_t n = 0, off;
+    const char *where = inc->node[0] ? inc->node : "?";
+
+    if (!inc->sc->node_level) {
+        snprintf(buf, len, "Job %s on %s: %s; %s.", inc->job, where,
+                 inc->sc->what, inc->sc->todo);
+        return;
+    }
+    for (size_t i = 0; i < inc->nchildren; i++)
+        n += inc->children[i].state[0] != 0;
+    off = (size_t)snprintf(buf, len, "%s: %s", where, inc->sc->what);
+    if (inc->root_scenario != inc->sc->id && off < len)
+        off += (size_t)snprintf(buf + off, len - off, " (root cause %s)",
+                                inc->root_scenario);
+    if (n && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "; %zu job%s failed", n,
+                                n == 1 ? "" : "s");
+    if (off < len)
+        snprintf(buf + off, len - off, "; %s.", inc->sc->todo);
+}
+
+json_t *eng_incident_json(engine *e, const incident *inc)
+{
+    char sum[512];
+    json_t *root = json_pack("{s:s, s:o}", "scenario", inc->root_scenario, "ts",
+                             ts_json(inc->root_ts));
+
+    if (inc->root_node[0])
+        json_object_set_new(root, "node", json_string(inc->root_node));
+    if (inc->root_job[0])
+        json_object_set_new(root, "job", json_string(inc->root_job));
+    summary(inc, sum, sizeof sum);
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
+                     "id", inc->id, "scenario", inc->sc->id, "status", "open",
+                     "scope", scope_json(e, inc), "root_cause", root, "opened",
+                     ts_json(inc->opened), "updated", ts_json(inc->updated),
+                     "evidence", evidence_json(inc), "children",
+                     children_json(inc), "actions", eng_actions(e, inc),
+                     "summary", sum);
+}

@@ -1,0 +1,19 @@
+/* `cascade replay`: signals from files, through the live path's parsers,
+ * classifier, engine and Redis windows, driven by event time; the final
+ * state of every incident on stdout (REPLAY.md). */
+#ifndef CS_REPLAY_H
+#define CS_REPLAY_H
+
+#include <stdio.h>
+
+typedef struct replay_opts {
+    const char *redis; /* NULL: start a private redis-server */
+    size_t batch;      /* signals per Redis pipeline */
+    FILE *out;
+} replay_opts;
+
+/* 0: every line accepted; 1: some lines rejected (reported on stderr);
+ * 2: the run could not be made (I/O, Redis). */
+int replay_run(char **files, int nfiles, const replay_opts *o);
+
+#endif

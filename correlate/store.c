@@ -1,0 +1,374 @@
+#include "correlate/store.h"
+
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/strmap.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+typedef struct cmd {
+    char *buf; /* RESP-formatted command */
+    int len;
+} cmd;
+
+struct store {
+    struct event_base *base;
+    char addr[512];
+    char prefix[128];
+    redisAsyncContext *ac;
+    struct event *retry;
+    int backoff_ms;
+    cmd *q;          /* queued for the next batch */
+    size_t nq, capq;
+    cmd *inflight;   /* the batch being acknowledged */
+    size_t ninflight, acked;
+    unsigned gen;    /* bumps on reconnect so stale replies are ignored */
+    strmap *trims;   /* key -> int64_t cutoff, coalesced per batch */
+    store_done_fn done;
+    void *done_arg;
+    unsigned long sent;
+};
+
+static void connect_now(store *st);
+
+static void push(store *st, char *buf, int len)
+{
+    if (len < 0)
+        abort();
+    if (st->nq == st->capq) {
+        st->capq = st->capq ? st->capq * 2 : 256;
+        st->q = realloc(st->q, st->capq * sizeof *st->q);
+        if (!st->q)
+            abort();
+    }
+    st->q[st->nq++] = (cmd){buf, len};
+}
+
+static void window_add(void *ctx, const char *key, int64_t ts,
+                       const char *member)
+{
+    store *st = ctx;
+    char *buf, score[32];
+    int len;
+
+    snprintf(score, sizeof score, "%lld", (long long)ts);
+    len = redisFormatCommand(&buf, "ZADD %s%s %s %s", st->prefix, key, score,
+                             member);
+    push(st, buf, len);
+}
+
+static void window_trim(void *ctx, const char *key, int64_t before)
+{
+    store *st = ctx;
+    int64_t *cut = strmap_get(st->trims, key);
+
+    if (!cut) {
+        cut = malloc(sizeof *cut);
+        if (!cut)
+            abort();
+        *cut = before;
+        strmap_put(st->trims, key, cut);
+    } else if (before > *cut) {
+        *cut = before;
+    }
+}
+
+static void hash_put(void *ctx, const char *key, const char *field,
+                     const char *value)
+{
+    store *st = ctx;
+    char *buf;
+    int len = redisFormatCommand(&buf, "HSET %s%s %s %s", st->prefix, key,
+                                 field, value);
+    push(st, buf, len);
+}
+
+static const eng_store_ops ops = {window_add, window_trim, hash_put};
+
+const eng_store_ops *store_ops(void)
+{
+    return &ops;
+}
+
+/* One ZREMRANGEBYSCORE per window key per batch, not per signal. */
+static void queue_trims(store *st)
+{
+    size_t pos = 0;
+    const char *key;
+    void *v;
+
+    while (strmap_next(st->trims, &pos, &key, &v)) {
+        char *buf, hi[32];
+        int len;
+        snprintf(hi, sizeof hi, "(%lld", (long long)*(int64_t *)v);
+        len = redisFormatCommand(&buf, "ZREMRANGEBYSCORE %s%s -inf %s",
+                                 st->prefix, key, hi);
+        push(st, buf, len);
+    }
+    strmap_free(st->trims, free);
+    st->trims = strmap_new();
+}
+
+static void free_cmds(cmd *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        redisFreeCommand(v[i].buf);
+    free(v);
+}
+
+static void batch_acked(store *st)
+{
+    store_done_fn done = st->done;
+    void *arg = st->done_arg;
+
+    free_cmds(st->inflight, st->ninflight);
+    st->inflight = NULL;
+    st->ninflight = st->acked = 0;
+    st->done = NULL;
+    st->backoff_ms = BACKOFF_MIN_MS;
+    if (done)
+        done(arg);
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    store *st = ac->data;
+    redisReply *reply = r;
+
+    if (!st || (unsigned)(uintptr_t)priv != st->gen)
+        return; /* a reply for a connection we gave up on */
+    if (!reply)
+        return; /* disconnect: the disconnect callback resends */
+    if (reply->type == REDIS_REPLY_ERROR)
+        log_error("store", "redis refused a write: %s", reply->str);
+    if (++st->acked == st->ninflight)
+        batch_acked(st);
+}
+
+static void send_inflight(store *st)
+{
+    for (size_t i = 0; i < st->ninflight; i++) {
+        if (redisAsyncFormattedCommand(st->ac, on_reply,
+                                       (void *)(uintptr_t)st->gen,
+                                       st->inflight[i].buf,
+                                       (size_t)st->inflight[i].len) != REDIS_OK) {
+            log_warn("store", "cannot queue a redis command; will reconnect");
+            return;
+        }
+        st->sent++;
+    }
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    connect_now(arg);
+}
+
+static void schedule_retry(store *st)
+{
+    struct timeval tv = {st->backoff_ms / 1000, (st->backoff_ms % 1000) * 1000};
+
+    log_warn("store", "redis at %s unavailable; retrying in %d ms", st->addr,
+             st->backoff_ms);
+    evtimer_add(st->retry, &tv);
+    st->backoff_ms *= 2;
+    if (st->backoff_ms > BACKOFF_MAX_MS)
+        st->backoff_ms = BACKOFF_MAX_MS;
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    store *st = ac->data;
+
+    if (status != REDIS_OK) {
+        log_warn("store", "redis connect failed: %s", ac->errstr);
+        return; /* hiredis calls the disconnect callback next */
+    }
+    log_debug("store", "connected to redis at %s", st->addr);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    store *st = ac->data;
+
+    (void)status;
+    if (!st || st->ac != ac)
+        return;
+    st->ac = NULL;
+    st->gen++;
+    st->acked = 0;
+    schedule_retry(st);
+}
+
+static const char *unix_path(const char *addr)
+{
+    if (strncmp(addr, "unix:", 5) == 0)
+        return addr + 5;
+    return addr[0] == '/' ? addr : NULL;
+}
+
+static void connect_now(store *st)
+{
+    const char *path = unix_path(st->addr);
+    redisAsyncContext *ac;
+
+    if (path) {
+        ac = redisAsyncConnectUnix(path);
+    } else {
+        char host[256];
+        int port = 6379;
+        const char *colon = strrchr(st->addr, ':');
+        snprintf(host, sizeof host, "%.*s",
+                 colon ? (int)(colon - st->addr) : (int)strlen(st->addr),
+                 st->addr);
+        if (colon)
+            port = atoi(colon + 1);
+        ac = redisAsyncConnect(host, port);
+    }
+    if (!ac || ac->err) {
+        if (ac)
+            redisAsyncFree(ac);
+        schedule_retry(st);
+        return;
+    }
+    ac->data = st;
+    redisLibeventAttach(ac, st->base);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    st->ac = ac;
+    send_inflight(st);
+}
+
+store *store_new(struct event_base *base, const char *addr, const char *prefix,
+                 cs_err *err)
+{
+    store *st = calloc(1, sizeof *st);
+
+    if (!st) {
+        cs_err_set(err, "out of memory");
+        return NULL;
+    }
+    st->base = base;
+    snprintf(st->addr, sizeof st->addr, "%s", addr);
+    snprintf(st->prefix, sizeof st->prefix, "%s", prefix ? prefix : "");
+    st->backoff_ms = BACKOFF_MIN_MS;
+    st->trims = strmap_new();
+    st->retry = evtimer_new(base, on_retry, st);
+    connect_now(st);
+    return st;
+}
+
+void store_free(store *st)
+{
+    if (!st)
+        return;
+    if (st->ac) {
+        st->ac->data = NULL;
+        redisAsyncFree(st->ac);
+    }
+    event_free(st->retry);
+    free_cmds(st->q, st->nq);
+    free_cmds(st->inflight, st->ninflight);
+    strmap_free(st->trims, free);
+    free(st);
+}
+
+int store_flush(store *st, store_done_fn done, void *arg)
+{
+    if (st->inflight)
+        return -1;
+    queue_trims(st);
+    st->done = done;
+    st->done_arg = arg;
+    if (st->nq == 0) {
+        batch_acked(st);
+        return 0;
+    }
+    st->inflight = st->q;
+    st->ninflight = st->nq;
+    st->q = NULL;
+    st->nq = st->capq = 0;
+    st->acked = 0;
+    if (st->ac)
+        send_inflight(st);
+    return 0;
+}
+
+int store_busy(const store *st)
+{
+    return st->inflight != NULL;
+}
+
+unsigned long store_commands_sent(const store *st)
+{
+    return st->sent;
+}
+
+static long restore_key(redisContext *c, const char *key, const char *prefix,
+                        engine *e)
+{
+    redisReply *r = redisCommand(c, "ZRANGE %s 0 -1 WITHSCORES", key);
+    long n = 0;
+
+    if (r && r->type == REDIS_REPLY_ARRAY) {
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            int64_t ts = strtoll(r->element[i + 1]->str, NULL, 10);
+            if (eng_restore_window(e, key + strlen(prefix), ts,
+                                   r->element[i]->str) == 0)
+                n++;
+        }
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+long store_restore(const char *addr, const char *prefix, engine *e, cs_err *err)
+{
+    const char *path = unix_path(addr);
+    redisContext *c;
+    char cursor[32] = "0", pattern[256];
+    long n = 0;
+
+    if (path) {
+        c = redisConnectUnix(path);
+    } else {
+        char host[256];
+        const char *colon = strrchr(addr, ':');
+        snprintf(host, sizeof host, "%.*s",
+                 colon ? (int)(colon - addr) : (int)strlen(addr), addr);
+        c = redisConnect(host, colon ? atoi(colon + 1) : 6379);
+    }
+    if (!c || c->err) {
+        cs_err_set(err, "cannot reach redis at %s: %s", addr,
+                   c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return -1;
+    }
+    snprintf(pattern, sizeof pattern, "%scascade:{*}:w:node:*", prefix);
+    do {
+        redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor,
+                                     pattern);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            cs_err_set(err, "SCAN failed on %s", addr);
+            freeReplyObject(r);
+            n = -1;
+            break;
+        }
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        for (size_t i = 0; i < r->element[1]->elements; i++)
+            n += restore_key(c, r->element[1]->element[i]->str, prefix, e);
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    redisFree(c);
+    return n;
+}

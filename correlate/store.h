@@ -1,0 +1,37 @@
+/* Redis side of the correlator: the engine's window and state writes,
+ * queued per batch and sent as one pipeline on an async hiredis connection
+ * bound to the event loop. A batch is "acknowledged" only when every reply
+ * of it has arrived; a lost connection resends the whole batch after a
+ * back-off (all writes are idempotent). */
+#ifndef CS_STORE_H
+#define CS_STORE_H
+
+#include <event2/event.h>
+
+#include "core/err.h"
+#include "correlate/engine.h"
+
+typedef struct store store;
+
+/* addr: a unix socket path ("/run/redis.sock" or "unix:/path") or
+ * "host:port". prefix: prepended to every key ("" for none). */
+store *store_new(struct event_base *base, const char *addr, const char *prefix,
+                 cs_err *err);
+void store_free(store *st);
+/* The ops to hand to eng_new, with the store as ctx. */
+const eng_store_ops *store_ops(void);
+
+/* Sends everything queued since the last flush. done(arg, ok) runs from
+ * the loop once the batch is acknowledged (ok=1); it never runs with ok=0:
+ * failures are retried until stopped. With nothing queued, done runs at
+ * once. Only one batch may be in flight. */
+typedef void (*store_done_fn)(void *arg);
+int store_flush(store *st, store_done_fn done, void *arg);
+int store_busy(const store *st);
+unsigned long store_commands_sent(const store *st);
+
+/* Reads back every window under prefix (blocking; start-up only) and
+ * feeds each entry to eng_restore_window. Returns entries restored. */
+long store_restore(const char *addr, const char *prefix, engine *e, cs_err *err);
+
+#endif

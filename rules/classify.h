@@ -1,0 +1,59 @@
+/* Classifier: turns one normalised signal into facts, the vocabulary the
+ * correlation engine reasons with. It does no I/O and keeps only the small
+ * state needed to assemble multi-line messages (Python tracebacks) per host,
+ * job and rank, driven by event time. */
+#ifndef CS_CLASSIFY_H
+#define CS_CLASSIFY_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/signal.h"
+
+typedef enum {
+    FACT_XID,        /* GPU fault reported by the driver or an exporter */
+    FACT_NODE_DOWN,  /* the scheduler lost a node */
+    FACT_CUDA_OOM,   /* PyTorch CUDA OOM, with its traceback context */
+    FACT_APP_ERROR,  /* a job's fatal error line (CUDA error, NCCL error) */
+    FACT_JOB_STATE,  /* scheduler job lifecycle */
+    FACT_INVENTORY,  /* node topology and policy */
+    FACT_CHECKPOINT, /* context only: a checkpoint is being written */
+} fact_kind;
+
+enum oom_pass { OOM_PASS_UNKNOWN, OOM_PASS_FORWARD, OOM_PASS_BACKWARD };
+
+typedef struct fact {
+    fact_kind kind;
+    /* The scenario this fact signals on its own (catalog id), or NULL. */
+    const char *scenario;
+    char host[128];
+    char job[128];
+    char gpu[16];  /* GPU index, when the source says it */
+    char pci[32];  /* PCI bus id, when the source says it */
+    int xid;
+    int rank;
+    /* CUDA OOM, bytes; -1 when the message does not say */
+    double tried, free_b, capacity, reserved_unalloc;
+    enum oom_pass pass;
+    char excerpt[160]; /* the line that made the fact, for summaries */
+} fact;
+
+typedef struct classifier classifier;
+
+classifier *cls_new(cs_err *err);
+void cls_free(classifier *c);
+
+#define CLS_MAX_FACTS 16
+/* Writes up to CLS_MAX_FACTS facts for s into out; returns their count.
+ * Lines that belong to an unfinished multi-line message give no fact until
+ * the message is complete. */
+int cls_classify(classifier *c, const sig *s, fact *out);
+
+/* Exposed for tests and fuzzers: the per-format parsers. */
+int cls_parse_xid(const classifier *c, const char *line, fact *f);
+int cls_parse_oom(const classifier *c, const char *line, fact *f);
+/* Expands a SLURM hostlist ("gpu-[001-003,007],cpu-1") into at most max
+ * names of at most 128 bytes; returns the count or -1 when malformed. */
+int cls_expand_hostlist(const char *list, char names[][128], int max);
+
+#endif
