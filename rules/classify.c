@@ -283,10 +283,13 @@ int cls_expand_hostlist(const char *list, char names[][128], int max)
                     if (e == q2 || b < a || b - a > 4096)
                         return -1;
                 }
+                int slen = (int)(end - rb - 1);
+                if (slen > 20)
+                    return -1;
                 for (long v = a; v <= b; v++, n++)
                     if (n < max)
-                        snprintf(names[n], 128, "%.*s%0*ld%.20s", plen, p,
-                                 width, v, rb + 1);
+                        snprintf(names[n], 128, "%.*s%0*ld%.*s", plen, p,
+                                 width, v, slen, rb + 1);
                 q = e;
                 if (*q == ',')
                     q++;

@@ -1,0 +1,560 @@
+#include "core/kafka.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "core/log.h"
+
+#define KFK_DEFAULT_PARTITIONS 64
+#define KFK_POLL_MS 50
+/* An idle consumer still has to call into librdkafka now and then, or it
+ * exceeds max.poll.interval.ms and is evicted from its group. */
+#define KFK_IDLE_POLL_MS 1000
+
+struct kfk_broker {
+    rd_kafka_t *rk; /* owns the mock cluster */
+    rd_kafka_mock_cluster_t *mc;
+    char bootstrap[128];
+};
+
+struct kfk_producer {
+    rd_kafka_t *rk;
+    struct event *timer;
+    unsigned long failed;
+};
+
+struct kfk_consumer {
+    rd_kafka_t *rk;
+    rd_kafka_queue_t *q;
+    int pipefd[2];
+    struct event *wake, *idle;
+    rd_kafka_message_t **held;
+    size_t nheld, max_batch;
+    kfk_batch_fn fn;
+    void *arg;
+};
+
+/* ---- shared configuration ---------------------------------------------- */
+
+/* Called from librdkafka's own threads: log_write emits one fprintf per
+ * line, so lines from several threads stay whole. */
+static void kfk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                       const char *buf)
+{
+    enum log_level lvl = level <= 3   ? LOG_LVL_ERROR
+                         : level == 4 ? LOG_LVL_WARN
+                         : level <= 6 ? LOG_LVL_INFO
+                                      : LOG_LVL_DEBUG;
+
+    LOG_AT(lvl, "kafka", "%s %s: %s", rd_kafka_name(rk), fac, buf);
+}
+
+static void kfk_error_cb(rd_kafka_t *rk, int code, const char *reason,
+                         void *opaque)
+{
+    char fatal[256];
+
+    (void)opaque;
+    if (code == RD_KAFKA_RESP_ERR__FATAL) {
+        rd_kafka_fatal_error(rk, fatal, sizeof fatal);
+        log_error("kafka", "%s: fatal: %s", rd_kafka_name(rk), fatal);
+        return;
+    }
+    log_warn("kafka", "%s: %s: %s", rd_kafka_name(rk),
+             rd_kafka_err2name((rd_kafka_resp_err_t)code), reason);
+}
+
+static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *val,
+                    cs_err *err)
+{
+    char why[256];
+
+    if (rd_kafka_conf_set(conf, key, val, why, sizeof why) ==
+        RD_KAFKA_CONF_OK)
+        return 0;
+    cs_err_set(err, "kafka config %s=%s: %s", key, val, why);
+    return -1;
+}
+
+/* Settings as {key, value} pairs terminated by a NULL key. */
+static rd_kafka_conf_t *conf_new(const char *const *kv, cs_err *err)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+    rd_kafka_conf_set_log_cb(conf, kfk_log_cb);
+    rd_kafka_conf_set_error_cb(conf, kfk_error_cb);
+    for (; kv[0]; kv += 2) {
+        if (conf_set(conf, kv[0], kv[1], err)) {
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
+    return conf;
+}
+
+/* rd_kafka_new takes ownership of conf only when it succeeds. */
+static rd_kafka_t *client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
+                              cs_err *err)
+{
+    char why[256];
+    rd_kafka_t *rk = rd_kafka_new(type, conf, why, sizeof why);
+
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        cs_err_set(err, "kafka client: %s", why);
+    }
+    return rk;
+}
+
+/* ---- embedded broker ---------------------------------------------------- */
+
+static int broker_topics(kfk_broker *b, int partitions, cs_err *err)
+{
+    static const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS,
+                                         KFK_TOPIC_ACTIONS, KFK_TOPIC_DEADLETTER};
+    rd_kafka_resp_err_t e;
+
+    for (size_t i = 0; i < sizeof topics / sizeof *topics; i++) {
+        e = rd_kafka_mock_topic_create(b->mc, topics[i], partitions, 1);
+        if (e) {
+            cs_err_set(err, "embedded broker: creating %s: %s", topics[i],
+                       rd_kafka_err2str(e));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+kfk_broker *kfk_broker_start(int partitions, cs_err *err)
+{
+    /* The host handle creates and owns the cluster; it also points its own
+     * bootstrap list at it, so it never looks for a real broker. */
+    static const char *const kv[] = {"client.id", "cascade-broker",
+                                     "test.mock.num.brokers", "1", NULL};
+    kfk_broker *b = calloc(1, sizeof *b);
+    rd_kafka_conf_t *conf;
+
+    if (!b) {
+        cs_err_set(err, "out of memory");
+        return NULL;
+    }
+    if (partitions <= 0)
+        partitions = KFK_DEFAULT_PARTITIONS;
+    if (!(conf = conf_new(kv, err)) ||
+        !(b->rk = client_new(RD_KAFKA_PRODUCER, conf, err)))
+        goto fail;
+    if (!(b->mc = rd_kafka_handle_mock_cluster(b->rk))) {
+        cs_err_set(err, "embedded broker: could not start the mock cluster");
+        goto fail;
+    }
+    if (broker_topics(b, partitions, err))
+        goto fail;
+    snprintf(b->bootstrap, sizeof b->bootstrap, "%s",
+             rd_kafka_mock_cluster_bootstraps(b->mc));
+    log_info("kafka", "embedded broker on %s, %d partitions per topic",
+             b->bootstrap, partitions);
+    return b;
+fail:
+    kfk_broker_stop(b);
+    return NULL;
+}
+
+const char *kfk_broker_bootstrap(const kfk_broker *b)
+{
+    return b->bootstrap;
+}
+
+void kfk_broker_stop(kfk_broker *b)
+{
+    if (!b)
+        return;
+    if (b->rk)
+        rd_kafka_destroy(b->rk);
+    free(b);
+}
+
+/* ---- producer ----------------------------------------------------------- */
+
+/* Runs on the thread that polls (the loop, or flush at shutdown). */
+static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                      void *opaque)
+{
+    kfk_producer *p = opaque;
+
+    (void)rk;
+    if (!m->err)
+        return;
+    /* First failure and then one line per thousand: an outage must not
+     * turn into a log flood. */
+    if (p->failed++ % 1000 == 0)
+        log_error("kafka", "delivery to %s failed: %s (%lu failures so far)",
+                  rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err),
+                  p->failed);
+}
+
+kfk_producer *kfk_producer_new(const char *brokers, cs_err *err)
+{
+    const char *const kv[] = {"bootstrap.servers", brokers,
+                              "client.id", "cascade-producer",
+                              "enable.idempotence", "true",
+                              "linger.ms", "5", NULL};
+    kfk_producer *p = calloc(1, sizeof *p);
+    rd_kafka_conf_t *conf;
+
+    if (!p) {
+        cs_err_set(err, "out of memory");
+        return NULL;
+    }
+    if (!(conf = conf_new(kv, err)))
+        goto fail;
+    rd_kafka_conf_set_opaque(conf, p);
+    rd_kafka_conf_set_dr_msg_cb(conf, kfk_dr_cb);
+    if (!(p->rk = client_new(RD_KAFKA_PRODUCER, conf, err)))
+        goto fail;
+    return p;
+fail:
+    free(p);
+    return NULL;
+}
+
+int kfk_produce(kfk_producer *p, const char *topic, const char *key,
+                size_t keylen, const void *val, size_t len, cs_err *err)
+{
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, keylen),
+        RD_KAFKA_V_VALUE((void *)val, len),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return KFK_OK;
+    if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        return KFK_QUEUE_FULL;
+    cs_err_set(err, "producing to %s: %s", topic, rd_kafka_err2str(e));
+    return -1;
+}
+
+void kfk_producer_poll(kfk_producer *p)
+{
+    rd_kafka_poll(p->rk, 0);
+}
+
+void kfk_producer_wait(kfk_producer *p, int timeout_ms)
+{
+    rd_kafka_poll(p->rk, timeout_ms);
+}
+
+static void producer_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    kfk_producer_poll(arg);
+}
+
+int kfk_producer_attach(kfk_producer *p, struct event_base *base)
+{
+    struct timeval tv = {0, KFK_POLL_MS * 1000};
+
+    if (p->timer)
+        return -1;
+    p->timer = event_new(base, -1, EV_PERSIST, producer_tick, p);
+    if (!p->timer || event_add(p->timer, &tv)) {
+        log_error("kafka", "cannot schedule the producer poll timer");
+        return -1;
+    }
+    return 0;
+}
+
+int kfk_producer_flush(kfk_producer *p, int timeout_ms)
+{
+    int left;
+
+    rd_kafka_flush(p->rk, timeout_ms);
+    left = rd_kafka_outq_len(p->rk);
+    if (left > 0) {
+        log_warn("kafka", "%d messages still queued after %d ms", left,
+                 timeout_ms);
+        return -1;
+    }
+    return 0;
+}
+
+unsigned long kfk_producer_failed(const kfk_producer *p)
+{
+    return p->failed;
+}
+
+void kfk_producer_free(kfk_producer *p)
+{
+    if (!p)
+        return;
+    if (p->timer)
+        event_free(p->timer);
+    kfk_producer_flush(p, 5000);
+    rd_kafka_destroy(p->rk);
+    free(p);
+}
+
+/* ---- consumer ----------------------------------------------------------- */
+
+static void consumer_commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e,
+                               rd_kafka_topic_partition_list_t *offsets,
+                               void *opaque)
+{
+    (void)rk;
+    (void)offsets;
+    (void)opaque;
+    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
+        log_warn("kafka", "offset commit failed: %s", rd_kafka_err2str(e));
+}
+
+static void drain_pipe(int fd)
+{
+    char buf[64];
+
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+}
+
+/* Destroys the error entries of a fresh batch and moves the messages to the
+ * front; returns how many messages remain. */
+static size_t keep_messages(rd_kafka_message_t **m, size_t n)
+{
+    size_t good = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i]->err) {
+            m[good++] = m[i];
+            continue;
+        }
+        if (m[i]->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            log_warn("kafka", "consumer: %s",
+                     rd_kafka_message_errstr(m[i]));
+        rd_kafka_message_destroy(m[i]);
+    }
+    return good;
+}
+
+static void deliver(kfk_consumer *c)
+{
+    ssize_t n;
+    size_t good = 0;
+
+    while (!good) {
+        n = rd_kafka_consume_batch_queue(c->q, 0, c->held, c->max_batch);
+        if (n < 0) {
+            log_warn("kafka", "consume: %s",
+                     rd_kafka_err2str(rd_kafka_last_error()));
+            return;
+        }
+        if (n == 0)
+            return;
+        good = keep_messages(c->held, (size_t)n);
+    }
+    c->nheld = good;
+    c->fn(c->arg, c->held, good);
+}
+
+/* A held batch blocks delivery; releasing it re-activates this callback,
+ * so wake-ups that arrive meanwhile only need their bytes drained. */
+static void consumer_wake(evutil_socket_t fd, short what, void *arg)
+{
+    kfk_consumer *c = arg;
+
+    (void)what;
+    drain_pipe((int)fd);
+    if (!c->nheld)
+        deliver(c);
+}
+
+static void consumer_idle(evutil_socket_t fd, short what, void *arg)
+{
+    kfk_consumer *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (!c->nheld)
+        event_active(c->wake, EV_READ, 0);
+}
+
+static int consumer_events(kfk_consumer *c, struct event_base *base,
+                           cs_err *err)
+{
+    struct timeval tv = {KFK_IDLE_POLL_MS / 1000, 0};
+
+    if (pipe2(c->pipefd, O_NONBLOCK | O_CLOEXEC)) {
+        cs_err_set(err, "consumer wake-up pipe: %s", strerror(errno));
+        c->pipefd[0] = c->pipefd[1] = -1;
+        return -1;
+    }
+    c->wake = event_new(base, c->pipefd[0], EV_READ | EV_PERSIST,
+                        consumer_wake, c);
+    c->idle = event_new(base, -1, EV_PERSIST, consumer_idle, c);
+    if (!c->wake || !c->idle || event_add(c->wake, NULL) ||
+        event_add(c->idle, &tv)) {
+        cs_err_set(err, "consumer: cannot register events");
+        return -1;
+    }
+    rd_kafka_queue_io_event_enable(c->q, c->pipefd[1], "w", 1);
+    return 0;
+}
+
+static int consumer_subscribe(kfk_consumer *c, const char *topic, cs_err *err)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_resp_err_t e;
+
+    rd_kafka_topic_partition_list_add(l, topic, RD_KAFKA_PARTITION_UA);
+    e = rd_kafka_subscribe(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e) {
+        cs_err_set(err, "subscribing to %s: %s", topic, rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
+static int consumer_client(kfk_consumer *c, const char *brokers,
+                           const char *group, cs_err *err)
+{
+    const char *const kv[] = {"bootstrap.servers", brokers,
+                              "client.id", "cascade-consumer",
+                              "group.id", group,
+                              "enable.auto.commit", "false",
+                              "enable.auto.offset.store", "false",
+                              "auto.offset.reset", "earliest", NULL};
+    rd_kafka_conf_t *conf = conf_new(kv, err);
+
+    if (!conf)
+        return -1;
+    rd_kafka_conf_set_offset_commit_cb(conf, consumer_commit_cb);
+    if (!(c->rk = client_new(RD_KAFKA_CONSUMER, conf, err)))
+        return -1;
+    /* Errors and commit results then arrive on the queue we drain. */
+    rd_kafka_poll_set_consumer(c->rk);
+    c->q = rd_kafka_queue_get_consumer(c->rk);
+    return 0;
+}
+
+kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
+                               const char *group, const char *topic,
+                               size_t max_batch, kfk_batch_fn fn, void *arg,
+                               cs_err *err)
+{
+    kfk_consumer *c = calloc(1, sizeof *c);
+
+    if (!c || !max_batch || !(c->held = calloc(max_batch, sizeof *c->held))) {
+        cs_err_set(err, c ? "consumer: max_batch must be at least 1 and fit "
+                            "in memory" : "out of memory");
+        free(c);
+        return NULL;
+    }
+    c->pipefd[0] = c->pipefd[1] = -1;
+    c->max_batch = max_batch;
+    c->fn = fn;
+    c->arg = arg;
+    if (consumer_client(c, brokers, group, err) ||
+        consumer_events(c, base, err) || consumer_subscribe(c, topic, err))
+        goto fail;
+    return c;
+fail:
+    kfk_consumer_free(c);
+    return NULL;
+}
+
+/* One entry per partition, holding the next offset to read. */
+static rd_kafka_topic_partition_list_t *held_offsets(const kfk_consumer *c)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    rd_kafka_topic_partition_t *tp;
+    const rd_kafka_message_t *m;
+
+    for (size_t i = 0; i < c->nheld; i++) {
+        m = c->held[i];
+        tp = rd_kafka_topic_partition_list_find(
+            l, rd_kafka_topic_name(m->rkt), m->partition);
+        if (!tp)
+            tp = rd_kafka_topic_partition_list_add(
+                l, rd_kafka_topic_name(m->rkt), m->partition);
+        if (m->offset + 1 > tp->offset)
+            tp->offset = m->offset + 1;
+    }
+    return l;
+}
+
+int kfk_consumer_commit_held(kfk_consumer *c, cs_err *err)
+{
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_resp_err_t e;
+    int rc = 0;
+
+    if (!c->nheld)
+        return 0;
+    l = held_offsets(c);
+    /* Storing fails for partitions revoked since the batch was read: their
+     * new owner re-reads them, which at-least-once allows. */
+    e = rd_kafka_offsets_store(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e) {
+        cs_err_set(err, "storing offsets: %s", rd_kafka_err2str(e));
+        rc = -1;
+    } else {
+        e = rd_kafka_commit(c->rk, NULL, 1);
+        if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+            cs_err_set(err, "committing offsets: %s", rd_kafka_err2str(e));
+            rc = -1;
+        }
+    }
+    kfk_consumer_release(c);
+    return rc;
+}
+
+void kfk_consumer_release(kfk_consumer *c)
+{
+    for (size_t i = 0; i < c->nheld; i++)
+        rd_kafka_message_destroy(c->held[i]);
+    c->nheld = 0;
+    /* More may already be queued: librdkafka only signals the pipe when
+     * its queue turns non-empty. */
+    if (c->wake)
+        event_active(c->wake, EV_READ, 0);
+}
+
+static void consumer_close(kfk_consumer *c)
+{
+    rd_kafka_resp_err_t e;
+
+    if (c->q) {
+        rd_kafka_queue_io_event_enable(c->q, -1, NULL, 0);
+        rd_kafka_queue_destroy(c->q);
+    }
+    e = rd_kafka_consumer_close(c->rk);
+    if (e)
+        log_warn("kafka", "consumer close: %s", rd_kafka_err2str(e));
+    rd_kafka_destroy(c->rk);
+}
+
+void kfk_consumer_free(kfk_consumer *c)
+{
+    if (!c)
+        return;
+    if (c->wake)
+        event_free(c->wake);
+    if (c->idle)
+        event_free(c->idle);
+    c->wake = NULL;
+    kfk_consumer_release(c);
+    if (c->rk)
+        consumer_close(c);
+    for (int i = 0; i < 2; i++)
+        if (c->pipefd[i] >= 0)
+            close(c->pipefd[i]);
+    free(c->held);
+    free(c);
+}

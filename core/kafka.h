@@ -1,0 +1,79 @@
+/* Kafka plumbing shared by collectors, the correlator and the executors:
+ * an embedded broker for development, a producer that never blocks the
+ * event loop, and a consumer-group reader driven by libevent that hands out
+ * one batch at a time and commits only when the caller says the batch is
+ * durable elsewhere (at-least-once). */
+#ifndef CS_KAFKA_H
+#define CS_KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+
+#include "core/err.h"
+
+struct event_base;
+
+#define KFK_TOPIC_SIGNALS "cascade.signals"
+#define KFK_TOPIC_INCIDENTS "cascade.incidents"
+#define KFK_TOPIC_ACTIONS "cascade.actions"
+#define KFK_TOPIC_DEADLETTER "cascade.deadletter"
+
+/* Embedded Kafka-protocol broker: librdkafka's mock cluster, one broker on
+ * 127.0.0.1 so other processes (kcat) can connect. Creates the four topics
+ * above with `partitions` partitions each (64 when 0). Development and
+ * tests only: no disk, and about 5 MiB kept per partition. */
+typedef struct kfk_broker kfk_broker;
+kfk_broker *kfk_broker_start(int partitions, cs_err *err);
+/* "127.0.0.1:PORT" */
+const char *kfk_broker_bootstrap(const kfk_broker *b);
+void kfk_broker_stop(kfk_broker *b);
+
+/* Idempotent producer; delivery failures are logged and counted. */
+typedef struct kfk_producer kfk_producer;
+kfk_producer *kfk_producer_new(const char *brokers, cs_err *err);
+
+/* kfk_produce returns one of these, or -1 on any other error (err set). */
+enum { KFK_OK = 0, KFK_QUEUE_FULL = 1 };
+/* Copies key and payload. key may be NULL (keylen 0). */
+int kfk_produce(kfk_producer *p, const char *topic, const char *key,
+                size_t keylen, const void *val, size_t len, cs_err *err);
+/* Serves delivery reports without blocking. */
+void kfk_producer_poll(kfk_producer *p);
+/* Serves delivery reports for up to timeout_ms: blocking, so only for
+ * command-line paths (file publishing) that have no event loop. */
+void kfk_producer_wait(kfk_producer *p, int timeout_ms);
+/* Polls every 50 ms from `base`; at most one attachment per producer. */
+int kfk_producer_attach(kfk_producer *p, struct event_base *base);
+/* Blocking; only at shutdown. 0 when everything was delivered (or failed
+ * definitively), -1 when messages were still queued at the timeout. */
+int kfk_producer_flush(kfk_producer *p, int timeout_ms);
+/* Delivery failures so far. */
+unsigned long kfk_producer_failed(const kfk_producer *p);
+/* Flushes up to 5 s first. NULL is fine. */
+void kfk_producer_free(kfk_producer *p);
+
+/* High-level consumer in group `group` subscribed to `topic`, with manual
+ * offset store and commit, starting at the earliest offset when the group
+ * has none. Driven by `base` without blocking it: on_batch is called from
+ * the loop with 1..max_batch messages. The consumer keeps ownership of the
+ * messages, and delivers no further batch, until kfk_consumer_release() or
+ * kfk_consumer_commit_held() (backpressure: the callee may wait for async
+ * acks first). Messages carrying errors are logged and never passed on.
+ * Holding a batch longer than max.poll.interval.ms (5 min) makes the
+ * broker evict the consumer from the group. */
+typedef struct kfk_consumer kfk_consumer;
+typedef void (*kfk_batch_fn)(void *arg, rd_kafka_message_t **msgs, size_t n);
+kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
+                               const char *group, const char *topic,
+                               size_t max_batch, kfk_batch_fn fn, void *arg,
+                               cs_err *err);
+/* Stores and asynchronously commits the offsets of the held batch, then
+ * releases it. A commit failure surfaces later in the log; -1 only when the
+ * offsets could not be stored (e.g. partitions revoked meanwhile). */
+int kfk_consumer_commit_held(kfk_consumer *c, cs_err *err);
+/* Drops the held batch without committing. */
+void kfk_consumer_release(kfk_consumer *c);
+/* Leaves the group (blocking, shutdown only). NULL is fine. */
+void kfk_consumer_free(kfk_consumer *c);
+
+#endif

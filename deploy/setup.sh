@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything cascade needs to build, run and test on Debian 12.
+# Idempotent: re-running installs nothing new. Needs root (or sudo).
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config clang
+  librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
+  libcurl4-openssl-dev libpcre2-dev libyaml-dev
+  redis-server kcat prometheus-alertmanager python3 curl
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null
+# The Debian package enables a system redis; cascade starts its own private
+# one per run, so the system service is left as the package set it up.
+echo "setup: done"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# A bad line is reported with its line number and reason, the run goes on,
+# the incidents from the good lines still come out, and the exit code is 1.
+set -uo pipefail
+bin=$1 shared=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+src=$shared/scenarios/hw_gpu_off_bus.jsonl
+{ head -n 3 "$src"
+  echo '{"ts":"2026-03-02T08:00:00Z","source":"syslog","line":"x"}'
+  echo '{"ts":"2026-03-02T08:00:00Z", "source": '
+  echo '{"source":"kernel","line":"no time"}'
+  tail -n +4 "$src"; } > "$tmp/in.jsonl"
+"$bin" replay "$tmp/in.jsonl" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+fail=0
+[ "$rc" -eq 1 ] || { echo "exit $rc, want 1"; fail=1; }
+grep -q 'in.jsonl:4: field .source.: unknown source "syslog"' "$tmp/err" || { echo "line 4 not reported"; fail=1; }
+grep -q 'in.jsonl:5: invalid JSON' "$tmp/err" || { echo "line 5 not reported"; fail=1; }
+grep -q "in.jsonl:6: field 'ts' is required" "$tmp/err" || { echo "line 6 not reported"; fail=1; }
+grep -q '"scenario":"hw.gpu_off_bus"' "$tmp/out" || { echo "incident lost"; fail=1; }
+"$bin" replay /nonexistent.jsonl > /dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] || { echo "missing file: exit $rc, want 2"; fail=1; }
+[ $fail -eq 0 ] && echo "replay bad input: ok"
+cat "$tmp/err"
+exit $fail

@@ -1,0 +1,54 @@
+/* Minimal assertions for the unit tests: every failure names file, line and
+ * the values; the process exits non-zero at the end if any check failed.
+ * The closing line is "N passed, N failed" so runners can read it. */
+#ifndef CS_CHECK_H
+#define CS_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int check_passed, check_failed;
+
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (cond) {                                                            \
+            check_passed++;                                                    \
+        } else {                                                               \
+            check_failed++;                                                    \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__,   \
+                    #cond);                                                    \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                        \
+    do {                                                                       \
+        const char *a_ = (a), *b_ = (b);                                       \
+        if (a_ && b_ && strcmp(a_, b_) == 0) {                                 \
+            check_passed++;                                                    \
+        } else {                                                               \
+            check_failed++;                                                    \
+            fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n",          \
+                    __FILE__, __LINE__, #a, a_ ? a_ : "(null)",                \
+                    b_ ? b_ : "(null)");                                       \
+        }                                                                      \
+    } while (0)
+
+#define CHECK_INT(a, b)                                                        \
+    do {                                                                       \
+        long long a_ = (long long)(a), b_ = (long long)(b);                    \
+        if (a_ == b_) {                                                        \
+            check_passed++;                                                    \
+        } else {                                                               \
+            check_failed++;                                                    \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__,    \
+                    __LINE__, #a, a_, b_);                                     \
+        }                                                                      \
+    } while (0)
+
+static inline int check_report(void)
+{
+    printf("%d passed, %d failed\n", check_passed, check_failed);
+    return check_failed ? 1 : 0;
+}
+
+#endif

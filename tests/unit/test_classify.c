@@ -1,0 +1,247 @@
+/* Signatures against verbatim text from ../shared/signals (format history
+ * included), and the decisions made from it. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "rules/classify.h"
+
+static classifier *c;
+
+static void xid(const char *line, int code, const char *pci, const char *scen)
+{
+    fact f;
+    int ok = cls_parse_xid(c, line, &f);
+
+    CHECK_INT(ok, 1);
+    if (!ok) {
+        fprintf(stderr, "  line: %s\n", line);
+        return;
+    }
+    CHECK_INT(f.xid, code);
+    CHECK_STR(f.pci, pci);
+    if (scen)
+        CHECK_STR(f.scenario, scen);
+    else
+        CHECK(f.scenario == NULL);
+}
+
+static void test_xid(void)
+{
+    /* with pid and name */
+    xid("[125185.756828] NVRM: Xid (PCI:0000:db:00): 79, pid=2871, "
+        "name=python3, GPU has fallen off the bus.", 79, "0000:db:00",
+        "hw.gpu_off_bus");
+    /* journald prefix, no pid/name (older drivers) */
+    xid("May 18 19:02:39 kernel: NVRM: Xid (PCI:0000:2b:00): 79, GPU has "
+        "fallen off the bus.", 79, "0000:2b:00", "hw.gpu_off_bus");
+    /* driver 570+: no Xid token at all */
+    xid("May 18 19:02:39 kernel: NVRM: GPU 0000:2b:00.0: GPU has fallen off "
+        "the bus.", 79, "0000:2b:00.0", "hw.gpu_off_bus");
+    /* very old drivers: no PCI: prefix */
+    xid("NVRM: Xid (0000:01:00): 3, C 00000005", 3, "0000:01:00", NULL);
+    /* dmesg -T prefix, pid='<unknown>' */
+    xid("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, "
+        "pid='<unknown>', name=<unknown>, Graphics SM Warp Exception", 13,
+        "0000:cb:00", NULL);
+    xid("Dec  2 11:38:47 worker4 kernel: [  219.470994] NVRM: Xid "
+        "(PCI:0000:07:00): 48, pid='<unknown>', name=<unknown>, An "
+        "uncorrectable double bit error (DBE) has been detected", 48,
+        "0000:07:00", "hw.ecc_uncorrectable");
+    xid("[449410.332316] NVRM: Xid (PCI:0003:00:00): 74, pid='<unknown>', "
+        "name=<unknown>, NVLink: fatal error detected on link 14(0x0, 0x0, "
+        "0x10000, 0x0, 0x0, 0x0, 0x0)", 74, "0003:00:00", "hw.nvlink");
+    fact f;
+    CHECK_INT(cls_parse_xid(c, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module "
+                               "535.183.01", &f), 0);
+    CHECK_INT(cls_parse_xid(c, "systemd-journald[812]: Data hash table of "
+                               "/run/log/journal is full", &f), 0);
+}
+
+#define GIB 1073741824.0
+#define MIB 1048576.0
+
+static void oom(const char *line, double tried, double resv_unalloc)
+{
+    fact f;
+    int ok = cls_parse_oom(c, line, &f);
+
+    CHECK_INT(ok, 1);
+    if (!ok)
+        return;
+    CHECK(fabs(f.tried - tried) < 1.0);
+    CHECK(fabs(f.reserved_unalloc - resv_unalloc) < 1024.0);
+}
+
+static void test_oom_generations(void)
+{
+    /* 1.0 era: "cached" and no reserved figure */
+    oom("RuntimeError: CUDA out of memory. Tried to allocate 16.00 GiB (GPU 0; "
+        "11.93 GiB total capacity; 4.00 GiB already allocated; 7.33 GiB free; "
+        "179.00 KiB cached)", 16 * GIB, -1);
+    /* 1.5-1.10: reserved in total; unallocated = reserved - allocated */
+    oom("RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; "
+        "15.90 GiB total capacity; 13.13 GiB already allocated; 415.88 MiB "
+        "free; 14.80 GiB reserved in total by PyTorch)", 512 * MIB,
+        (14.80 - 13.13) * GIB);
+    /* 2.1: new prose, "capacty" typo, line breaks */
+    oom("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "138.00 MiB. GPU 0 has a total capacty of 15.90 GiB of which 8.44 MiB "
+        "is free. Process 1246069 has 577.00 MiB memory in use. Including "
+        "non-PyTorch memory, this process has 15.32 GiB memory in use. Of the "
+        "allocated memory 14.12 GiB is allocated by PyTorch, and 410.41 MiB is "
+        "reserved\nby PyTorch but unallocated.", 138 * MIB, 410.41 * MIB);
+    /* 2.4+: torch.OutOfMemoryError */
+    oom("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 "
+        "GiB. GPU 0 has a total capacity of 31.47 GiB of which 12.73 GiB is "
+        "free. Including non-PyTorch memory, this process has 18.73 GiB memory "
+        "in use. Of the allocated memory 9.08 GiB is allocated by PyTorch, and "
+        "9.35 GiB is reserved by PyTorch but unallocated.", 22.78 * GIB,
+        9.35 * GIB);
+    /* truncated message (pytorch#126766) still classifies */
+    fact f;
+    CHECK_INT(cls_parse_oom(c, "OutOfMemoryError: CUDA out of memory. Tried to "
+                               "allocate 3725.29 GiB. GPU", &f), 1);
+    CHECK(f.capacity < 0);
+    /* host-side allocator failure is not a CUDA OOM */
+    CHECK_INT(cls_parse_oom(c, "RuntimeError: [enforce fail at "
+                               "CPUAllocator.cpp:64] . DefaultCPUAllocator: "
+                               "can't allocate memory", &f), 0);
+}
+
+static sig app(const char *job, int rank, const char *line, const char *ts)
+{
+    char buf[2048];
+    sig s;
+    cs_err err;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "ts", ts, "source",
+                          "app", "host", "g1", "job", job, "line", line, "rank",
+                          rank);
+    (void)buf;
+    if (sig_from_json(&s, o, &err))
+        fprintf(stderr, "bad test signal: %s\n", err.msg);
+    json_decref(o);
+    return s;
+}
+
+/* Feeds lines of one traceback; returns the scenario of the final fact. */
+static const char *traceback(const char *job, const char *const *lines, int n)
+{
+    static fact f[CLS_MAX_FACTS];
+    const char *scen = NULL;
+
+    for (int i = 0; i < n; i++) {
+        sig s = app(job, 0, lines[i], "2026-03-02T08:10:05Z");
+        int k = cls_classify(c, &s, f);
+        if (i < n - 1)
+            CHECK_INT(k, 0); /* nothing until the exception line */
+        else if (k == 1)
+            scen = f[0].scenario;
+        sig_free(&s);
+    }
+    return scen;
+}
+
+static void test_traceback_pass(void)
+{
+    static const char *const fwd[] = {
+        "Traceback (most recent call last):",
+        "  File \"/workspace/train.py\", line 142, in train_step",
+        "    outputs = model(**batch)",
+        "  File \"/usr/lib/torch/nn/modules/module.py\", line 1747, in _call_impl",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 1.20 GiB is free. Of "
+        "the allocated memory 77.20 GiB is allocated by PyTorch, and 358.40 MiB "
+        "is reserved by PyTorch but unallocated."};
+    static const char *const bwd[] = {
+        "Traceback (most recent call last):",
+        "  File \"/workspace/train.py\", line 150, in train_step",
+        "    loss.backward()",
+        "  File \"/usr/lib/torch/autograd/__init__.py\", line 267, in backward",
+        "    _engine_run_backward(",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 1.20 GiB is free. Of "
+        "the allocated memory 77.20 GiB is allocated by PyTorch, and 358.40 MiB "
+        "is reserved by PyTorch but unallocated."};
+    static const char *const frag[] = {
+        "Traceback (most recent call last):",
+        "    loss.backward()",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 5.95 GiB is free. Of "
+        "the allocated memory 60.10 GiB is allocated by PyTorch, and 12.70 GiB "
+        "is reserved by PyTorch but unallocated."};
+    CHECK_STR(traceback("1", fwd, 5), "oom.batch_size");
+    CHECK_STR(traceback("2", bwd, 6), "oom.activation");
+    /* reserved-unallocated covers the request: fragmentation wins */
+    CHECK_STR(traceback("3", frag, 3), "oom.fragmentation");
+}
+
+static void test_rank_prefix(void)
+{
+    fact f[CLS_MAX_FACTS];
+    sig s = app("9", 0, "[rank3]: RuntimeError: CUDA error: an illegal memory "
+                "access was encountered", "2026-03-02T08:10:05Z");
+
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_INT(f[0].kind, FACT_APP_ERROR);
+    CHECK_INT(f[0].rank, 3);
+    sig_free(&s);
+}
+
+static void test_hostlist(void)
+{
+    char n[16][128];
+
+    CHECK_INT(cls_expand_hostlist("gpu-058", n, 16), 1);
+    CHECK_STR(n[0], "gpu-058");
+    CHECK_INT(cls_expand_hostlist("gpu-[007-009,012],cpu1", n, 16), 5);
+    CHECK_STR(n[0], "gpu-007");
+    CHECK_STR(n[2], "gpu-009");
+    CHECK_STR(n[3], "gpu-012");
+    CHECK_STR(n[4], "cpu1");
+    CHECK_INT(cls_expand_hostlist("gpu-[9-3]", n, 16), -1);
+    CHECK_INT(cls_expand_hostlist("gpu-[1-2", n, 16), -1);
+}
+
+static void test_alert(void)
+{
+    fact f[CLS_MAX_FACTS];
+    sig s;
+    cs_err err;
+    const char *line =
+        "{\"ts\":\"2026-03-02T08:10:40Z\",\"source\":\"alertmanager\",\"payload\":"
+        "{\"version\":\"4\",\"status\":\"firing\",\"alerts\":["
+        "{\"status\":\"firing\",\"labels\":{\"alertname\":\"GPUXidError\","
+        "\"Hostname\":\"gpu-062\",\"gpu\":\"5\",\"err_code\":\"79\"}},"
+        "{\"status\":\"resolved\",\"labels\":{\"alertname\":\"GPUXidError\","
+        "\"Hostname\":\"gpu-063\",\"err_code\":\"79\"}},"
+        "{\"status\":\"firing\",\"labels\":{\"alertname\":\"GPUXidError\","
+        "\"instance\":\"gpu-064:9400\",\"err_code\":\"48\"}}]}}";
+
+    CHECK_INT(sig_parse_json(&s, line, strlen(line), &err), 0);
+    CHECK_INT(cls_classify(c, &s, f), 2); /* the resolved alert opens nothing */
+    CHECK_STR(f[0].host, "gpu-062");
+    CHECK_STR(f[0].gpu, "5");
+    CHECK_STR(f[0].scenario, "hw.gpu_off_bus");
+    CHECK_STR(f[1].host, "gpu-064"); /* instance without its port */
+    CHECK_STR(f[1].scenario, "hw.ecc_uncorrectable");
+    sig_free(&s);
+}
+
+int main(void)
+{
+    cs_err err;
+
+    c = cls_new(&err);
+    CHECK(c != NULL);
+    if (!c)
+        return check_report();
+    test_xid();
+    test_oom_generations();
+    test_traceback_pass();
+    test_rank_prefix();
+    test_hostlist();
+    test_alert();
+    cls_free(c);
+    return check_report();
+}

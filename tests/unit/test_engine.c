@@ -1,0 +1,220 @@
+/* Engine rules and state writes, driven directly (no Redis, no loop). */
+#include <stdlib.h>
+
+#include "check.h"
+#include "correlate/engine.h"
+
+typedef struct rec {
+    int zadd, trim, hset;
+    char last_member[256];
+} rec;
+
+static void w_add(void *ctx, const char *key, int64_t ts, const char *member)
+{
+    rec *r = ctx;
+    (void)key;
+    (void)ts;
+    r->zadd++;
+    snprintf(r->last_member, sizeof r->last_member, "%s", member);
+}
+
+static void w_trim(void *ctx, const char *key, int64_t before)
+{
+    (void)key;
+    (void)before;
+    ((rec *)ctx)->trim++;
+}
+
+static void h_put(void *ctx, const char *key, const char *f, const char *v)
+{
+    (void)key;
+    (void)f;
+    (void)v;
+    ((rec *)ctx)->hset++;
+}
+
+static const eng_store_ops ops = {w_add, w_trim, h_put};
+
+static void feed(engine *e, const char *line)
+{
+    sig s;
+    cs_err err;
+
+    if (sig_parse_json(&s, line, strlen(line), &err)) {
+        fprintf(stderr, "bad test line: %s\n", err.msg);
+        CHECK(0);
+        return;
+    }
+    eng_feed(e, &s);
+    sig_free(&s);
+}
+
+static json_t *only_incident(engine *e)
+{
+    json_t *all = eng_incidents(e);
+    CHECK_INT(json_array_size(all), 1);
+    json_t *inc = json_incref(json_array_get(all, 0));
+    json_decref(all);
+    return inc;
+}
+
+#define JOB(ts, id, state, nodes) \
+    "{\"ts\":\"" ts "\",\"source\":\"job\",\"job\":\"" id "\",\"state\":\"" \
+    state "\",\"nodes\":" nodes "}"
+#define XID79(ts, host) \
+    "{\"ts\":\"" ts "\",\"source\":\"kernel\",\"host\":\"" host "\",\"line\":" \
+    "\"NVRM: Xid (PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen " \
+    "off the bus.\"}"
+
+static void test_single_job_stays_fault(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+
+    feed(e, JOB("2026-03-02T08:00:00Z", "1", "RUNNING", "[\"g1\"]"));
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1"));
+    feed(e, JOB("2026-03-02T08:11:00Z", "1", "FAILED", "[\"g1\"]"));
+    json_t *inc = only_incident(e);
+    CHECK_STR(json_string_value(json_object_get(inc, "scenario")), "hw.gpu_off_bus");
+    CHECK_INT(json_array_size(json_object_get(inc, "children")), 1);
+    CHECK(r.zadd >= 2);
+    CHECK(r.trim >= 2);
+    CHECK(r.hset >= 2); /* job records */
+    json_decref(inc);
+    eng_free(e);
+}
+
+static void test_two_jobs_make_a_crash(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+
+    feed(e, JOB("2026-03-02T08:00:00Z", "1", "RUNNING", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:00:00Z", "2", "RUNNING", "[\"g1\",\"g2\"]"));
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1"));
+    feed(e, JOB("2026-03-02T08:11:00Z", "1", "FAILED", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:11:05Z", "2", "FAILED", "[\"g1\",\"g2\"]"));
+    json_t *inc = only_incident(e);
+    CHECK_STR(json_string_value(json_object_get(inc, "scenario")),
+              "cascade.node_crash");
+    json_t *root = json_object_get(inc, "root_cause");
+    CHECK_STR(json_string_value(json_object_get(root, "scenario")), "hw.gpu_off_bus");
+    CHECK_STR(json_string_value(json_object_get(root, "node")), "g1");
+    CHECK_INT(json_array_size(json_object_get(inc, "children")), 2);
+    /* one resubmit per job, each excluding the crashed node */
+    int resubmits = 0;
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(inc, "actions"), i, a) {
+        if (strcmp(json_string_value(json_object_get(a, "playbook")),
+                   "job.resubmit") == 0) {
+            resubmits++;
+            json_t *ex = json_object_get(json_object_get(a, "params"),
+                                         "exclude_nodes");
+            CHECK_STR(json_string_value(json_array_get(ex, 0)), "g1");
+        }
+    }
+    CHECK_INT(resubmits, 2);
+    json_decref(inc);
+    eng_free(e);
+}
+
+static void test_silent_crash_without_node_signal(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+
+    feed(e, JOB("2026-03-02T08:00:00Z", "1", "RUNNING", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:00:00Z", "2", "RUNNING", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:11:00Z", "1", "FAILED", "[\"g1\"]"));
+    CHECK_INT(eng_incident_count(e), 0); /* one failure is not a cascade */
+    feed(e, JOB("2026-03-02T08:12:00Z", "2", "FAILED", "[\"g1\"]"));
+    json_t *inc = only_incident(e);
+    CHECK_STR(json_string_value(json_object_get(inc, "scenario")),
+              "cascade.node_crash");
+    json_decref(inc);
+    /* far apart in time: two failures are not one crash */
+    engine *e2 = eng_new(&ops, &r, &err);
+    feed(e2, JOB("2026-03-02T08:00:00Z", "1", "FAILED", "[\"g1\"]"));
+    feed(e2, JOB("2026-03-02T09:00:00Z", "2", "FAILED", "[\"g1\"]"));
+    CHECK_INT(eng_incident_count(e2), 0);
+    eng_free(e2);
+    eng_free(e);
+}
+
+static void test_idempotent(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1"));
+    int zadd = r.zadd;
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1")); /* redelivered */
+    CHECK_INT(r.zadd, zadd);
+    json_t *inc = only_incident(e);
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(inc, "evidence"),
+                                                 "count")), 1);
+    /* the member starts with the signal id: ZADD of a replay is a no-op */
+    CHECK(strlen(r.last_member) > 17 && r.last_member[16] == ' ');
+    json_decref(inc);
+    eng_free(e);
+}
+
+static void test_restore(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    int64_t ts = INT64_C(1772438400) * 1000000;
+
+    /* two failures restored from Redis, then a third arrives live */
+    CHECK_INT(eng_restore_window(e, "cascade:{default}:w:node:g1", ts,
+                                 "00000000000000a1 J 1 -"), 0);
+    CHECK_INT(eng_restore_window(e, "cascade:{default}:w:node:g1", ts,
+                                 "garbage"), -1);
+    eng_free(e);
+}
+
+static void count_new(void *arg, const char *id, json_t *inc, json_t *acts)
+{
+    int *n = arg;
+    (void)id;
+    (void)inc;
+    n[0]++;
+    n[1] += (int)json_array_size(acts);
+}
+
+static void test_flush_new_actions(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    int seen[2] = {0, 0};
+
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1"));
+    eng_flush(e, count_new, seen);
+    CHECK_INT(seen[0], 1);
+    CHECK_INT(seen[1], 4); /* drain, reset, reboot, ticket: no job yet */
+    eng_flush(e, count_new, seen);
+    CHECK_INT(seen[0], 1); /* nothing changed, nothing reported */
+    feed(e, JOB("2026-03-02T08:11:00Z", "1", "FAILED", "[\"g1\"]"));
+    eng_flush(e, count_new, seen);
+    CHECK_INT(seen[0], 2);
+    CHECK_INT(seen[1], 5); /* only the resubmit the failure added */
+    eng_free(e);
+}
+
+int main(void)
+{
+    test_single_job_stays_fault();
+    test_two_jobs_make_a_crash();
+    test_silent_crash_without_node_signal();
+    test_idempotent();
+    test_restore();
+    test_flush_new_actions();
+    return check_report();
+}

@@ -1,0 +1,154 @@
+#include <stdlib.h>
+
+#include "check.h"
+#include "core/jmp.h"
+#include "core/signal.h"
+#include "core/ts.h"
+
+static int parse(const char *line, sig *s, cs_err *err)
+{
+    return sig_parse_json(s, line, strlen(line), err);
+}
+
+static void expect_error(const char *line, const char *fragment)
+{
+    sig s;
+    cs_err err = {{0}};
+    int rc = parse(line, &s, &err);
+
+    CHECK_INT(rc, -1);
+    if (!strstr(err.msg, fragment))
+        fprintf(stderr, "  reason was: %s (wanted '%s')\n", err.msg, fragment);
+    CHECK(strstr(err.msg, fragment) != NULL);
+}
+
+static void test_ts(void)
+{
+    int64_t t;
+    char buf[32];
+
+    CHECK_INT(ts_parse_rfc3339("2026-03-02T08:00:00.000Z", &t), 0);
+    ts_format(t, buf, sizeof buf);
+    CHECK_STR(buf, "2026-03-02T08:00:00.000Z");
+    CHECK_INT(ts_parse_rfc3339("2026-03-02T09:30:00.5+01:30", &t), 0);
+    ts_format(t, buf, sizeof buf);
+    CHECK_STR(buf, "2026-03-02T08:00:00.500Z");
+    CHECK_INT(ts_parse_rfc3339("2024-02-29T00:00:00Z", &t), 0);
+    CHECK_INT(ts_parse_rfc3339("2023-02-29T00:00:00Z", &t), -1);
+    CHECK_INT(ts_parse_rfc3339("2026-03-02 08:00:00", &t), -1); /* no zone */
+    CHECK_INT(ts_parse_rfc3339("0001-01-01T00:00:00Z", &t), -1);
+    CHECK_INT(ts_from_epoch(1772438400.25, &t), 0);
+    ts_format(t, buf, sizeof buf);
+    CHECK_STR(buf, "2026-03-02T08:00:00.250Z");
+}
+
+static void test_sources(void)
+{
+    static const char *const good[] = {
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"kernel\",\"host\":\"g1\","
+        "\"line\":\"NVRM: Xid (PCI:0000:db:00): 79, GPU has fallen off the bus.\"}",
+        "{\"ts\":1772438400,\"source\":\"app\",\"job\":42,\"line\":\"x\",\"rank\":3}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"ray\",\"line\":\"raylet\"}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"slurm\",\"record\":"
+        "\"JobId=1 JobState=FAILED\"}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"k8s\",\"event\":"
+        "{\"reason\":\"FailedScheduling\",\"message\":\"0/1 nodes\"}}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"alertmanager\",\"payload\":"
+        "{\"version\":\"4\",\"status\":\"firing\",\"alerts\":[{\"status\":"
+        "\"firing\",\"labels\":{\"alertname\":\"GPUXidError\"}}]}}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"metric\",\"name\":"
+        "\"DCGM_FI_DEV_GPU_TEMP\",\"value\":68,\"labels\":{\"gpu\":\"0\"}}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"job\",\"job\":\"7\","
+        "\"state\":\"RUNNING\",\"nodes\":[\"g1\"],\"priority\":\"elastic\","
+        "\"config\":{\"batch_size\":8}}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"inventory\",\"host\":"
+        "\"g1\",\"rack\":\"r1\",\"gpus\":8,\"canary\":true}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        sig s;
+        cs_err err = {{0}};
+        int rc = parse(good[i], &s, &err);
+        if (rc)
+            fprintf(stderr, "  good[%zu]: %s\n", i, err.msg);
+        CHECK_INT(rc, 0);
+        CHECK_INT(s.source, (int)i);
+        CHECK_STR(s.cluster, "default");
+        sig_free(&s);
+    }
+    sig s;
+    cs_err err;
+    CHECK_INT(parse(good[1], &s, &err), 0);
+    CHECK_STR(s.job, "42"); /* numeric job ids normalise to strings */
+    CHECK_INT(s.rank, 3);
+    sig_free(&s);
+}
+
+static void test_errors(void)
+{
+    expect_error("{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":", "invalid JSON");
+    expect_error("[1,2]", "must be a JSON object");
+    expect_error("{\"source\":\"kernel\",\"line\":\"x\"}", "'ts' is required");
+    expect_error("{\"ts\":\"yesterday\",\"source\":\"kernel\",\"line\":\"x\"}",
+                 "not an RFC 3339 time");
+    expect_error("{\"ts\":1,\"source\":\"syslog\",\"line\":\"x\"}",
+                 "unknown source \"syslog\"");
+    expect_error("{\"ts\":1,\"source\":\"kernel\"}", "'line' is required");
+    expect_error("{\"ts\":1,\"source\":\"app\",\"line\":\"x\",\"rank\":-1}",
+                 "'rank'");
+    expect_error("{\"ts\":1,\"source\":\"job\",\"job\":\"1\",\"state\":\"DONE\"}",
+                 "unknown job state");
+    expect_error("{\"ts\":1,\"source\":\"job\",\"job\":\"1\",\"state\":\"FAILED\","
+                 "\"nodes\":[\"a\",3]}", "'nodes'[1]");
+    expect_error("{\"ts\":1,\"source\":\"metric\",\"name\":\"x\",\"value\":\"1\"}",
+                 "'value' must be a number");
+    expect_error("{\"ts\":1,\"source\":\"alertmanager\",\"payload\":{\"version\":"
+                 "\"3\",\"alerts\":[]}}", "version must be \"4\"");
+    expect_error("{\"ts\":1,\"source\":\"alertmanager\",\"payload\":{\"alerts\":"
+                 "[{\"status\":\"firing\"}]}}", "alerts[0] needs a 'labels'");
+    expect_error("{\"ts\":1,\"source\":\"k8s\",\"event\":{}}", "'reason'");
+    expect_error("{\"ts\":1,\"source\":\"inventory\"}", "'host' is required");
+    expect_error("{\"ts\":1,\"ts\":2,\"source\":\"kernel\",\"line\":\"x\"}",
+                 "duplicate");
+}
+
+static void test_msgpack(void)
+{
+    const char *line = "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"job\","
+                       "\"job\":\"7\",\"state\":\"FAILED\",\"nodes\":[\"g1\",\"g2\"],"
+                       "\"config\":{\"batch_size\":64,\"lr\":0.5,\"x\":null}}";
+    sig a, b;
+    cs_err err;
+    char *buf;
+    size_t len;
+
+    CHECK_INT(parse(line, &a, &err), 0);
+    CHECK_INT(sig_to_msgpack(&a, &buf, &len), 0);
+    CHECK_INT(sig_parse_msgpack(&b, buf, len, &err), 0);
+    CHECK(json_equal(a.obj, b.obj));
+    CHECK(a.id == b.id); /* the id survives the wire */
+    sig_free(&b);
+    /* Every truncation of the encoding is rejected, never half-read. */
+    int rejected = 0;
+    for (size_t cut = 0; cut < len; cut++)
+        rejected += sig_parse_msgpack(&b, buf, cut, &err) == -1;
+    CHECK_INT(rejected, len);
+    CHECK(strstr(err.msg, "truncated") != NULL);
+    /* Trailing garbage is an error too. */
+    char *longer = malloc(len + 1);
+    memcpy(longer, buf, len);
+    longer[len] = '\xc0';
+    CHECK_INT(sig_parse_msgpack(&b, longer, len + 1, &err), -1);
+    CHECK(strstr(err.msg, "trailing") != NULL);
+    free(longer);
+    free(buf);
+    sig_free(&a);
+}
+
+int main(void)
+{
+    test_ts();
+    test_sources();
+    test_errors();
+    test_msgpack();
+    return check_report();
+}
