@@ -8,14 +8,10 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
 } cli_command;
 
-/* 1 when argv holds -h/--help (the caller prints help and returns 0). */
-int cli_wants_help(int argc, char **argv);
 
 int cmd_replay(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
-int cmd_ingest(int argc, char **argv);
-int cmd_dev(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 
 #endif

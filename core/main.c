@@ -12,6 +12,8 @@
 static const cli_command commands[] = {
     {"replay", "replay signal files through the engine; print incidents",
      cmd_replay},
+    {"correlate", "consume signals, correlate, publish incidents", cmd_correlate},
+    {"broker", "run only the embedded Kafka-protocol broker", cmd_broker},
     {"version", "print the version", cmd_version},
 };
 

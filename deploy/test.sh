@@ -25,4 +25,7 @@ build build-asan -DCASCADE_SANITIZE=ON
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j"$jobs" "${label[@]}")
-echo "test.sh: normal and sanitizer suites passed"
+# Fuzzers: each parser of outside input for a bounded time (clang).
+CC=clang build build-fuzz -DCASCADE_FUZZ=ON -DCASCADE_FUZZ_SECONDS="${CASCADE_FUZZ_SECONDS:-20}"
+(cd build-fuzz && ctest --output-on-failure -L fuzz)
+echo "test.sh: normal, sanitizer and fuzz suites passed"

@@ -1,0 +1,30 @@
+/* The live correlator: a consumer-group reader on cascade.signals, the
+ * engine, and the Redis store on one event loop. Per Kafka batch: decode
+ * and feed every signal, send the batch's writes as one Redis pipeline,
+ * and only when Redis acknowledged them publish the changed incidents and
+ * new actions, then commit the offsets (at-least-once). */
+#ifndef CS_CORRELATOR_H
+#define CS_CORRELATOR_H
+
+#include <event2/event.h>
+
+#include "core/err.h"
+#include "core/kafka.h"
+
+typedef struct corr_opts {
+    const char *brokers;
+    const char *redis;
+    const char *group;   /* consumer group; default "cascade-correlate" */
+    size_t batch;        /* max signals per batch; default 1000 */
+} corr_opts;
+
+typedef struct correlator correlator;
+
+/* out: where incidents, actions and dead letters go. */
+correlator *corr_start(struct event_base *base, const corr_opts *o,
+                       kfk_producer *out, cs_err *err);
+void corr_stats(const correlator *c, unsigned long *signals,
+                unsigned long *dead, unsigned long *incidents);
+void corr_free(correlator *c);
+
+#endif
