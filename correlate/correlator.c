@@ -21,7 +21,8 @@ struct correlator {
     kfk_consumer *cons;
     kfk_producer *out;
     pending *pend;
-    size_t npend, cappend;
+    size_t npend, cappend, sent;
+    struct event *retry;
     unsigned long signals, dead, incidents;
 };
 
@@ -91,37 +92,60 @@ static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
     }
 }
 
-static void publish_pending(correlator *c)
+/* Publishes what the acknowledged batch changed, in order. Returns 1 when
+ * the producer queue is full: the rest stays pending and a timer retries,
+ * so the loop never blocks and the offsets wait until everything is out. */
+static int publish_pending(correlator *c)
 {
-    for (size_t i = 0; i < c->npend; i++) {
+    size_t i;
+
+    for (i = c->sent; i < c->npend; i++) {
         pending *p = &c->pend[i];
         const char *topic = p->topic_incident ? KFK_TOPIC_INCIDENTS
                                               : KFK_TOPIC_ACTIONS;
         cs_err err;
-        int rc;
-        /* Queue full: serve delivery reports and retry; these are already
-         * in Redis, and the offsets are not committed until they go. */
-        while ((rc = kfk_produce(c->out, topic, p->key, strlen(p->key), p->value,
-                                 strlen(p->value), &err)) == KFK_QUEUE_FULL)
-            kfk_producer_wait(c->out, 50);
+        int rc = kfk_produce(c->out, topic, p->key, strlen(p->key), p->value,
+                             strlen(p->value), &err);
+        if (rc == KFK_QUEUE_FULL) {
+            c->sent = i;
+            return 1;
+        }
         if (rc != KFK_OK)
             log_error("correlate", "publish to %s failed: %s", topic, err.msg);
         if (p->topic_incident)
             c->incidents++;
-        free(p->key);
-        free(p->value);
     }
-    c->npend = 0;
+    for (i = 0; i < c->npend; i++) {
+        free(c->pend[i].key);
+        free(c->pend[i].value);
+    }
+    c->npend = c->sent = 0;
+    return 0;
+}
+
+static void publish_and_commit(correlator *c)
+{
+    struct timeval tv = {0, 50000};
+    cs_err err;
+
+    if (publish_pending(c)) {
+        evtimer_add(c->retry, &tv);
+        return;
+    }
+    if (kfk_consumer_commit_held(c->cons, &err))
+        log_warn("correlate", "offsets not committed: %s", err.msg);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    publish_and_commit(arg);
 }
 
 static void on_acked(void *arg)
 {
-    correlator *c = arg;
-    cs_err err;
-
-    publish_pending(c);
-    if (kfk_consumer_commit_held(c->cons, &err))
-        log_warn("correlate", "offsets not committed: %s", err.msg);
+    publish_and_commit(arg);
 }
 
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
@@ -154,7 +178,8 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
         return NULL;
     }
     c->out = out;
-    if (!(c->st = store_new(base, o->redis, "", err)) ||
+    c->retry = evtimer_new(base, on_retry, c);
+    if (!c->retry || !(c->st = store_new(base, o->redis, "", err)) ||
         !(c->eng = eng_new(store_ops(), c->st, err)))
         goto fail;
     /* Windows survive a restart: read them back before consuming. */
@@ -187,6 +212,8 @@ void corr_free(correlator *c)
     if (!c)
         return;
     kfk_consumer_free(c->cons);
+    if (c->retry)
+        event_free(c->retry);
     eng_free(c->eng);
     store_free(c->st);
     for (size_t i = 0; i < c->npend; i++) {
