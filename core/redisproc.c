@@ -1,6 +1,8 @@
 #include "core/redisproc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,15 +43,24 @@ static void child_exec(const rproc *r)
     char logfile[320];
 
     snprintf(logfile, sizeof logfile, "%s/redis.log", r->dir);
+    /* The server must not hold our stdout: a caller reading it to EOF
+     * would wait on the server. It also dies with us if we crash. */
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, STDIN_FILENO);
+        dup2(devnull, STDOUT_FILENO);
+        dup2(devnull, STDERR_FILENO);
+        if (devnull > STDERR_FILENO)
+            close(devnull);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (!bin)
         bin = "redis-server";
     execlp(bin, bin, "--port", "0", "--unixsocket", r->sock,
            "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
            "--dir", r->dir, "--daemonize", "no", "--loglevel", "warning",
            "--logfile", logfile, (char *)NULL);
-    fprintf(stderr, "cannot run %s: %s (install redis-server)\n", bin,
-            strerror(errno));
-    _exit(127);
+    _exit(127); /* rproc_start reports the exit status */
 }
 
 rproc *rproc_start(cs_err *err)
@@ -83,8 +94,10 @@ rproc *rproc_start(cs_err *err)
         }
         if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
             r->pid = 0;
-            cs_err_set(err, "redis-server exited at start (status %d)",
-                       WEXITSTATUS(status));
+            cs_err_set(err, "redis-server exited at start (status %d%s)",
+                       WEXITSTATUS(status),
+                       WEXITSTATUS(status) == 127
+                           ? ": not installed? run deploy/setup.sh" : "");
             goto fail;
         }
         nanosleep(&(struct timespec){0, 50000000}, NULL);

@@ -682,7 +682,8 @@ json_t *eng_incidents(engine *e)
     incident **sorted = xcalloc(e->ninc + 1, sizeof *sorted);
     json_t *out = json_array();
 
-    memcpy(sorted, e->incs, e->ninc * sizeof *sorted);
+    if (e->ninc)
+        memcpy(sorted, e->incs, e->ninc * sizeof *sorted);
     qsort(sorted, e->ninc, sizeof *sorted, cmp_inc);
     for (size_t i = 0; i < e->ninc; i++)
         json_array_append_new(out, eng_incident_json(e, sorted[i]));
