@@ -102,7 +102,8 @@ static json_t *from_obj(const msgpack_object *o, int depth, cs_err *err)
                 json_decref(m);
                 return NULL;
             }
-            memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
+            if (kv->key.via.str.size)
+                memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
             key[kv->key.via.str.size] = '\0';
             if (strlen(key) != kv->key.via.str.size) {
                 cs_err_set(err, "msgpack map key contains a NUL byte");
@@ -125,12 +126,92 @@ static json_t *from_obj(const msgpack_object *o, int depth, cs_err *err)
     }
 }
 
+/* Bytes of the header and fixed payload of the item at p, and how many
+ * items it contains (map entries count twice); 0 for a malformed byte. */
+static size_t item_size(const unsigned char *p, size_t avail, uint64_t *items)
+{
+    unsigned char b = p[0];
+    static const unsigned char fixed[] = {
+        /* 0xc0.. */ 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 5, 9, 2, 3, 5, 9,
+        /* 0xd0.. */ 2, 3, 5, 9, 3, 4, 6, 10, 18, 0, 0, 0, 0, 0, 0, 0};
+    uint64_t n = 0;
+    size_t hdr;
+
+    *items = 0;
+    if (b <= 0x7f || b >= 0xe0)
+        return 1;
+    if (b <= 0x8f) {
+        *items = 2u * (b & 0x0f);
+        return 1;
+    }
+    if (b <= 0x9f) {
+        *items = b & 0x0f;
+        return 1;
+    }
+    if (b <= 0xbf)
+        return 1 + (b & 0x1f);
+    if (fixed[b - 0xc0])
+        return fixed[b - 0xc0];
+    switch (b) {
+    case 0xc4: case 0xd9: hdr = 2; break;
+    case 0xc5: case 0xda: case 0xdc: case 0xde: hdr = 3; break;
+    case 0xc6: case 0xdb: case 0xdd: case 0xdf: hdr = 5; break;
+    case 0xc7: hdr = 3; break;
+    case 0xc8: hdr = 4; break;
+    case 0xc9: hdr = 6; break;
+    default: return 0; /* 0xc1 is never used */
+    }
+    if (avail < hdr)
+        return hdr; /* truncated: the decoder reports it */
+    size_t lb = (b == 0xc7 || b == 0xc8 || b == 0xc9) ? hdr - 2 : hdr - 1;
+    for (size_t i = 1; i <= lb; i++)
+        n = (n << 8) | p[i];
+    if (b >= 0xdc) {
+        *items = b >= 0xde ? 2 * n : n;
+        return hdr;
+    }
+    return hdr + (size_t)n;
+}
+
+/* msgpack-c allocates a container's elements as soon as it reads the
+ * header, so a forged count (2^32 entries in a 6-byte message) costs
+ * gigabytes. Every element takes at least one byte: refuse counts that
+ * the remaining bytes cannot hold, before the decoder sees them. */
+static int counts_fit(const char *data, size_t len, cs_err *err)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    uint64_t pending = 1, items;
+    size_t pos = 0;
+
+    while (pending > 0 && pos < len) {
+        size_t sz = item_size(p + pos, len - pos, &items);
+        if (sz == 0) {
+            cs_err_set(err, "msgpack malformed at byte %zu", pos);
+            return -1;
+        }
+        pending--;
+        if (sz > len - pos)
+            return 0; /* truncated: the decoder says so */
+        pos += sz;
+        if (items > len - pos) {
+            cs_err_set(err, "msgpack container at byte %zu claims %llu "
+                            "elements in %zu remaining bytes", pos - sz,
+                       (unsigned long long)items, len - pos);
+            return -1;
+        }
+        pending += items;
+    }
+    return 0;
+}
+
 json_t *jmp_unpack(const char *data, size_t len, cs_err *err)
 {
     msgpack_unpacked up;
     size_t off = 0;
     json_t *out = NULL;
 
+    if (counts_fit(data, len, err))
+        return NULL;
     msgpack_unpacked_init(&up);
     switch (msgpack_unpack_next(&up, data, len, &off)) {
     case MSGPACK_UNPACK_SUCCESS:

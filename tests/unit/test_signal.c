@@ -140,6 +140,12 @@ static void test_msgpack(void)
     CHECK_INT(sig_parse_msgpack(&b, longer, len + 1, &err), -1);
     CHECK(strstr(err.msg, "trailing") != NULL);
     free(longer);
+    /* Found by fuzzing: a forged 2^32-entry map header must be refused
+     * before the decoder allocates for it, and an empty key is fine. */
+    CHECK_INT(sig_parse_msgpack(&b, "\xdf\xff\xff\xff\xff\xa1", 6, &err), -1);
+    CHECK(strstr(err.msg, "claims 8589934590 elements") != NULL);
+    CHECK_INT(sig_parse_msgpack(&b, "\x81\xa0\xa1x", 4, &err), -1);
+    CHECK(strstr(err.msg, "'ts' is required") != NULL);
     free(buf);
     sig_free(&a);
 }
