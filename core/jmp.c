@@ -95,18 +95,11 @@ static json_t *from_obj(const msgpack_object *o, int depth, cs_err *err)
         json_t *m = json_object();
         for (uint32_t i = 0; i < o->via.map.size; i++) {
             const msgpack_object_kv *kv = &o->via.map.ptr[i];
-            char key[256];
+            const char *kp = kv->key.via.str.ptr;
+            size_t kl = kv->key.via.str.size;
             if (kv->key.type != MSGPACK_OBJECT_STR ||
-                kv->key.via.str.size >= sizeof key) {
-                cs_err_set(err, "msgpack map key is not a short string");
-                json_decref(m);
-                return NULL;
-            }
-            if (kv->key.via.str.size)
-                memcpy(key, kv->key.via.str.ptr, kv->key.via.str.size);
-            key[kv->key.via.str.size] = '\0';
-            if (strlen(key) != kv->key.via.str.size) {
-                cs_err_set(err, "msgpack map key contains a NUL byte");
+                (kl && memchr(kp, '\0', kl))) {
+                cs_err_set(err, "msgpack map key is not a string without NUL");
                 json_decref(m);
                 return NULL;
             }
@@ -115,7 +108,12 @@ static json_t *from_obj(const msgpack_object *o, int depth, cs_err *err)
                 json_decref(m);
                 return NULL;
             }
-            json_object_set_new_nocheck(m, key, e);
+            /* Same rules as JSON keys: any length, valid UTF-8. */
+            if (json_object_setn_new(m, kl ? kp : "", kl, e)) {
+                cs_err_set(err, "msgpack map key is not valid UTF-8");
+                json_decref(m);
+                return NULL;
+            }
         }
         return m;
     }

@@ -237,6 +237,19 @@ static const char *oom_scenario(const fact *f)
     return "oom.batch_size";
 }
 
+/* One bound of a hostlist range: 1..9 digits, nothing else (no sign, so
+ * "[-002-05...]" cannot overflow). Returns its width or -1. */
+static int range_bound(const char *q, const char **end, long *v)
+{
+    int w = 0;
+
+    *v = 0;
+    while (isdigit((unsigned char)q[w]) && w < 10)
+        *v = *v * 10 + (q[w++] - '0');
+    *end = q + w;
+    return w == 0 || w > 9 ? -1 : w;
+}
+
 int cls_expand_hostlist(const char *list, char names[][128], int max)
 {
     int n = 0;
@@ -264,32 +277,30 @@ int cls_expand_hostlist(const char *list, char names[][128], int max)
             if (n < max) {
                 memcpy(names[n], p, (size_t)(end - p));
                 names[n][end - p] = '\0';
+                n++;
             }
-            n++;
         } else {
             const char *rb = strchr(lb, ']'), *q = lb + 1;
             int plen = (int)(lb - p);
             if (plen >= 100)
                 return -1;
             while (q < rb) {
-                char *e;
-                long a = strtol(q, &e, 10), b = a;
-                int width = (int)(e - q);
-                if (e == q || width > 9)
+                const char *e;
+                long a, b;
+                int width = range_bound(q, &e, &a);
+                if (width < 0)
                     return -1;
-                if (*e == '-') {
-                    const char *q2 = e + 1;
-                    b = strtol(q2, &e, 10);
-                    if (e == q2 || b < a || b - a > 4096)
-                        return -1;
-                }
+                b = a;
+                if (*e == '-' && range_bound(e + 1, &e, &b) < 0)
+                    return -1;
+                if (b < a || b - a > 4096)
+                    return -1;
                 int slen = (int)(end - rb - 1);
                 if (slen > 20)
                     return -1;
-                for (long v = a; v <= b; v++, n++)
-                    if (n < max)
-                        snprintf(names[n], 128, "%.*s%0*ld%.*s", plen, p,
-                                 width, v, slen, rb + 1);
+                for (long v = a; v <= b && n < max; v++, n++)
+                    snprintf(names[n], 128, "%.*s%0*ld%.*s", plen, p, width, v,
+                             slen, rb + 1);
                 q = e;
                 if (*q == ',')
                     q++;
@@ -299,7 +310,7 @@ int cls_expand_hostlist(const char *list, char names[][128], int max)
         }
         p = *end ? end + 1 : end;
     }
-    return n > max ? max : n;
+    return n;
 }
 
 static int classify_slurm(classifier *c, const sig *s, fact *out)

@@ -201,6 +201,10 @@ static void test_hostlist(void)
     CHECK_STR(n[4], "cpu1");
     CHECK_INT(cls_expand_hostlist("gpu-[9-3]", n, 16), -1);
     CHECK_INT(cls_expand_hostlist("gpu-[1-2", n, 16), -1);
+    /* found by fuzzing: signs and overflowing bounds are malformed */
+    CHECK_INT(cls_expand_hostlist("zpu[-002-0555555555555555555555015]", n, 16), -1);
+    CHECK_INT(cls_expand_hostlist("g[1-4000]", n, 16), 16); /* capped at max */
+    CHECK_STR(n[15], "g16");
 }
 
 static void test_alert(void)

@@ -148,6 +148,18 @@ static void test_msgpack(void)
     CHECK(strstr(err.msg, "'ts' is required") != NULL);
     free(buf);
     sig_free(&a);
+
+    /* found by fuzzing: a config key over 255 bytes must survive the wire */
+    char big[600];
+    snprintf(big, sizeof big, "{\"ts\":1,\"source\":\"job\",\"job\":\"1\","
+             "\"state\":\"RUNNING\",\"config\":{\"%0300d\":1}}", 0);
+    CHECK_INT(parse(big, &a, &err), 0);
+    sig_to_msgpack(&a, &buf, &len);
+    CHECK_INT(sig_parse_msgpack(&b, buf, len, &err), 0);
+    CHECK(json_equal(a.obj, b.obj));
+    sig_free(&b);
+    free(buf);
+    sig_free(&a);
 }
 
 int main(void)
