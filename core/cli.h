@@ -12,6 +12,8 @@ typedef struct cli_command {
 int cmd_replay(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
+int cmd_ingest(int argc, char **argv);
+int cmd_dev(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 
 #endif

@@ -15,6 +15,8 @@
 #include "core/log.h"
 #include "core/redisproc.h"
 #include "correlate/correlator.h"
+#include "ingest/filein.h"
+#include "ingest/webhook.h"
 
 typedef struct live {
     struct event_base *base;
@@ -23,6 +25,7 @@ typedef struct live {
     const char *brokers, *redis_addr;
     kfk_producer *prod;
     correlator *corr;
+    webhook *wh;
     act_printer *printer;
     struct event *sigint, *sigterm, *stop_timer;
 } live;
@@ -88,6 +91,7 @@ static void live_free(live *l)
         log_info("cascade", "correlated %lu signals, %lu dead letters, %lu "
                             "incident updates", s, d, i);
     }
+    wh_free(l->wh);
     act_printer_free(l->printer);
     corr_free(l->corr);
     kfk_producer_free(l->prod);
@@ -243,3 +247,166 @@ int cmd_broker(int argc, char **argv)
     return 0;
 }
 
+
+/* Publishes a sample stream before the loop runs: the broker serves it
+ * from its own threads, and the correlator picks it up once started. */
+static int feed_file(live *l, const char *path, cs_err *err)
+{
+    fin_stats st = {0};
+    int rc = fin_publish(path, l->prod, &st, err);
+
+    printf("feed: %lu signals from %s published to %s (%lu rejected)\n",
+           st.published, path, KFK_TOPIC_SIGNALS, st.rejected);
+    return rc < 0 ? -1 : 0;
+}
+
+int cmd_dev(int argc, char **argv)
+{
+    live_args a;
+    live l = {0};
+    cs_err err = {{0}};
+    char allowed[] = {OPT_BROKERS + '0', OPT_REDIS + '0', OPT_FOR + '0',
+                      OPT_TOKEN + '0', OPT_LISTEN + '0', OPT_PORT + '0',
+                      OPT_FEED + '0', 0};
+
+    if (parse_live(argc, argv, &a, allowed))
+        return 2;
+    if (a.help) {
+        printf("usage: cascade dev [--feed FILE] [--token TOKEN] [--port N] "
+               "[--for SECONDS]\n\n"
+               "Everything in one process on the embedded defaults: the\n"
+               "Alertmanager webhook, the correlator, and a dry-run action\n"
+               "printer. --feed publishes a signal file first.\n\n" COMMON_HELP
+               "  --token TOKEN   webhook bearer token (default:\n"
+               "                  $CASCADE_WEBHOOK_TOKEN, else 'dev-token')\n"
+               "  --listen ADDR   webhook address (default 127.0.0.1)\n"
+               "  --port N        webhook port (default 9095; 0 = any)\n");
+        return 0;
+    }
+    l.brokers = a.brokers;
+    l.redis_addr = a.redis;
+    if (defaults_start(&l, &err))
+        return fail(&l, "dev", &err);
+    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr};
+    wh_config wc = {.listen_addr = a.listen ? a.listen : "127.0.0.1",
+                    .port = a.port, .token = a.token ? a.token : "dev-token"};
+    if (!(l.corr = corr_start(l.base, &o, l.prod, &err)) ||
+        !(l.printer = act_printer_start(l.base, l.brokers, stdout, &err)) ||
+        !(l.wh = wh_start(l.base, &wc, l.prod, &err)))
+        return fail(&l, "dev", &err);
+    printf("webhook: http://%s:%d/api/v1/alerts (Authorization: Bearer %s)\n",
+           wc.listen_addr, wh_port(l.wh), a.token ? "<token>" : wc.token);
+    printf("correlate: consuming %s; incidents on %s, actions on %s\n",
+           KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS, KFK_TOPIC_ACTIONS);
+    fflush(stdout);
+    if (a.feed && feed_file(&l, a.feed, &err))
+        return fail(&l, "dev", &err);
+    stop_after(&l, a.seconds);
+    event_base_dispatch(l.base);
+    printf("dev: %lu actions printed\n", act_printer_count(l.printer));
+    live_free(&l);
+    return 0;
+}
+
+static int ingest_file(int argc, char **argv)
+{
+    static const struct option opts[] = {{"brokers", required_argument, 0, 'b'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *brokers = NULL;
+    kfk_producer *p;
+    fin_stats st = {0};
+    cs_err err = {{0}};
+    int c, rc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'b') {
+            brokers = optarg;
+        } else if (c == 'h') {
+            printf("usage: cascade ingest file --brokers LIST FILE|-\n\n"
+                   "Publishes a signal JSONL file (or stdin) to cascade.signals,\n"
+                   "keyed by cluster. Bad lines are reported as FILE:LINE: reason\n"
+                   "and sent to cascade.deadletter.\n"
+                   "exit: 0 all published, 1 some rejected, 2 failure\n");
+            return 0;
+        } else {
+            return 2;
+        }
+    }
+    if (!brokers || optind != argc - 1) {
+        fprintf(stderr, "cascade ingest file: needs --brokers and one FILE\n");
+        return 2;
+    }
+    if (!(p = kfk_producer_new(brokers, &err))) {
+        fprintf(stderr, "cascade ingest file: %s\n", err.msg);
+        return 2;
+    }
+    rc = fin_publish(argv[optind], p, &st, &err);
+    fprintf(stderr, "ingest file: %lu lines, %lu published, %lu rejected\n",
+            st.lines, st.published, st.rejected);
+    if (rc < 0)
+        fprintf(stderr, "cascade ingest file: %s\n", err.msg);
+    kfk_producer_free(p);
+    return rc < 0 ? 2 : rc;
+}
+
+static int ingest_webhook(int argc, char **argv)
+{
+    live_args a;
+    live l = {0};
+    cs_err err = {{0}};
+    char allowed[] = {OPT_BROKERS + '0', OPT_FOR + '0', OPT_TOKEN + '0',
+                      OPT_LISTEN + '0', OPT_PORT + '0', 0};
+
+    if (parse_live(argc, argv, &a, allowed))
+        return 2;
+    if (a.help) {
+        printf("usage: cascade ingest webhook --brokers LIST [--token TOKEN] "
+               "[--listen ADDR] [--port N] [--for SECONDS]\n\n"
+               "Alertmanager webhook receiver (payload version 4). Requires\n"
+               "'Authorization: Bearer TOKEN' (--token or\n"
+               "$CASCADE_WEBHOOK_TOKEN). Publishes one signal per alert to\n"
+               "cascade.signals. 400 malformed body, 401 bad token, 413 too\n"
+               "large, 503 producer queue full (Alertmanager retries).\n"
+               "  --listen ADDR   default 127.0.0.1\n"
+               "  --port N        default 9095; 0 = any free port\n");
+        return 0;
+    }
+    if (!a.brokers) {
+        fprintf(stderr, "cascade ingest webhook: --brokers is required "
+                        "(cascade dev runs it on an embedded broker)\n");
+        return 2;
+    }
+    l.brokers = a.brokers;
+    l.redis_addr = "unused";
+    if (defaults_start(&l, &err))
+        return fail(&l, "ingest webhook", &err);
+    wh_config wc = {.listen_addr = a.listen ? a.listen : "127.0.0.1",
+                    .port = a.port, .token = a.token};
+    if (!(l.wh = wh_start(l.base, &wc, l.prod, &err)))
+        return fail(&l, "ingest webhook", &err);
+    printf("webhook: listening on http://%s:%d/api/v1/alerts\n", wc.listen_addr,
+           wh_port(l.wh));
+    fflush(stdout);
+    stop_after(&l, a.seconds);
+    event_base_dispatch(l.base);
+    live_free(&l);
+    return 0;
+}
+
+int cmd_ingest(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "file") == 0)
+        return ingest_file(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "webhook") == 0)
+        return ingest_webhook(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: cascade ingest webhook|file [--help] ...\n\n"
+               "  webhook  Alertmanager webhook receiver -> cascade.signals\n"
+               "  file     publish a signal JSONL file -> cascade.signals\n");
+        return 0;
+    }
+    fprintf(stderr, "usage: cascade ingest webhook|file ... (--help)\n");
+    return 2;
+}

@@ -12,7 +12,10 @@
 static const cli_command commands[] = {
     {"replay", "replay signal files through the engine; print incidents",
      cmd_replay},
+    {"dev", "webhook + correlator + dry-run actions on embedded defaults",
+     cmd_dev},
     {"correlate", "consume signals, correlate, publish incidents", cmd_correlate},
+    {"ingest", "webhook or file -> cascade.signals", cmd_ingest},
     {"broker", "run only the embedded Kafka-protocol broker", cmd_broker},
     {"version", "print the version", cmd_version},
 };

@@ -1,0 +1,279 @@
+#include "ingest/filein.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "core/log.h"
+#include "core/signal.h"
+
+#define FIN_RAW_MAX (64 * 1024)
+#define FIN_PROGRESS_EVERY 100000UL
+/* Serve delivery reports this often so they do not pile up in memory. */
+#define FIN_POLL_EVERY 1000UL
+#define FIN_FLUSH_MS 30000
+
+typedef struct fin_run {
+    const char *name; /* for messages: the path, or "<stdin>" */
+    kfk_producer *p;
+    fin_stats *st;
+    int progress;
+    char *line; /* SIG_MAX_BYTES bytes */
+} fin_run;
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* One line without its newline into buf (at most cap bytes kept; the rest
+ * is consumed and flagged). Returns 1, 0 at end of input, -1 on error. */
+static int read_line(FILE *f, char *buf, size_t cap, size_t *len,
+                     int *too_long)
+{
+    int c;
+    size_t n = 0;
+
+    *too_long = 0;
+    while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+        if (n < cap)
+            buf[n++] = (char)c;
+        else
+            *too_long = 1;
+    }
+    if (c == EOF && ferror(f))
+        return -1;
+    if (c == EOF && n == 0 && !*too_long)
+        return 0;
+    *len = n;
+    return 1;
+}
+
+static int blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+            return 0;
+    return 1;
+}
+
+/* ---- dead letters ------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s, 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t need = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2
+                                   : (s[0] & 0xF0) == 0xE0 ? 3
+                                   : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    static const unsigned mins[] = {0, 0, 0x80, 0x800, 0x10000};
+    unsigned cp;
+
+    if (need <= 1 || need > n)
+        return need == 1;
+    cp = s[0] & (0x7F >> need);
+    for (size_t i = 1; i < need; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    if (cp < mins[need] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return need;
+}
+
+/* A JSON string of arbitrary bytes: invalid UTF-8 (including a character
+ * cut by truncation) becomes U+FFFD, so the record stays valid JSON. */
+static json_t *safe_string(const char *s, size_t n)
+{
+    json_t *o = json_stringn(s, n);
+    char *out;
+    size_t k, w = 0;
+
+    if (o || !(out = malloc(n * 3 + 1)))
+        return o;
+    for (size_t i = 0; i < n; i += k ? k : 1) {
+        k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (k) {
+            memcpy(out + w, s + i, k);
+            w += k;
+        } else {
+            memcpy(out + w, "\xEF\xBF\xBD", 3);
+            w += 3;
+        }
+    }
+    o = json_stringn(out, w);
+    free(out);
+    return o;
+}
+
+static int produce_retry(kfk_producer *p, const char *topic, const char *key,
+                         size_t keylen, const void *val, size_t len,
+                         cs_err *err)
+{
+    int rc;
+
+    while ((rc = kfk_produce(p, topic, key, keylen, val, len, err)) ==
+           KFK_QUEUE_FULL)
+        kfk_producer_wait(p, 100);
+    return rc;
+}
+
+static int dead_letter(fin_run *r, unsigned long lineno, const char *reason,
+                       size_t len, cs_err *err)
+{
+    json_t *o = json_pack("{s:o, s:I, s:o, s:o}", "source_file",
+                          safe_string(r->name, strlen(r->name)), "line",
+                          (json_int_t)lineno, "reason",
+                          safe_string(reason, strlen(reason)), "raw",
+                          safe_string(r->line, len < FIN_RAW_MAX ? len
+                                                                 : FIN_RAW_MAX));
+    char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    int rc = -1;
+
+    if (!txt)
+        cs_err_set(err, "%s:%lu: cannot encode the dead-letter record",
+                   r->name, lineno);
+    else
+        rc = produce_retry(r->p, KFK_TOPIC_DEADLETTER, NULL, 0, txt,
+                           strlen(txt), err);
+    free(txt);
+    json_decref(o);
+    return rc;
+}
+
+/* ---- one line ----------------------------------------------------------- */
+
+/* 0 published, 1 invalid (reason in why), -1 producer failure (in err). */
+static int publish_line(fin_run *r, size_t len, cs_err *why, cs_err *err)
+{
+    sig s;
+    char *buf;
+    size_t blen;
+    int rc;
+
+    if (sig_parse_json(&s, r->line, len, why))
+        return 1;
+    sig_to_msgpack(&s, &buf, &blen);
+    rc = produce_retry(r->p, KFK_TOPIC_SIGNALS, s.cluster, strlen(s.cluster),
+                       buf, blen, err);
+    free(buf);
+    sig_free(&s);
+    return rc == KFK_OK ? 0 : -1;
+}
+
+static int handle_line(fin_run *r, size_t len, int too_long, cs_err *err)
+{
+    unsigned long lineno = r->st->lines;
+    cs_err why = {{0}};
+    int rc;
+
+    if (too_long) {
+        cs_err_set(&why, "line is longer than the %d byte limit",
+                   SIG_MAX_BYTES);
+        rc = 1;
+    } else if (blank(r->line, len)) {
+        return 0;
+    } else {
+        rc = publish_line(r, len, &why, err);
+    }
+    if (rc == 0)
+        r->st->published++;
+    if (rc != 1)
+        return rc;
+    r->st->rejected++;
+    fprintf(stderr, "%s:%lu: %s\n", r->name, lineno, why.msg);
+    return dead_letter(r, lineno, why.msg, len, err) == KFK_OK ? 0 : -1;
+}
+
+static void progress(fin_run *r)
+{
+    const fin_stats *st = r->st;
+
+    if (st->lines % FIN_POLL_EVERY == 0)
+        kfk_producer_poll(r->p);
+    if (r->progress && st->lines % FIN_PROGRESS_EVERY == 0)
+        fprintf(stderr, "%s: %lu lines, %lu published, %lu rejected\n",
+                r->name, st->lines, st->published, st->rejected);
+}
+
+static int read_all(fin_run *r, FILE *f, cs_err *err)
+{
+    size_t len = 0;
+    int too_long, got;
+
+    while ((got = read_line(f, r->line, SIG_MAX_BYTES, &len, &too_long)) > 0) {
+        r->st->lines++;
+        if (handle_line(r, len, too_long, err))
+            return -1;
+        progress(r);
+    }
+    if (got < 0) {
+        cs_err_set(err, "%s: read error: %s", r->name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- whole file --------------------------------------------------------- */
+
+static int finish(fin_run *r, unsigned long failed_before, cs_err *err)
+{
+    unsigned long failed;
+
+    if (kfk_producer_flush(r->p, FIN_FLUSH_MS)) {
+        cs_err_set(err, "%s: signals still undelivered after %d s", r->name,
+                   FIN_FLUSH_MS / 1000);
+        return -1;
+    }
+    failed = kfk_producer_failed(r->p) - failed_before;
+    if (failed) {
+        cs_err_set(err, "%s: %lu messages failed delivery", r->name, failed);
+        return -1;
+    }
+    return r->st->rejected ? 1 : 0;
+}
+
+static FILE *open_input(const char *path, cs_err *err)
+{
+    FILE *f;
+
+    if (strcmp(path, "-") == 0)
+        return stdin;
+    f = fopen(path, "r");
+    if (!f)
+        cs_err_set(err, "%s: %s", path, strerror(errno));
+    return f;
+}
+
+int fin_publish(const char *path, kfk_producer *p, fin_stats *st, cs_err *err)
+{
+    fin_stats local = {0};
+    fin_run r = {strcmp(path, "-") ? path : "<stdin>", p, st ? st : &local,
+                 isatty(STDERR_FILENO) || log_current_level >= LOG_LVL_DEBUG,
+                 NULL};
+    unsigned long failed_before = kfk_producer_failed(p);
+    cs_err flush_err = {{0}};
+    FILE *f;
+    int rc;
+
+    *r.st = (fin_stats){0};
+    if (!(r.line = malloc(SIG_MAX_BYTES))) {
+        cs_err_set(err, "out of memory");
+        return -1;
+    }
+    if (!(f = open_input(path, err))) {
+        free(r.line);
+        return -1;
+    }
+    rc = read_all(&r, f, err);
+    if (f != stdin)
+        fclose(f);
+    free(r.line);
+    /* Deliver what was read even after a read error. */
+    if (rc < 0) {
+        finish(&r, failed_before, &flush_err);
+        return -1;
+    }
+    return finish(&r, failed_before, err);
+}

@@ -1,0 +1,26 @@
+/* Publishes a signal capture (REPLAY.md JSON Lines) to cascade.signals:
+ * how recorded incidents and hand-written signals enter a live pipeline. */
+#ifndef CS_FILEIN_H
+#define CS_FILEIN_H
+
+#include "core/err.h"
+#include "core/kafka.h"
+
+typedef struct fin_stats {
+    unsigned long lines;     /* lines read, blank ones included */
+    unsigned long published; /* valid signals handed to the producer */
+    unsigned long rejected;  /* invalid lines, each dead-lettered */
+} fin_stats;
+
+/* Reads `path` ("-" for standard input) line by line. Each valid line is
+ * published as msgpack keyed by its cluster (a full producer queue is
+ * waited out, never dropped). Each invalid line, or one longer than
+ * SIG_MAX_BYTES, is reported on stderr as "<path>:<line>: <reason>" and
+ * published to cascade.deadletter as {"source_file", "line", "reason",
+ * "raw"} (raw cut to 64 KiB). Blank lines are skipped. Blocks: waits up to
+ * 30 s at the end for delivery. Returns 0 when every line was valid and
+ * delivered, 1 when some were rejected, -1 on an I/O or delivery failure
+ * (err set). st may be NULL. */
+int fin_publish(const char *path, kfk_producer *p, fin_stats *st, cs_err *err);
+
+#endif

@@ -1,0 +1,618 @@
+#include "ingest/webhook.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <jansson.h>
+
+#include "core/log.h"
+#include "core/signal.h"
+#include "core/ts.h"
+
+#define WH_DEFAULT_MAX_BODY (1024 * 1024)
+#define WH_DEFAULT_MAX_HEADERS (16 * 1024)
+#define WH_DEFAULT_MAX_CONNECTIONS 256
+#define WH_DEFAULT_TIMEOUT_S 10
+
+#define WH_REAP_MS 200
+
+/* Counts open connections and pauses accepting at the limit. libevent
+ * 2.1 tells nobody when evhttp drops a connection, so the gate keeps a
+ * reference on each connection's bufferevent and notices the drop by the
+ * callbacks bufferevent_free() clears. (A filter bufferevent with a free
+ * callback would say so directly, but evhttp then frees a connection while
+ * its last response still sits in the socket bufferevent: 413 answers and
+ * "Connection: close" replies were lost that way.) */
+typedef struct wh_gate {
+    struct bufferevent **conns; /* each holding one reference of ours */
+    int active, max, paused;
+    struct evconnlistener *lst;
+    struct event *reap;
+} wh_gate;
+
+struct webhook {
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    kfk_producer *prod;
+    char *token;
+    size_t token_len;
+    wh_gate gate;
+    unsigned long accepted, rejected;
+};
+
+/* Webhook body fields copied into every signal's payload. */
+static const char *const wh_top_fields[] = {
+    "receiver",          "status",      "groupLabels", "commonLabels",
+    "commonAnnotations", "externalURL", "version",     "groupKey",
+    "truncatedAlerts"};
+
+/* ---- connection limit --------------------------------------------------- */
+
+static int released(struct bufferevent *bev)
+{
+    bufferevent_data_cb rd, wr;
+    bufferevent_event_cb ev;
+
+    bufferevent_getcb(bev, &rd, &wr, &ev, NULL);
+    return !rd && !wr && !ev;
+}
+
+static void gate_reap(wh_gate *g)
+{
+    int i = 0;
+
+    while (i < g->active) {
+        if (released(g->conns[i])) {
+            bufferevent_decref(g->conns[i]); /* closes the socket */
+            g->conns[i] = g->conns[--g->active];
+        } else {
+            i++;
+        }
+    }
+    if (g->paused && g->active < g->max && g->lst) {
+        evconnlistener_enable(g->lst);
+        g->paused = 0;
+    }
+}
+
+static void gate_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gate_reap(arg);
+}
+
+/* evhttp asks for a bufferevent per accepted connection. */
+static struct bufferevent *gate_bev(struct event_base *base, void *arg)
+{
+    wh_gate *g = arg;
+    struct bufferevent *bev;
+
+    gate_reap(g);
+    /* Only when accepting could not pause: evhttp then makes its own. */
+    if (g->active >= g->max)
+        return NULL;
+    bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev)
+        return NULL;
+    bufferevent_incref(bev);
+    g->conns[g->active++] = bev;
+    if (g->active >= g->max && g->lst) {
+        evconnlistener_disable(g->lst);
+        g->paused = 1;
+        log_warn("webhook", "%d connections open: pausing accept", g->active);
+    }
+    return bev;
+}
+
+static int gate_init(wh_gate *g, struct event_base *base, int max)
+{
+    struct timeval tv = {0, WH_REAP_MS * 1000};
+
+    g->max = max;
+    g->conns = calloc((size_t)max, sizeof *g->conns);
+    g->reap = event_new(base, -1, EV_PERSIST, gate_tick, g);
+    return g->conns && g->reap && event_add(g->reap, &tv) == 0 ? 0 : -1;
+}
+
+/* After evhttp_free: every connection is released by then. */
+static void gate_free(wh_gate *g)
+{
+    if (g->reap)
+        event_free(g->reap);
+    for (int i = 0; i < g->active; i++)
+        bufferevent_decref(g->conns[i]);
+    free(g->conns);
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static void send_json(struct evhttp_request *req, int code, const char *reason,
+                      json_t *o)
+{
+    char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    struct evbuffer *out = evhttp_request_get_output_buffer(req);
+
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "application/json");
+    evbuffer_add_printf(out, "%s\n", txt ? txt : "{}");
+    evhttp_send_reply(req, code, reason, NULL);
+    free(txt);
+    json_decref(o);
+}
+
+/* Reasons quote client text, possibly cut mid-character; jansson refuses
+ * invalid UTF-8, so such a reason is replaced rather than lost silently. */
+static json_t *error_body(const char *msg)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+
+    return o ? o : json_pack("{s:s}", "error", "request rejected");
+}
+
+static void reject(webhook *w, struct evhttp_request *req, int code,
+                   const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void reject(webhook *w, struct evhttp_request *req, int code,
+                   const char *reason, const char *fmt, ...)
+{
+    char msg[600], *addr = NULL;
+    ev_uint16_t port = 0;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr,
+                               &port);
+    log_warn("webhook", "%s:%u %s %s: %d: %s", addr ? addr : "?",
+             (unsigned)port, evhttp_request_get_command(req) == EVHTTP_REQ_GET
+                                 ? "GET" : "POST",
+             evhttp_request_get_uri(req), code, msg);
+    w->rejected++;
+    send_json(req, code, reason, error_body(msg));
+}
+
+/* ---- authentication ----------------------------------------------------- */
+
+/* Time depends on the length of what the client sent, never on how much of
+ * the secret it got right. */
+static int token_equal(const char *given, size_t glen, const char *want,
+                       size_t wlen)
+{
+    unsigned char diff = glen != wlen;
+
+    for (size_t i = 0; i < glen; i++)
+        diff |= (unsigned char)(given[i] ^ want[i % wlen]);
+    return diff == 0;
+}
+
+static int authorized(const webhook *w, struct evhttp_request *req)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                       "Authorization");
+
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return 0;
+    for (h += 7; *h == ' '; h++)
+        ;
+    return token_equal(h, strlen(h), w->token, w->token_len);
+}
+
+/* ---- webhook body ------------------------------------------------------- */
+
+static json_t *load_body(struct evhttp_request *req, cs_err *err)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *data;
+    json_error_t jerr;
+    json_t *o;
+
+    if (len == 0) {
+        cs_err_set(err, "request body is empty");
+        return NULL;
+    }
+    data = (const char *)evbuffer_pullup(in, -1);
+    o = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o)
+        cs_err_set(err, "invalid JSON at line %d column %d: %s", jerr.line,
+                   jerr.column, jerr.text);
+    return o;
+}
+
+static int check_alert(json_t *a, size_t i, cs_err *err)
+{
+    json_t *st = json_object_get(a, "status");
+
+    if (!json_is_object(a)) {
+        cs_err_set(err, "alerts[%zu] must be an object", i);
+        return -1;
+    }
+    if (!json_is_object(json_object_get(a, "labels"))) {
+        cs_err_set(err, "alerts[%zu].labels must be an object", i);
+        return -1;
+    }
+    if (!json_is_string(st) || (strcmp(json_string_value(st), "firing") &&
+                                strcmp(json_string_value(st), "resolved"))) {
+        cs_err_set(err, "alerts[%zu].status must be \"firing\" or \"resolved\"",
+                   i);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_webhook(json_t *body, cs_err *err)
+{
+    json_t *ver = json_object_get(body, "version"), *alerts, *a;
+    size_t i;
+
+    if (!json_is_object(body)) {
+        cs_err_set(err, "body must be a JSON object (an Alertmanager webhook)");
+        return -1;
+    }
+    if (!json_is_string(ver) || strcmp(json_string_value(ver), "4") != 0) {
+        cs_err_set(err, "field 'version' must be \"4\" (Alertmanager webhook "
+                        "version 4)%s%.20s%s",
+                   json_is_string(ver) ? ", got \"" : "",
+                   json_is_string(ver) ? json_string_value(ver) : "",
+                   json_is_string(ver) ? "\"" : "");
+        return -1;
+    }
+    alerts = json_object_get(body, "alerts");
+    if (!json_is_array(alerts)) {
+        cs_err_set(err, "field 'alerts' must be an array");
+        return -1;
+    }
+    json_array_foreach(alerts, i, a) {
+        if (check_alert(a, i, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- alert -> signal ---------------------------------------------------- */
+
+static const char *label(json_t *labels, const char *key)
+{
+    json_t *v = json_object_get(labels, key);
+
+    return json_is_string(v) && json_string_length(v) ? json_string_value(v)
+                                                      : NULL;
+}
+
+static int all_digits(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
+/* Prometheus instance labels are host:port, [v6addr]:port, or a bare
+ * host; a bare IPv6 address keeps its colons. */
+static json_t *instance_host(const char *inst)
+{
+    const char *colon = strrchr(inst, ':'), *end;
+
+    if (inst[0] == '[' && (end = strchr(inst, ']')) && end > inst + 1)
+        return json_stringn(inst + 1, (size_t)(end - inst - 1));
+    if (colon && colon > inst && strchr(inst, ':') == colon &&
+        all_digits(colon + 1))
+        return json_stringn(inst, (size_t)(colon - inst));
+    return json_string(inst);
+}
+
+static json_t *alert_host(json_t *labels)
+{
+    static const char *const keys[] = {"Hostname", "hostname", "node"};
+    const char *v;
+
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if ((v = label(labels, keys[i])))
+            return json_string(v);
+    v = label(labels, "instance");
+    return v ? instance_host(v) : NULL;
+}
+
+/* Firing alerts happen at startsAt, resolved ones at endsAt. Alertmanager
+ * writes 0001-01-01T00:00:00Z for "unset", which the parser refuses (before
+ * 1970), so that falls back to now like any unparsable time. */
+static json_t *alert_ts(json_t *alert)
+{
+    const char *st = json_string_value(json_object_get(alert, "status"));
+    json_t *v = json_object_get(
+        alert, strcmp(st, "resolved") == 0 ? "endsAt" : "startsAt");
+    int64_t ts;
+    char buf[32];
+
+    if (json_is_string(v) && ts_parse_rfc3339(json_string_value(v), &ts) == 0)
+        return json_incref(v);
+    ts_format(ts_now(), buf, sizeof buf);
+    return json_string(buf);
+}
+
+static json_t *alert_payload(json_t *body, json_t *alert)
+{
+    json_t *p = json_object(), *v;
+
+    for (size_t i = 0; i < sizeof wh_top_fields / sizeof *wh_top_fields; i++)
+        if ((v = json_object_get(body, wh_top_fields[i])))
+            json_object_set(p, wh_top_fields[i], v);
+    json_object_set_new(p, "alerts", json_pack("[O]", alert));
+    return p;
+}
+
+static json_t *alert_signal(json_t *body, json_t *alert)
+{
+    json_t *labels = json_object_get(alert, "labels");
+    const char *cluster = label(labels, "cluster");
+    json_t *host = alert_host(labels);
+    json_t *o = json_pack("{s:o, s:s, s:s, s:o}", "ts", alert_ts(alert),
+                          "source", "alertmanager", "cluster",
+                          cluster ? cluster : "default", "payload",
+                          alert_payload(body, alert));
+
+    if (o && host)
+        json_object_set(o, "host", host);
+    json_decref(host);
+    return o;
+}
+
+static void free_sigs(sig *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sig_free(&s[i]);
+    free(s);
+}
+
+/* All or nothing: a post with one bad alert publishes none of them. */
+static sig *build_signals(json_t *body, size_t *n, cs_err *err)
+{
+    json_t *alerts = json_object_get(body, "alerts"), *o;
+    size_t cnt = json_array_size(alerts), i;
+    sig *s = calloc(cnt ? cnt : 1, sizeof *s);
+
+    if (!s) {
+        cs_err_set(err, "out of memory");
+        return NULL;
+    }
+    for (i = 0; i < cnt; i++) {
+        o = alert_signal(body, json_array_get(alerts, i));
+        if (!o || sig_from_json(&s[i], o, err)) {
+            if (!o)
+                cs_err_set(err, "cannot build a signal");
+            cs_err_prefix(err, "alerts[%zu]: ", i);
+            json_decref(o);
+            free_sigs(s, i);
+            return NULL;
+        }
+        json_decref(o);
+    }
+    *n = cnt;
+    return s;
+}
+
+/* Returns KFK_OK, KFK_QUEUE_FULL or -1. Alerts already enqueued stay
+ * published: Alertmanager retries the whole post, and a signal id is a
+ * content hash, so the repeats are harmless downstream. */
+static int publish(webhook *w, const sig *s, size_t n, cs_err *err)
+{
+    char *buf;
+    size_t len;
+    int rc = KFK_OK;
+
+    for (size_t i = 0; i < n && rc == KFK_OK; i++) {
+        if (sig_to_msgpack(&s[i], &buf, &len)) {
+            cs_err_set(err, "alerts[%zu]: cannot encode the signal", i);
+            return -1;
+        }
+        rc = kfk_produce(w->prod, KFK_TOPIC_SIGNALS, s[i].cluster,
+                         strlen(s[i].cluster), buf, len, err);
+        free(buf);
+    }
+    return rc;
+}
+
+/* ---- routes ------------------------------------------------------------- */
+
+static void answer_publish(webhook *w, struct evhttp_request *req, int rc,
+                           size_t n, const cs_err *err)
+{
+    if (rc == KFK_QUEUE_FULL) {
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "Retry-After", "1");
+        reject(w, req, 503, "Service Unavailable",
+               "signal queue is full; retry later");
+    } else if (rc != KFK_OK) {
+        reject(w, req, 500, "Internal Server Error", "%s", err->msg);
+    } else {
+        w->accepted += n;
+        send_json(req, 200, "OK", json_pack("{s:I}", "accepted", (json_int_t)n));
+    }
+}
+
+static void handle_alerts(webhook *w, struct evhttp_request *req)
+{
+    cs_err err = {{0}};
+    json_t *body = NULL;
+    sig *s = NULL;
+    size_t n = 0;
+
+    if (!authorized(w, req)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "WWW-Authenticate", "Bearer");
+        reject(w, req, 401, "Unauthorized",
+               "missing or invalid bearer token");
+        return;
+    }
+    if (!(body = load_body(req, &err)) || check_webhook(body, &err) ||
+        !(s = build_signals(body, &n, &err))) {
+        reject(w, req, 400, "Bad Request", "%s", err.msg);
+        goto cleanup;
+    }
+    answer_publish(w, req, publish(w, s, n, &err), n, &err);
+cleanup:
+    free_sigs(s, n);
+    json_decref(body);
+}
+
+static int alerts_path(const char *path)
+{
+    return strcmp(path, "/api/v1/alerts") == 0 || strcmp(path, "/") == 0 ||
+           strcmp(path, "/webhook") == 0;
+}
+
+static void wh_request(struct evhttp_request *req, void *arg)
+{
+    webhook *w = arg;
+    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+
+    if (path && strcmp(path, "/healthz") == 0 && cmd == EVHTTP_REQ_GET) {
+        evbuffer_add(evhttp_request_get_output_buffer(req), "ok\n", 3);
+        evhttp_send_reply(req, 200, "OK", NULL);
+    } else if (path && alerts_path(path) && cmd == EVHTTP_REQ_POST) {
+        handle_alerts(w, req);
+    } else if (path && (alerts_path(path) || strcmp(path, "/healthz") == 0)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+                          strcmp(path, "/healthz") ? "POST" : "GET");
+        reject(w, req, 405, "Method Not Allowed", "method not allowed here");
+    } else {
+        reject(w, req, 404, "Not Found", "no such path");
+    }
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static void apply_limits(struct evhttp *http, const wh_config *cfg)
+{
+    evhttp_set_max_body_size(http, (ev_ssize_t)(cfg->max_body
+                                                    ? cfg->max_body
+                                                    : WH_DEFAULT_MAX_BODY));
+    evhttp_set_max_headers_size(
+        http, (ev_ssize_t)(cfg->max_headers ? cfg->max_headers
+                                            : WH_DEFAULT_MAX_HEADERS));
+    evhttp_set_timeout(http, cfg->timeout_s > 0 ? cfg->timeout_s
+                                                : WH_DEFAULT_TIMEOUT_S);
+    evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+    /* Read an oversized body to its end before answering 413, so that the
+     * client sees the answer instead of a connection reset. */
+    evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE);
+}
+
+static int wh_listen(webhook *w, const wh_config *cfg, cs_err *err)
+{
+    const char *addr = cfg->listen_addr && *cfg->listen_addr
+                           ? cfg->listen_addr : "127.0.0.1";
+
+    if (cfg->port < 0 || cfg->port > 65535) {
+        cs_err_set(err, "webhook port %d is out of range", cfg->port);
+        return -1;
+    }
+    w->bound = evhttp_bind_socket_with_handle(w->http, addr,
+                                              (ev_uint16_t)cfg->port);
+    if (!w->bound) {
+        cs_err_set(err, "webhook cannot listen on %s:%d: %s", addr, cfg->port,
+                   strerror(errno));
+        return -1;
+    }
+    w->gate.lst = evhttp_bound_socket_get_listener(w->bound);
+    return 0;
+}
+
+static int wh_init(webhook *w, struct event_base *base, const wh_config *cfg,
+                   cs_err *err)
+{
+    w->token_len = strlen(cfg->token);
+    w->token = strdup(cfg->token);
+    w->http = evhttp_new(base);
+    if (!w->token || !w->http ||
+        gate_init(&w->gate, base, cfg->max_connections > 0
+                                      ? cfg->max_connections
+                                      : WH_DEFAULT_MAX_CONNECTIONS)) {
+        cs_err_set(err, "webhook: out of memory");
+        return -1;
+    }
+    apply_limits(w->http, cfg);
+    evhttp_set_bevcb(w->http, gate_bev, &w->gate);
+    evhttp_set_gencb(w->http, wh_request, w);
+    return wh_listen(w, cfg, err);
+}
+
+webhook *wh_start(struct event_base *base, const wh_config *cfg,
+                  kfk_producer *prod, cs_err *err)
+{
+    webhook *w;
+
+    if (!cfg->token || !*cfg->token) {
+        cs_err_set(err, "webhook: a bearer token is required (Alertmanager's "
+                        "http_config.authorization.credentials)");
+        return NULL;
+    }
+    if (!(w = calloc(1, sizeof *w))) {
+        cs_err_set(err, "webhook: out of memory");
+        return NULL;
+    }
+    w->prod = prod;
+    if (wh_init(w, base, cfg, err)) {
+        wh_free(w);
+        return NULL;
+    }
+    log_info("webhook", "listening on port %d", wh_port(w));
+    return w;
+}
+
+int wh_port(const webhook *w)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(w->bound);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len))
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+void wh_stats(const webhook *w, unsigned long *accepted_alerts,
+              unsigned long *rejected_requests)
+{
+    if (accepted_alerts)
+        *accepted_alerts = w->accepted;
+    if (rejected_requests)
+        *rejected_requests = w->rejected;
+}
+
+void wh_free(webhook *w)
+{
+    if (!w)
+        return;
+    w->gate.lst = NULL; /* evhttp_free closes it */
+    if (w->http)
+        evhttp_free(w->http);
+    gate_free(&w->gate);
+    if (w->token) {
+        explicit_bzero(w->token, w->token_len);
+        free(w->token);
+    }
+    free(w);
+}

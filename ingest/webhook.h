@@ -1,0 +1,44 @@
+/* Alertmanager webhook receiver: an evhttp server on the daemon's event
+ * loop that turns every alert of an authenticated webhook (version 4) post
+ * into one normalised signal on cascade.signals, keyed by cluster.
+ *
+ * Routes: POST /api/v1/alerts, / and /webhook take a webhook body
+ * (200 {"accepted": N}; 400 malformed, 401 bad or missing bearer token,
+ * 413 too large, 503 + Retry-After while the producer queue is full);
+ * GET /healthz answers "ok". A post is validated whole before any of its
+ * alerts is published. */
+#ifndef CS_WEBHOOK_H
+#define CS_WEBHOOK_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+#include "core/kafka.h"
+
+struct event_base;
+
+typedef struct wh_config {
+    const char *listen_addr; /* default "127.0.0.1" */
+    int port;                /* 0 = ephemeral; read back with wh_port() */
+    const char *token;       /* required bearer token */
+    size_t max_body;         /* default 1 MiB */
+    size_t max_headers;      /* default 16 KiB */
+    int max_connections;     /* default 256 */
+    int timeout_s;           /* default 10 */
+} wh_config;
+
+typedef struct webhook webhook;
+
+/* Zero fields take the defaults above. Fails without a token. The
+ * producer must outlive the webhook and be polled (kfk_producer_attach). */
+webhook *wh_start(struct event_base *base, const wh_config *cfg,
+                  kfk_producer *prod, cs_err *err);
+int wh_port(const webhook *w);
+/* Alerts published by successful posts; requests answered with an error
+ * by this module (evhttp's own 413 and 405 answers are not counted). */
+void wh_stats(const webhook *w, unsigned long *accepted_alerts,
+              unsigned long *rejected_requests);
+/* Closes the listener and all connections. NULL is fine. */
+void wh_free(webhook *w);
+
+#endif

@@ -1,0 +1,12 @@
+# Kafka and ingest tests: each starts an embedded broker in-process, so they
+# need no services. Included from tests/CMakeLists.txt.
+
+add_executable(test_kafka ${CMAKE_CURRENT_LIST_DIR}/test_kafka.c)
+target_link_libraries(test_kafka PRIVATE cs_core)
+add_test(NAME unit.kafka COMMAND test_kafka)
+
+add_executable(test_webhook ${CMAKE_CURRENT_LIST_DIR}/test_webhook.c)
+target_link_libraries(test_webhook PRIVATE cs_ingest cs_core)
+add_test(NAME unit.webhook COMMAND test_webhook)
+
+set_tests_properties(unit.kafka unit.webhook PROPERTIES TIMEOUT 60)

@@ -1,0 +1,202 @@
+/* Embedded broker, producer and consumer group under libevent: 1000
+ * messages round trip, a held batch blocks the next one, committed offsets
+ * keep a second group member from re-reading them, and a separate process
+ * (kcat, when installed) sees the broker and its data. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "core/kafka.h"
+#include "core/log.h"
+
+#define CHECK(c)                                                              \
+    do {                                                                      \
+        if (!(c)) {                                                           \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
+                    #c);                                                      \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+#define NMSG 1000
+
+typedef struct run {
+    struct event_base *base;
+    kfk_consumer *c;
+    unsigned char seen[NMSG];
+    int received, batches, holding, sentinels, others, want;
+    struct event *commit_later;
+} run;
+
+static void commit_now(evutil_socket_t fd, short what, void *arg)
+{
+    run *r = arg;
+    cs_err err = {{0}};
+    struct timeval linger = {1, 0};
+
+    (void)fd;
+    (void)what;
+    r->holding = 0;
+    CHECK(kfk_consumer_commit_held(r->c, &err) == 0);
+    /* Linger a second so that duplicates or strays would still show. */
+    if (r->received >= r->want)
+        event_base_loopexit(r->base, &linger);
+}
+
+static void count_message(run *r, const rd_kafka_message_t *m)
+{
+    char val[32];
+    int idx;
+
+    CHECK(m->len < sizeof val);
+    memcpy(val, m->payload, m->len);
+    val[m->len] = '\0';
+    if (strcmp(val, "sentinel") == 0) {
+        r->sentinels++;
+    } else if (sscanf(val, "msg-%d", &idx) == 1 && idx >= 0 && idx < NMSG) {
+        CHECK(!r->seen[idx]);
+        r->seen[idx] = 1;
+    } else {
+        r->others++;
+    }
+    r->received++;
+}
+
+/* Every batch is held for 20 ms before its commit, so a batch delivered
+ * while another is held shows up as holding == 1 here. */
+static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
+{
+    run *r = arg;
+    struct timeval tv = {0, 20000};
+
+    CHECK(!r->holding);
+    CHECK(n > 0 && n <= 100);
+    for (size_t i = 0; i < n; i++)
+        count_message(r, msgs[i]);
+    r->batches++;
+    r->holding = 1;
+    CHECK(event_add(r->commit_later, &tv) == 0);
+}
+
+static void consume(run *r, const char *bootstrap, int timeout_s)
+{
+    struct timeval tv = {timeout_s, 0};
+    cs_err err = {{0}};
+
+    r->commit_later = evtimer_new(r->base, commit_now, r);
+    r->c = kfk_consumer_new(r->base, bootstrap, "unit-group",
+                            KFK_TOPIC_SIGNALS, 100, on_batch, r, &err);
+    if (!r->c)
+        fprintf(stderr, "consumer: %s\n", err.msg);
+    CHECK(r->c != NULL);
+    event_base_loopexit(r->base, &tv);
+    event_base_dispatch(r->base);
+    kfk_consumer_free(r->c);
+    event_free(r->commit_later);
+}
+
+static void produce_all(const char *bootstrap)
+{
+    kfk_producer *p;
+    cs_err err = {{0}};
+    char key[16], val[32];
+
+    p = kfk_producer_new(bootstrap, &err);
+    CHECK(p != NULL);
+    for (int i = 0; i < NMSG; i++) {
+        int klen = snprintf(key, sizeof key, "k%d", i % 37);
+        int vlen = snprintf(val, sizeof val, "msg-%d", i);
+        CHECK(kfk_produce(p, KFK_TOPIC_SIGNALS, key, (size_t)klen, val,
+                          (size_t)vlen, &err) == KFK_OK);
+    }
+    CHECK(kfk_producer_flush(p, 10000) == 0);
+    CHECK(kfk_producer_failed(p) == 0);
+    kfk_producer_free(p);
+}
+
+static void produce_sentinel(const char *bootstrap)
+{
+    cs_err err = {{0}};
+    kfk_producer *p = kfk_producer_new(bootstrap, &err);
+
+    CHECK(p != NULL);
+    CHECK(kfk_produce(p, KFK_TOPIC_SIGNALS, NULL, 0, "sentinel", 8, &err) ==
+          KFK_OK);
+    CHECK(kfk_producer_flush(p, 10000) == 0);
+    CHECK(kfk_producer_failed(p) == 0);
+    kfk_producer_free(p);
+}
+
+/* Counts lines of a command's output that contain `needle`. */
+static int count_lines(const char *cmd, const char *needle)
+{
+    char line[4096];
+    int n = 0;
+    FILE *f = popen(cmd, "r");
+
+    CHECK(f != NULL);
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    CHECK(pclose(f) == 0);
+    return n;
+}
+
+static void check_with_kcat(const char *bootstrap)
+{
+    char cmd[512];
+
+    if (system("command -v kcat >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "kcat not installed: skipping the cross-process check\n");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "kcat -b %s -L -t %s 2>&1", bootstrap,
+             KFK_TOPIC_SIGNALS);
+    CHECK(count_lines(cmd, "partition ") == 64);
+    snprintf(cmd, sizeof cmd,
+             "kcat -b %s -t %s -C -e -o beginning -q -f '%%s\\n' 2>/dev/null",
+             bootstrap, KFK_TOPIC_SIGNALS);
+    CHECK(count_lines(cmd, "msg-") == NMSG);
+}
+
+int main(void)
+{
+    cs_err err = {{0}};
+    kfk_broker *b;
+    run *r1 = calloc(1, sizeof *r1), *r2 = calloc(1, sizeof *r2);
+    int seen = 0, batches;
+
+    CHECK(r1 && r2);
+    b = kfk_broker_start(0, &err);
+    CHECK(b != NULL);
+    CHECK(strncmp(kfk_broker_bootstrap(b), "127.0.0.1:", 10) == 0);
+    produce_all(kfk_broker_bootstrap(b));
+    check_with_kcat(kfk_broker_bootstrap(b));
+
+    r1->base = event_base_new();
+    r1->want = NMSG;
+    consume(r1, kfk_broker_bootstrap(b), 30);
+    for (int i = 0; i < NMSG; i++)
+        seen += r1->seen[i];
+    CHECK(seen == NMSG && r1->received == NMSG && r1->others == 0);
+    CHECK(r1->batches >= NMSG / 100);
+    batches = r1->batches;
+
+    /* After the commit a new member of the group starts past the 1000. */
+    produce_sentinel(kfk_broker_bootstrap(b));
+    r2->base = event_base_new();
+    r2->want = 1;
+    consume(r2, kfk_broker_bootstrap(b), 30);
+    CHECK(r2->sentinels == 1);
+    CHECK(r2->received == 1);
+
+    event_base_free(r1->base);
+    event_base_free(r2->base);
+    free(r1);
+    free(r2);
+    kfk_broker_stop(b);
+    printf("unit.kafka: ok (%d messages in %d batches)\n", NMSG, batches);
+    return 0;
+}

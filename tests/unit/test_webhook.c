@@ -1,0 +1,524 @@
+/* The ingest paths against an embedded broker. Webhook: what each kind of
+ * request is answered, that exactly the alerts of the valid post reach
+ * cascade.signals as normalised signals, and that the connection limit
+ * holds new connections back until one closes. File publishing: valid
+ * lines become signals, bad ones dead letters with line and reason. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "core/kafka.h"
+#include "core/signal.h"
+#include "core/ts.h"
+#include "ingest/filein.h"
+#include "ingest/webhook.h"
+
+#define CHECK(c)                                                              \
+    do {                                                                      \
+        if (!(c)) {                                                           \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
+                    #c);                                                      \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+#define TOKEN "s3cret-token"
+#define MAX_BODY 4096
+
+/* Three alerts: host from instance (port stripped) in cluster c1, a
+ * resolved one with a Hostname label and no cluster, and one whose
+ * startsAt is Alertmanager's "unset" time. */
+static const char *const valid_post =
+    "{\"version\":\"4\",\"status\":\"firing\",\"receiver\":\"cascade\","
+    "\"groupKey\":\"{}:{alertname=\\\"GPUXid\\\"}\",\"truncatedAlerts\":0,"
+    "\"groupLabels\":{\"alertname\":\"GPUXid\"},\"commonLabels\":{},"
+    "\"commonAnnotations\":{},\"externalURL\":\"http://am:9093\",\"alerts\":["
+    "{\"status\":\"firing\",\"labels\":{\"alertname\":\"GPUXid\","
+    "\"instance\":\"gpu-node-7:9100\",\"cluster\":\"c1\"},"
+    "\"annotations\":{},\"startsAt\":\"2026-03-02T08:00:00Z\","
+    "\"endsAt\":\"0001-01-01T00:00:00Z\",\"fingerprint\":\"a1\"},"
+    "{\"status\":\"resolved\",\"labels\":{\"alertname\":\"NodeDown\","
+    "\"Hostname\":\"gpu-node-8\"},\"startsAt\":\"2026-03-02T07:00:00Z\","
+    "\"endsAt\":\"2026-03-02T09:00:00.5Z\"},"
+    "{\"status\":\"firing\",\"labels\":{\"alertname\":\"X\","
+    "\"node\":\"gpu-node-9\",\"cluster\":\"c2\"},"
+    "\"startsAt\":\"0001-01-01T00:00:00Z\"}]}";
+
+typedef struct resp {
+    struct event_base *base;
+    int done, code;
+    char body[1024], www_auth[64], retry_after[16];
+} resp;
+
+#define MAX_GOT 8
+
+/* Messages read back from a topic: payload copies and keys. */
+typedef struct got {
+    struct event_base *base;
+    kfk_consumer *c;
+    int n, want, done;
+    char key[MAX_GOT][32];
+    char *val[MAX_GOT];
+    size_t len[MAX_GOT];
+} got;
+
+/* ---- HTTP client ------------------------------------------------------- */
+
+static void copy_header(struct evhttp_request *req, const char *name,
+                        char *out, size_t cap)
+{
+    const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                       name);
+    snprintf(out, cap, "%s", v ? v : "");
+}
+
+static void on_resp(struct evhttp_request *req, void *arg)
+{
+    resp *r = arg;
+    struct evbuffer *in;
+    size_t n;
+
+    r->done = 1;
+    if (req) {
+        r->code = evhttp_request_get_response_code(req);
+        in = evhttp_request_get_input_buffer(req);
+        n = evbuffer_remove(in, r->body, sizeof r->body - 1);
+        r->body[n > 0 ? n : 0] = '\0';
+        copy_header(req, "WWW-Authenticate", r->www_auth, sizeof r->www_auth);
+        copy_header(req, "Retry-After", r->retry_after, sizeof r->retry_after);
+    }
+    event_base_loopbreak(r->base);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(arg);
+}
+
+/* Runs the loop until *flag is set or ms pass; returns *flag. */
+static int run_until(struct event_base *base, const int *flag, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    struct event *t = evtimer_new(base, on_deadline, base);
+    int timed_out = 0;
+
+    evtimer_add(t, &tv);
+    while (!*flag && !timed_out) {
+        event_base_dispatch(base);
+        timed_out = !evtimer_pending(t, NULL);
+    }
+    event_free(t);
+    return *flag;
+}
+
+static struct evhttp_connection *
+start_request(struct event_base *base, int port, resp *r,
+              enum evhttp_cmd_type cmd, const char *path, const char *auth,
+              const char *body, size_t len)
+{
+    struct evhttp_connection *conn =
+        evhttp_connection_base_new(base, NULL, "127.0.0.1", (ev_uint16_t)port);
+    struct evhttp_request *req = evhttp_request_new(on_resp, r);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+    memset(r, 0, sizeof *r);
+    r->base = base;
+    evhttp_add_header(h, "Host", "127.0.0.1");
+    evhttp_add_header(h, "Content-Type", "application/json");
+    if (auth)
+        evhttp_add_header(h, "Authorization", auth);
+    if (body)
+        evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
+    CHECK(evhttp_make_request(conn, req, cmd, path) == 0);
+    return conn;
+}
+
+static void request(struct event_base *base, int port, resp *r,
+                    enum evhttp_cmd_type cmd, const char *path,
+                    const char *auth, const char *body)
+{
+    struct evhttp_connection *conn = start_request(
+        base, port, r, cmd, path, auth, body, body ? strlen(body) : 0);
+
+    CHECK(run_until(base, &r->done, 10000));
+    evhttp_connection_free(conn);
+}
+
+/* ---- reading topics back ----------------------------------------------- */
+
+static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
+{
+    got *g = arg;
+    cs_err err = {{0}};
+
+    for (size_t i = 0; i < n; i++, g->n++) {
+        CHECK(g->n < MAX_GOT);
+        snprintf(g->key[g->n], sizeof g->key[0], "%.*s", (int)msgs[i]->key_len,
+                 msgs[i]->key ? (const char *)msgs[i]->key : "");
+        g->val[g->n] = malloc(msgs[i]->len + 1);
+        CHECK(g->val[g->n] != NULL);
+        memcpy(g->val[g->n], msgs[i]->payload, msgs[i]->len);
+        g->val[g->n][msgs[i]->len] = '\0';
+        g->len[g->n] = msgs[i]->len;
+    }
+    CHECK(kfk_consumer_commit_held(g->c, &err) == 0);
+    g->done = g->n >= g->want;
+    if (g->done)
+        event_base_loopbreak(g->base);
+}
+
+/* Reads `want` messages from the start of a topic, then lingers a second
+ * so that any extra message would be counted too. */
+static void read_topic(got *g, struct event_base *base, const char *bootstrap,
+                       const char *group, const char *topic, int want)
+{
+    cs_err err = {{0}};
+    int never = 0;
+
+    memset(g, 0, sizeof *g);
+    g->base = base;
+    g->want = want;
+    g->c = kfk_consumer_new(base, bootstrap, group, topic, 64, on_batch, g,
+                            &err);
+    CHECK(g->c != NULL);
+    run_until(base, &g->done, 20000);
+    run_until(base, &never, 1000);
+    kfk_consumer_free(g->c);
+    CHECK(g->n == want);
+}
+
+static void got_free(got *g)
+{
+    for (int i = 0; i < g->n; i++)
+        free(g->val[i]);
+}
+
+/* Index of the signal about `host`; s receives it decoded. */
+static int find_host(const got *g, const char *host, sig *s)
+{
+    cs_err err = {{0}};
+
+    for (int i = 0; i < g->n; i++) {
+        CHECK(sig_parse_msgpack(s, g->val[i], g->len[i], &err) == 0);
+        if (s->host && strcmp(s->host, host) == 0)
+            return i;
+        sig_free(s);
+    }
+    fprintf(stderr, "no signal about %s\n", host);
+    CHECK(0);
+    return -1;
+}
+
+static void check_alert_sig(const sig *s, const char *cluster, const char *ts)
+{
+    int64_t want;
+
+    CHECK(s->source == SRC_ALERTMANAGER);
+    CHECK(strcmp(s->cluster, cluster) == 0);
+    CHECK(json_array_size(json_object_get(s->body, "alerts")) == 1);
+    CHECK(strcmp(json_string_value(json_object_get(s->body, "receiver")),
+                 "cascade") == 0);
+    if (ts) {
+        CHECK(ts_parse_rfc3339(ts, &want) == 0 && s->ts == want);
+    } else { /* Alertmanager's unset time: now instead */
+        CHECK(s->ts > ts_now() - 60 * TS_SEC && s->ts <= ts_now());
+    }
+}
+
+static void check_published(struct event_base *base, const char *bootstrap)
+{
+    got g;
+    sig s;
+    int i;
+
+    read_topic(&g, base, bootstrap, "wh-test", KFK_TOPIC_SIGNALS, 3);
+    i = find_host(&g, "gpu-node-7", &s);
+    check_alert_sig(&s, "c1", "2026-03-02T08:00:00Z");
+    CHECK(strcmp(g.key[i], "c1") == 0);
+    sig_free(&s);
+    i = find_host(&g, "gpu-node-8", &s);
+    check_alert_sig(&s, "default", "2026-03-02T09:00:00.5Z");
+    CHECK(strcmp(g.key[i], "default") == 0);
+    sig_free(&s);
+    find_host(&g, "gpu-node-9", &s);
+    check_alert_sig(&s, "c2", NULL);
+    sig_free(&s);
+    got_free(&g);
+}
+
+/* ---- request cases ------------------------------------------------------ */
+
+static void expect(resp *r, int code, const char *fragment)
+{
+    if (r->code != code || !strstr(r->body, fragment))
+        fprintf(stderr, "got %d %s (wanted %d with '%s')\n", r->code, r->body,
+                code, fragment);
+    CHECK(r->code == code);
+    CHECK(strstr(r->body, fragment) != NULL);
+}
+
+static void test_rejections(struct event_base *base, int port)
+{
+    const char *bearer = "Bearer " TOKEN;
+    char big[MAX_BODY * 2 + 1];
+    resp r;
+
+    request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts", NULL, valid_post);
+    expect(&r, 401, "\"error\"");
+    CHECK(strcmp(r.www_auth, "Bearer") == 0);
+    request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts",
+            "Bearer s3cret-tokeN", valid_post);
+    expect(&r, 401, "bearer token");
+    request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts", bearer,
+            "{\"version\":\"4\",\"alerts\":[");
+    expect(&r, 400, "invalid JSON");
+    request(base, port, &r, EVHTTP_REQ_POST, "/", bearer,
+            "{\"version\":\"3\",\"alerts\":[]}");
+    expect(&r, 400, "version");
+    /* The first alert is fine; the second spoils the whole post. */
+    request(base, port, &r, EVHTTP_REQ_POST, "/webhook", bearer,
+            "{\"version\":\"4\",\"alerts\":[{\"status\":\"firing\","
+            "\"labels\":{\"instance\":\"n1:1\"},\"startsAt\":"
+            "\"2026-03-02T08:00:00Z\"},{\"status\":\"pending\",\"labels\":{}}]}");
+    expect(&r, 400, "alerts[1].status");
+    memset(big, ' ', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts", bearer, big);
+    CHECK(r.code == 413);
+    request(base, port, &r, EVHTTP_REQ_GET, "/api/v1/alerts", bearer, NULL);
+    expect(&r, 405, "\"error\"");
+    request(base, port, &r, EVHTTP_REQ_GET, "/nope", NULL, NULL);
+    expect(&r, 404, "\"error\"");
+}
+
+static void test_routes(struct event_base *base, int port, webhook *w)
+{
+    unsigned long accepted, rejected;
+    resp r;
+
+    request(base, port, &r, EVHTTP_REQ_GET, "/healthz", NULL, NULL);
+    expect(&r, 200, "ok");
+    test_rejections(base, port);
+    request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts",
+            "bearer " TOKEN, valid_post);
+    expect(&r, 200, "{\"accepted\":3}");
+    wh_stats(w, &accepted, &rejected);
+    CHECK(accepted == 3);
+    CHECK(rejected == 7); /* 413 is evhttp's own answer */
+}
+
+/* A producer whose queue is full (its broker is unreachable) makes the
+ * webhook answer 503 with Retry-After, so that Alertmanager retries. */
+static void test_queue_full(struct event_base *base)
+{
+    cs_err err = {{0}};
+    kfk_producer *dead = kfk_producer_new("127.0.0.1:1", &err);
+    wh_config cfg = {.token = TOKEN};
+    webhook *w;
+    int rc = KFK_OK;
+    resp r;
+
+    CHECK(dead != NULL);
+    for (int i = 0; i < 1000000 && rc == KFK_OK; i++)
+        rc = kfk_produce(dead, KFK_TOPIC_SIGNALS, NULL, 0, "x", 1, &err);
+    CHECK(rc == KFK_QUEUE_FULL);
+    w = wh_start(base, &cfg, dead, &err);
+    CHECK(w != NULL);
+    request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/api/v1/alerts",
+            "Bearer " TOKEN, valid_post);
+    expect(&r, 503, "retry");
+    CHECK(strcmp(r.retry_after, "1") == 0);
+    wh_free(w);
+    kfk_producer_free(dead); /* gives up on the queue after 5 s */
+}
+
+/* ---- file publishing ---------------------------------------------------- */
+
+static void write_capture(char *path)
+{
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+    CHECK(f != NULL);
+    fputs("{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"kernel\","
+          "\"host\":\"n1\",\"line\":\"NVRM: Xid 79\"}\n", f);
+    fputs("\n", f);
+    fputs("{\"ts\":1,\"source\":\"kernel\"\n", f);
+    fputs("{\"ts\":\"2026-03-02T08:00:01Z\",\"source\":\"kernel\","
+          "\"cluster\":\"c9\",\"host\":\"n2\",\"line\":\"x\"}\r\n", f);
+    fputs("\xff\xfe{bad\n", f);
+    for (int i = 0; i < SIG_MAX_BYTES + 10; i++)
+        fputc('x', f);
+    fputs("\n{\"ts\":1772438400,\"source\":\"metric\",\"name\":\"m\","
+          "\"value\":1}", f); /* last line without a newline */
+    CHECK(fclose(f) == 0);
+}
+
+/* The dead letter for `line`, decoded. */
+static json_t *dead_letter(const got *g, int line)
+{
+    json_t *o;
+
+    for (int i = 0; i < g->n; i++) {
+        o = json_loadb(g->val[i], g->len[i], 0, NULL);
+        CHECK(o != NULL);
+        if (json_integer_value(json_object_get(o, "line")) == line)
+            return o;
+        json_decref(o);
+    }
+    fprintf(stderr, "no dead letter for line %d\n", line);
+    CHECK(0);
+    return NULL;
+}
+
+static const char *field(json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+
+    CHECK(v != NULL);
+    return v;
+}
+
+static void check_dead_letters(struct event_base *base, const char *bootstrap,
+                               const char *path)
+{
+    got g;
+    json_t *o;
+
+    read_topic(&g, base, bootstrap, "fin-dl", KFK_TOPIC_DEADLETTER, 3);
+    o = dead_letter(&g, 3);
+    CHECK(strcmp(field(o, "source_file"), path) == 0);
+    CHECK(strstr(field(o, "reason"), "invalid JSON") != NULL);
+    CHECK(strcmp(field(o, "raw"), "{\"ts\":1,\"source\":\"kernel\"") == 0);
+    json_decref(o);
+    o = dead_letter(&g, 5); /* invalid UTF-8 kept readable */
+    CHECK(strcmp(field(o, "raw"), "\xEF\xBF\xBD\xEF\xBF\xBD{bad") == 0);
+    json_decref(o);
+    o = dead_letter(&g, 6);
+    CHECK(strstr(field(o, "reason"), "longer than") != NULL);
+    CHECK(json_string_length(json_object_get(o, "raw")) == 64 * 1024);
+    json_decref(o);
+    got_free(&g);
+}
+
+/* The webhook's three alerts and the file's three signals. */
+static void check_file_signals(struct event_base *base, const char *bootstrap)
+{
+    got g;
+    sig s;
+    int counts[SRC__COUNT] = {0};
+    cs_err err = {{0}};
+
+    read_topic(&g, base, bootstrap, "fin-sig", KFK_TOPIC_SIGNALS, 6);
+    for (int i = 0; i < g.n; i++) {
+        CHECK(sig_parse_msgpack(&s, g.val[i], g.len[i], &err) == 0);
+        counts[s.source]++;
+        CHECK(strcmp(g.key[i], s.cluster) == 0);
+        sig_free(&s);
+    }
+    CHECK(counts[SRC_ALERTMANAGER] == 3 && counts[SRC_KERNEL] == 2 &&
+          counts[SRC_METRIC] == 1);
+    got_free(&g);
+}
+
+static void test_filein(struct event_base *base, kfk_producer *p,
+                        const char *bootstrap)
+{
+    char path[] = "/tmp/cascade-filein-XXXXXX";
+    fin_stats st;
+    cs_err err = {{0}};
+
+    write_capture(path);
+    CHECK(fin_publish(path, p, &st, &err) == 1);
+    CHECK(st.lines == 7 && st.published == 3 && st.rejected == 3);
+    CHECK(fin_publish("/nonexistent/cascade.jsonl", p, &st, &err) == -1);
+    CHECK(strstr(err.msg, "/nonexistent/cascade.jsonl") != NULL);
+    check_dead_letters(base, bootstrap, path);
+    check_file_signals(base, bootstrap);
+    unlink(path);
+}
+
+/* ---- connection limit --------------------------------------------------- */
+
+static int raw_connect(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    CHECK(fd >= 0);
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    CHECK(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+    return fd;
+}
+
+static void test_conn_limit(struct event_base *base, kfk_producer *p)
+{
+    wh_config cfg = {.token = TOKEN, .max_connections = 1};
+    cs_err err = {{0}};
+    webhook *w = wh_start(base, &cfg, p, &err);
+    struct evhttp_connection *conn;
+    int raw, never = 0;
+    resp r;
+
+    CHECK(w != NULL);
+    raw = raw_connect(wh_port(w));
+    run_until(base, &never, 300); /* the server accepts it: now full */
+    conn = start_request(base, wh_port(w), &r, EVHTTP_REQ_GET, "/healthz",
+                         NULL, NULL, 0);
+    CHECK(!run_until(base, &r.done, 700));
+    close(raw);
+    CHECK(run_until(base, &r.done, 5000));
+    CHECK(r.code == 200);
+    evhttp_connection_free(conn);
+    wh_free(w);
+}
+
+int main(void)
+{
+    cs_err err = {{0}};
+    struct event_base *base = event_base_new();
+    kfk_broker *b = kfk_broker_start(4, &err);
+    kfk_producer *p;
+    wh_config cfg = {.token = "", .max_body = MAX_BODY};
+    webhook *w;
+
+    /* libevent writes with plain write(): a peer that hangs up must not
+     * kill the process (the daemon ignores SIGPIPE the same way). */
+    signal(SIGPIPE, SIG_IGN);
+    CHECK(base && b);
+    p = kfk_producer_new(kfk_broker_bootstrap(b), &err);
+    CHECK(p && kfk_producer_attach(p, base) == 0);
+    CHECK(wh_start(base, &cfg, p, &err) == NULL);
+    CHECK(strstr(err.msg, "token") != NULL);
+    cfg.token = TOKEN;
+    w = wh_start(base, &cfg, p, &err);
+    CHECK(w != NULL && wh_port(w) > 0);
+
+    test_routes(base, wh_port(w), w);
+    test_conn_limit(base, p);
+    test_queue_full(base);
+    check_published(base, kfk_broker_bootstrap(b));
+    test_filein(base, p, kfk_broker_bootstrap(b));
+    CHECK(kfk_producer_failed(p) == 0);
+
+    wh_free(w);
+    kfk_producer_free(p);
+    event_base_free(base);
+    kfk_broker_stop(b);
+    printf("unit.webhook: ok\n");
+    return 0;
+}
