@@ -115,7 +115,7 @@ static int fail(live *l, const char *cmd, const cs_err *err)
 }
 
 enum { OPT_BROKERS = 1, OPT_REDIS, OPT_GROUP, OPT_FOR, OPT_TOKEN, OPT_LISTEN,
-       OPT_PORT, OPT_FEED, OPT_HELP };
+       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_HELP };
 
 static const struct option live_opts[] = {
     {"brokers", required_argument, 0, OPT_BROKERS},
@@ -126,12 +126,13 @@ static const struct option live_opts[] = {
     {"listen", required_argument, 0, OPT_LISTEN},
     {"port", required_argument, 0, OPT_PORT},
     {"feed", required_argument, 0, OPT_FEED},
+    {"batch", required_argument, 0, OPT_BATCH},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
 typedef struct live_args {
     const char *brokers, *redis, *group, *token, *listen, *feed;
-    int seconds, port, help;
+    int seconds, port, help, batch;
 } live_args;
 
 static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
@@ -160,13 +161,18 @@ static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
         case OPT_LISTEN: a->listen = optarg; break;
         case OPT_FEED: a->feed = optarg; break;
         case OPT_FOR:
+        case OPT_BATCH:
         case OPT_PORT: {
             long v = strtol(optarg, &end, 10);
-            if (*end || v < 0 || v > 65535) {
-                fprintf(stderr, "cascade %s: bad number '%s'\n", argv[0], optarg);
+            if (!*optarg || *end || v < 0 || v > 65535 ||
+                (c == OPT_BATCH && v == 0)) {
+                fprintf(stderr, "cascade %s: bad number '%s' for --%s\n",
+                        argv[0], optarg,
+                        c == OPT_FOR ? "for" : c == OPT_BATCH ? "batch" : "port");
                 return -1;
             }
-            *(c == OPT_FOR ? &a->seconds : &a->port) = (int)v;
+            *(c == OPT_FOR ? &a->seconds
+              : c == OPT_BATCH ? &a->batch : &a->port) = (int)v;
             break;
         }
         }
@@ -192,26 +198,31 @@ int cmd_correlate(int argc, char **argv)
     live l = {0};
     cs_err err = {{0}};
     char allowed[] = {OPT_BROKERS + '0', OPT_REDIS + '0', OPT_GROUP + '0',
-                      OPT_FOR + '0', 0};
+                      OPT_FOR + '0', OPT_BATCH + '0', 0};
 
     if (parse_live(argc, argv, &a, allowed))
         return 2;
     if (a.help) {
         printf("usage: cascade correlate [--brokers LIST] [--redis ADDR] "
-               "[--group NAME] [--for SECONDS]\n\n"
+               "[--group NAME] [--batch N] [--for SECONDS]\n\n"
                "Consumes cascade.signals in a consumer group, keeps windows in\n"
                "Redis, publishes incidents to cascade.incidents and action\n"
                "requests to cascade.actions; undecodable messages go to\n"
                "cascade.deadletter. Offsets are committed only after Redis\n"
-               "acknowledged the batch's writes.\n\n" COMMON_HELP
-               "  --group NAME    consumer group (default cascade-correlate)\n");
+               "acknowledged the batch's writes and Kafka has its outputs.\n"
+               "On start it reads its state back from Redis and republishes\n"
+               "outputs a killed predecessor may not have delivered.\n\n"
+               COMMON_HELP
+               "  --group NAME    consumer group (default cascade-correlate)\n"
+               "  --batch N       most signals per batch (default 1000)\n");
         return 0;
     }
     l.brokers = a.brokers;
     l.redis_addr = a.redis;
     if (defaults_start(&l, &err))
         return fail(&l, "correlate", &err);
-    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr, .group = a.group};
+    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr, .group = a.group,
+                   .batch = (size_t)a.batch};
     if (!(l.corr = corr_start(l.base, &o, l.prod, &err)))
         return fail(&l, "correlate", &err);
     printf("correlate: consuming %s\n", KFK_TOPIC_SIGNALS);

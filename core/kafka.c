@@ -185,6 +185,50 @@ void kfk_broker_stop(kfk_broker *b)
 
 /* ---- producer ----------------------------------------------------------- */
 
+struct kfk_tracker {
+    unsigned long refs, pending, failed;
+};
+
+kfk_tracker *kfk_tracker_new(void)
+{
+    kfk_tracker *t = calloc(1, sizeof *t);
+    if (t)
+        t->refs = 1;
+    return t;
+}
+
+static void tracker_unref(kfk_tracker *t)
+{
+    if (--t->refs == 0)
+        free(t);
+}
+
+void kfk_tracker_release(kfk_tracker *t)
+{
+    if (t)
+        tracker_unref(t);
+}
+
+unsigned long kfk_tracker_pending(const kfk_tracker *t)
+{
+    return t->pending;
+}
+
+unsigned long kfk_tracker_take_failed(kfk_tracker *t)
+{
+    unsigned long n = t->failed;
+    t->failed = 0;
+    return n;
+}
+
+static void tracker_report(kfk_tracker *t, int failed)
+{
+    t->pending--;
+    if (failed)
+        t->failed++;
+    tracker_unref(t);
+}
+
 /* Runs on the thread that polls (the loop, or flush at shutdown). */
 static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                       void *opaque)
@@ -192,6 +236,8 @@ static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     kfk_producer *p = opaque;
 
     (void)rk;
+    if (m->_private)
+        tracker_report(m->_private, m->err != RD_KAFKA_RESP_ERR_NO_ERROR);
     if (!m->err)
         return;
     /* First failure and then one line per thousand: an outage must not
@@ -227,20 +273,33 @@ fail:
     return NULL;
 }
 
-int kfk_produce(kfk_producer *p, const char *topic, const char *key,
-                size_t keylen, const void *val, size_t len, cs_err *err)
+int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
+                        size_t keylen, const void *val, size_t len,
+                        kfk_tracker *t, cs_err *err)
 {
     rd_kafka_resp_err_t e = rd_kafka_producev(
         p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, keylen),
         RD_KAFKA_V_VALUE((void *)val, len),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(t),
+        RD_KAFKA_V_END);
 
-    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (t) {
+            t->refs++;
+            t->pending++;
+        }
         return KFK_OK;
+    }
     if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
         return KFK_QUEUE_FULL;
     cs_err_set(err, "producing to %s: %s", topic, rd_kafka_err2str(e));
     return -1;
+}
+
+int kfk_produce(kfk_producer *p, const char *topic, const char *key,
+                size_t keylen, const void *val, size_t len, cs_err *err)
+{
+    return kfk_produce_tracked(p, topic, key, keylen, val, len, NULL, err);
 }
 
 void kfk_producer_poll(kfk_producer *p)

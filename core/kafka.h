@@ -37,6 +37,22 @@ enum { KFK_OK = 0, KFK_QUEUE_FULL = 1 };
 /* Copies key and payload. key may be NULL (keylen 0). */
 int kfk_produce(kfk_producer *p, const char *topic, const char *key,
                 size_t keylen, const void *val, size_t len, cs_err *err);
+/* Delivery tracking for at-least-once hand-offs (the correlator commits
+ * its input offsets only once its outputs are delivered). A tracker counts
+ * the messages produced through it that still await a delivery report, and
+ * those that failed definitively. In-flight messages hold a reference, so
+ * the owner may release it while reports are outstanding. Reports are
+ * served on the thread that polls the producer (the event loop). */
+typedef struct kfk_tracker kfk_tracker;
+kfk_tracker *kfk_tracker_new(void);
+void kfk_tracker_release(kfk_tracker *t);
+unsigned long kfk_tracker_pending(const kfk_tracker *t);
+/* Returns the failures counted since the last call and resets them. */
+unsigned long kfk_tracker_take_failed(kfk_tracker *t);
+/* As kfk_produce, counted by t. */
+int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
+                        size_t keylen, const void *val, size_t len,
+                        kfk_tracker *t, cs_err *err);
 /* Serves delivery reports without blocking. */
 void kfk_producer_poll(kfk_producer *p);
 /* Serves delivery reports for up to timeout_ms: blocking, so only for

@@ -3,38 +3,126 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/signal.h"
 #include "correlate/engine.h"
 #include "correlate/store.h"
 
+/* How often delivery reports are polled while a batch waits for them, and
+ * how often finished state is pruned (wall time). */
+#define DELIVERY_POLL_US 2000
+#define PRUNE_EVERY_S 60
+
+/* One output message. Incidents and actions also sit in Redis (the
+ * outbox) from the moment the batch's state is written until Kafka has
+ * them, so a crash in between republishes them instead of losing them. */
 typedef struct pending {
-    char *topic_incident; /* NULL for an action */
+    const char *topic;
     char *key;
     char *value;
+    char *outbox;  /* "cascade:{C}:outbox", or NULL (dead letters) */
+    char field[17];
 } pending;
 
+/* The cycle of one batch:
+ *   feed -> Redis pipeline (state + outbox) acked -> produce, tracked ->
+ *   all delivered -> HDEL outbox acked -> commit offsets.
+ * The consumer hands out no new batch until the commit. */
+enum phase { PH_IDLE, PH_STORING, PH_PUBLISHING, PH_DELIVERING, PH_CLEARING };
+
 struct correlator {
+    struct event_base *base;
+    corr_opts opts;
     engine *eng;
     store *st;
     kfk_consumer *cons;
     kfk_producer *out;
+    kfk_tracker *trk;
     pending *pend;
     size_t npend, cappend, sent;
-    struct event *retry;
-    unsigned long signals, dead, incidents;
+    enum phase phase;
+    int held; /* a consumed batch waits for its commit */
+    struct event *tick, *prune;
+    unsigned long signals, dead, incidents, republished;
+    /* Fault injection for the restart tests (CASCADE_CRASH_AT). */
+    enum phase crash_phase;
+    long crash_n;
 };
 
-static void pend_push(correlator *c, int incident, const char *key, char *value)
+static void advance(correlator *c);
+
+/* CASCADE_CRASH_AT=stored:N or delivered:N makes the process die, as if
+ * SIGKILLed, the Nth time a consumed batch with outputs reaches that point: after
+ * Redis acknowledged its state (outputs not yet on Kafka), or after Kafka
+ * has its outputs (outbox not cleared, offsets not committed). Those are
+ * the moments a real crash can hit that a kill from outside rarely does. */
+static void crash_setup(correlator *c)
 {
+    const char *v = getenv("CASCADE_CRASH_AT");
+    long n;
+
+    if (!v)
+        return;
+    if (sscanf(v, "stored:%ld", &n) == 1)
+        c->crash_phase = PH_STORING;
+    else if (sscanf(v, "delivered:%ld", &n) == 1)
+        c->crash_phase = PH_DELIVERING;
+    else
+        return;
+    c->crash_n = n;
+    log_warn("correlate", "CASCADE_CRASH_AT=%s: this process will crash on "
+                          "purpose", v);
+}
+
+static void crash_point(correlator *c, enum phase at)
+{
+    if (c->crash_phase != at || !c->held || c->npend == 0 || --c->crash_n > 0)
+        return;
+    log_warn("correlate", "crashing on purpose (CASCADE_CRASH_AT)");
+    _exit(137);
+}
+
+static void pend_push(correlator *c, const char *topic, const char *key,
+                      char *value, const char *cluster)
+{
+    pending *p;
+
     if (c->npend == c->cappend) {
         c->cappend = c->cappend ? c->cappend * 2 : 64;
         c->pend = realloc(c->pend, c->cappend * sizeof *c->pend);
         if (!c->pend)
             abort();
     }
-    c->pend[c->npend++] = (pending){incident ? "1" : NULL, strdup(key), value};
+    p = &c->pend[c->npend++];
+    memset(p, 0, sizeof *p);
+    p->topic = topic;
+    p->key = strdup(key ? key : "");
+    p->value = value;
+    if (!p->key || !value)
+        abort();
+    if (cluster) {
+        uint64_t h = hash_fnv1a(HASH_FNV_SEED, topic, strlen(topic) + 1);
+        size_t len = strlen(cluster) + 32;
+        h = hash_fnv1a(h, value, strlen(value));
+        snprintf(p->field, sizeof p->field, "%016llx", (unsigned long long)h);
+        p->outbox = malloc(len);
+        if (!p->outbox)
+            abort();
+        snprintf(p->outbox, len, "cascade:{%s}:outbox", cluster);
+    }
+}
+
+static void pend_clear(correlator *c)
+{
+    for (size_t i = 0; i < c->npend; i++) {
+        free(c->pend[i].key);
+        free(c->pend[i].value);
+        free(c->pend[i].outbox);
+    }
+    c->npend = c->sent = 0;
 }
 
 /* Raw bytes may not be text: dead letters carry them as hex, capped. */
@@ -60,98 +148,180 @@ static void dead_letter(correlator *c, const rd_kafka_message_t *m,
                           rd_kafka_topic_name(m->rkt), "partition", m->partition,
                           "offset", (json_int_t)m->offset, "reason", reason,
                           "raw_hex", hex, "bytes", (json_int_t)m->len);
-    char *txt = json_dumps(d, JSON_COMPACT);
-    cs_err err;
 
     log_warn("correlate", "dead letter %s[%d]@%lld: %s",
              rd_kafka_topic_name(m->rkt), (int)m->partition,
              (long long)m->offset, reason);
-    /* Dead letters go out at once: they must not wait on Redis. */
-    if (kfk_produce(c->out, KFK_TOPIC_DEADLETTER, NULL, 0, txt, strlen(txt),
-                    &err) != KFK_OK)
-        log_error("correlate", "cannot publish a dead letter: %s", err.msg);
+    /* Tracked like every output: the offset is committed only once the
+     * dead letter is on its topic. */
+    pend_push(c, KFK_TOPIC_DEADLETTER, NULL, json_dumps(d, JSON_COMPACT), NULL);
     c->dead++;
-    free(txt);
     free(hex);
     json_decref(d);
+}
+
+/* Queues an outbox record in the same pipeline as the state it reports. */
+static void outbox_put(correlator *c, const pending *p)
+{
+    size_t len = strlen(p->topic) + strlen(p->key) + strlen(p->value) + 3;
+    char *rec = malloc(len);
+
+    if (!rec)
+        abort();
+    snprintf(rec, len, "%s\n%s\n%s", p->topic, p->key, p->value);
+    store_ops()->hash_put(c->st, p->outbox, p->field, rec);
+    free(rec);
 }
 
 static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
 {
     correlator *c = arg;
+    const char *cluster =
+        json_string_value(json_object_get(json_object_get(inc, "scope"),
+                                          "cluster"));
     size_t i;
     json_t *a;
 
-    pend_push(c, 1, id, json_dumps(inc, JSON_COMPACT));
+    if (!cluster)
+        cluster = "default";
+    pend_push(c, KFK_TOPIC_INCIDENTS, id, json_dumps(inc, JSON_COMPACT),
+              cluster);
+    outbox_put(c, &c->pend[c->npend - 1]);
     json_array_foreach(acts, i, a) {
         json_t *req = json_pack("{s:s, s:s, s:O}", "incident", id, "scenario",
                                 json_string_value(json_object_get(inc, "scenario")),
                                 "action", a);
-        pend_push(c, 0, id, json_dumps(req, JSON_COMPACT));
+        pend_push(c, KFK_TOPIC_ACTIONS, id, json_dumps(req, JSON_COMPACT),
+                  cluster);
+        outbox_put(c, &c->pend[c->npend - 1]);
         json_decref(req);
     }
 }
 
-/* Publishes what the acknowledged batch changed, in order. Returns 1 when
- * the producer queue is full: the rest stays pending and a timer retries,
- * so the loop never blocks and the offsets wait until everything is out. */
-static int publish_pending(correlator *c)
+/* Produces what is pending, in order. Returns 1 when the producer queue is
+ * full: the rest waits for the next tick, so the loop never blocks. */
+static int produce_pending(correlator *c)
 {
-    size_t i;
-
-    for (i = c->sent; i < c->npend; i++) {
-        pending *p = &c->pend[i];
-        const char *topic = p->topic_incident ? KFK_TOPIC_INCIDENTS
-                                              : KFK_TOPIC_ACTIONS;
+    for (; c->sent < c->npend; c->sent++) {
+        pending *p = &c->pend[c->sent];
         cs_err err;
-        int rc = kfk_produce(c->out, topic, p->key, strlen(p->key), p->value,
-                             strlen(p->value), &err);
-        if (rc == KFK_QUEUE_FULL) {
-            c->sent = i;
+        int rc = kfk_produce_tracked(c->out, p->topic, p->key, strlen(p->key),
+                                     p->value, strlen(p->value), c->trk, &err);
+        if (rc == KFK_QUEUE_FULL)
             return 1;
+        if (rc != KFK_OK) {
+            /* Not retriable as it stands (unknown topic, message too
+             * large): say so loudly; the offsets still move on. */
+            log_error("correlate", "cannot publish to %s: %s", p->topic,
+                      err.msg);
+            continue;
         }
-        if (rc != KFK_OK)
-            log_error("correlate", "publish to %s failed: %s", topic, err.msg);
-        if (p->topic_incident)
+        if (strcmp(p->topic, KFK_TOPIC_INCIDENTS) == 0)
             c->incidents++;
     }
-    for (i = 0; i < c->npend; i++) {
-        free(c->pend[i].key);
-        free(c->pend[i].value);
-    }
-    c->npend = c->sent = 0;
     return 0;
 }
 
-static void publish_and_commit(correlator *c)
+static void arm_tick(correlator *c)
 {
-    struct timeval tv = {0, 50000};
-    cs_err err;
-
-    if (publish_pending(c)) {
-        evtimer_add(c->retry, &tv);
-        return;
-    }
-    if (kfk_consumer_commit_held(c->cons, &err))
-        log_warn("correlate", "offsets not committed: %s", err.msg);
+    struct timeval tv = {0, DELIVERY_POLL_US};
+    evtimer_add(c->tick, &tv);
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
+static void on_stored(void *arg)
+{
+    correlator *c = arg;
+    crash_point(c, PH_STORING);
+    c->phase = PH_PUBLISHING;
+    advance(c);
+}
+
+static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n);
+
+static void on_cleared(void *arg)
+{
+    correlator *c = arg;
+    cs_err err;
+
+    c->phase = PH_IDLE;
+    if (c->held) {
+        c->held = 0;
+        if (kfk_consumer_commit_held(c->cons, &err))
+            log_warn("correlate", "offsets not committed: %s", err.msg);
+        else
+            log_debug("correlate", "batch committed: %zu outputs delivered, "
+                                   "%lu signals so far", c->npend, c->signals);
+    }
+    pend_clear(c);
+    if (!c->cons) {
+        /* The outbox of the last run is out: now take new signals. */
+        c->cons = kfk_consumer_new(c->base, c->opts.brokers,
+                                   c->opts.group ? c->opts.group
+                                                 : "cascade-correlate",
+                                   KFK_TOPIC_SIGNALS,
+                                   c->opts.batch ? c->opts.batch : 1000,
+                                   on_batch, c, &err);
+        if (!c->cons) {
+            log_error("correlate", "cannot consume %s: %s", KFK_TOPIC_SIGNALS,
+                      err.msg);
+            event_base_loopbreak(c->base);
+        }
+    }
+}
+
+/* Drives a batch from "state stored" to "offsets committed". */
+static void advance(correlator *c)
+{
+    unsigned long failed;
+
+    switch (c->phase) {
+    case PH_PUBLISHING:
+        if (produce_pending(c)) {
+            arm_tick(c);
+            return;
+        }
+        c->phase = PH_DELIVERING;
+        /* fall through */
+    case PH_DELIVERING:
+        kfk_producer_poll(c->out);
+        if (kfk_tracker_pending(c->trk) > 0) {
+            arm_tick(c);
+            return;
+        }
+        if ((failed = kfk_tracker_take_failed(c->trk)) > 0) {
+            log_warn("correlate", "%lu outputs not delivered; publishing the "
+                                  "batch's %zu outputs again", failed, c->npend);
+            c->republished += c->npend;
+            c->sent = 0;
+            c->phase = PH_PUBLISHING;
+            arm_tick(c);
+            return;
+        }
+        crash_point(c, PH_DELIVERING);
+        c->phase = PH_CLEARING;
+        for (size_t i = 0; i < c->npend; i++)
+            if (c->pend[i].outbox)
+                store_ops()->hash_del(c->st, c->pend[i].outbox,
+                                      c->pend[i].field);
+        store_flush(c->st, on_cleared, c);
+        return;
+    default:
+        return;
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    publish_and_commit(arg);
-}
-
-static void on_acked(void *arg)
-{
-    publish_and_commit(arg);
+    advance(arg);
 }
 
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
 {
     correlator *c = arg;
 
+    c->held = 1;
     for (size_t i = 0; i < n; i++) {
         sig s;
         cs_err err;
@@ -164,29 +334,144 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
         c->signals++;
     }
     eng_flush(c->eng, on_change, c);
-    store_flush(c->st, on_acked, c);
+    c->phase = PH_STORING;
+    store_flush(c->st, on_stored, c);
+}
+
+static void on_prune(evutil_socket_t fd, short what, void *arg)
+{
+    correlator *c = arg;
+    size_t n;
+
+    (void)fd;
+    (void)what;
+    /* Its deletions ride along with the next batch's pipeline. */
+    if ((n = eng_prune(c->eng)) > 0)
+        log_info("correlate", "forgot %zu incidents and jobs past the horizon",
+                 n);
+}
+
+/* ---- start-up: read the state back ----------------------------------- */
+
+static int r_window(void *arg, const char *key, int64_t ts, const char *member)
+{
+    correlator *c = arg;
+    if (eng_restore_window(c->eng, key, ts, member) == 0)
+        return 0;
+    log_warn("correlate", "%s: unreadable window entry '%s' skipped", key,
+             member);
+    return -1;
+}
+
+static int is_outbox(const char *key, size_t n)
+{
+    return n > 17 && strncmp(key, "cascade:{", 9) == 0 &&
+           strcmp(key + n - 8, "}:outbox") == 0;
+}
+
+static int r_wants(void *arg, const char *key)
+{
+    size_t n = strlen(key);
+    (void)arg;
+    return eng_restore_wants(key) || is_outbox(key, n);
+}
+
+/* An outbox record from the last run: "topic\nkey\nvalue". */
+static int restore_outbox(correlator *c, const char *key, const char *field,
+                          const char *rec)
+{
+    const char *nl1 = strchr(rec, '\n');
+    const char *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+    const char *topic = NULL;
+    char *k, *cluster;
+
+    if (!nl2)
+        return -1;
+    if (!strncmp(rec, KFK_TOPIC_INCIDENTS, (size_t)(nl1 - rec)))
+        topic = KFK_TOPIC_INCIDENTS;
+    else if (!strncmp(rec, KFK_TOPIC_ACTIONS, (size_t)(nl1 - rec)))
+        topic = KFK_TOPIC_ACTIONS;
+    if (!topic)
+        return -1;
+    k = strndup(nl1 + 1, (size_t)(nl2 - nl1 - 1));
+    /* "cascade:{" CLUSTER "}:outbox" */
+    cluster = strndup(key + 9, strlen(key) - 17);
+    if (!k || !cluster)
+        abort();
+    pend_push(c, topic, k, strdup(nl2 + 1), cluster);
+    /* The field of record, whatever its content hashes to now. */
+    snprintf(c->pend[c->npend - 1].field, sizeof c->pend[0].field, "%s", field);
+    free(k);
+    free(cluster);
+    return 0;
+}
+
+static int r_hash(void *arg, const char *key, const char *field,
+                  const char *value)
+{
+    correlator *c = arg;
+    size_t n = strlen(key);
+    cs_err err;
+
+    if (is_outbox(key, n)) {
+        if (restore_outbox(c, key, field, value) == 0)
+            return 0;
+        log_warn("correlate", "%s %s: malformed outbox record skipped", key,
+                 field);
+        return -1;
+    }
+    if (eng_restore_hash(c->eng, key, field, value, &err) == 0)
+        return 0;
+    log_warn("correlate", "state record skipped: %s", err.msg);
+    return -1;
+}
+
+static int restore(correlator *c, cs_err *err)
+{
+    static const store_restore_fns fns = {r_window, r_wants, r_hash};
+    long n = store_restore(c->opts.redis, "", &fns, c, err);
+    size_t open;
+
+    if (n < 0)
+        return -1;
+    open = eng_restore_done(c->eng);
+    log_info("correlate", "restored %ld state records from redis: %zu open "
+                          "incidents, %zu outputs to publish again",
+             n, open, c->npend);
+    return 0;
 }
 
 correlator *corr_start(struct event_base *base, const corr_opts *o,
                        kfk_producer *out, cs_err *err)
 {
     correlator *c = calloc(1, sizeof *c);
-    long restored;
+    struct timeval every = {PRUNE_EVERY_S, 0};
 
     if (!c) {
         cs_err_set(err, "out of memory");
         return NULL;
     }
+    c->base = base;
+    c->opts = *o;
+    crash_setup(c);
     c->out = out;
-    c->retry = evtimer_new(base, on_retry, c);
-    if (!c->retry || !(c->st = store_new(base, o->redis, "", err)) ||
-        !(c->eng = eng_new(store_ops(), c->st, err)))
+    c->trk = kfk_tracker_new();
+    c->tick = evtimer_new(base, on_tick, c);
+    c->prune = event_new(base, -1, EV_PERSIST, on_prune, c);
+    if (!c->trk || !c->tick || !c->prune || event_add(c->prune, &every)) {
+        cs_err_set(err, "out of memory");
         goto fail;
-    /* Windows survive a restart: read them back before consuming. */
-    restored = store_restore(o->redis, "", c->eng, err);
-    if (restored < 0)
+    }
+    if (!(c->st = store_new(base, o->redis, "", err)) ||
+        !(c->eng = eng_new(store_ops(), c->st, err)) || restore(c, err))
         goto fail;
-    log_info("correlate", "restored %ld window entries from redis", restored);
+    if (c->npend > 0) {
+        /* Outputs of the last run that Kafka may not have: first. */
+        c->republished = c->npend;
+        c->phase = PH_PUBLISHING;
+        advance(c);
+        return c;
+    }
     c->cons = kfk_consumer_new(base, o->brokers,
                                o->group ? o->group : "cascade-correlate",
                                KFK_TOPIC_SIGNALS, o->batch ? o->batch : 1000,
@@ -212,14 +497,14 @@ void corr_free(correlator *c)
     if (!c)
         return;
     kfk_consumer_free(c->cons);
-    if (c->retry)
-        event_free(c->retry);
+    if (c->tick)
+        event_free(c->tick);
+    if (c->prune)
+        event_free(c->prune);
     eng_free(c->eng);
     store_free(c->st);
-    for (size_t i = 0; i < c->npend; i++) {
-        free(c->pend[i].key);
-        free(c->pend[i].value);
-    }
+    pend_clear(c);
     free(c->pend);
+    kfk_tracker_release(c->trk);
     free(c);
 }

@@ -12,14 +12,6 @@
 #include "rules/classify.h"
 #include "rules/playbooks.h"
 
-/* Windows (event time). Seed 000: a node crash takes several jobs down
- * "within minutes"; ten minutes of look-back catches the slow scheduler
- * reports without joining unrelated failures of the same node. */
-#define CRASH_WINDOW (10 * TS_MIN)
-/* An incident keeps absorbing related signals this long after its last. */
-#define FOLD_WINDOW (30 * TS_MIN)
-/* How long window entries and seen ids are kept, in memory and in Redis. */
-#define HORIZON (2 * TS_HOUR)
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -37,9 +29,12 @@ static void free_win(void *p)
     free(w);
 }
 
-static void free_job(void *p)
+void eng_job_free(void *p)
 {
     job *j = p;
+
+    if (!j)
+        return;
     json_decref(j->nodes);
     json_decref(j->config);
     free(j);
@@ -72,7 +67,7 @@ void eng_free(engine *e)
     cls_free(e->cls);
     strmap_free(e->nodes, free_win);
     strmap_free(e->inventory, free);
-    strmap_free(e->jobs, free_job);
+    strmap_free(e->jobs, eng_job_free);
     strmap_free(e->open_node, NULL);
     strmap_free(e->open_job, NULL);
     strmap_free(e->seen, free);
@@ -94,8 +89,8 @@ size_t eng_incident_count(const engine *e)
 
 /* Keys carry the cluster as Redis Cluster hash tag: one cluster's state
  * lives on one shard, like its signals live on one Kafka partition. */
-static void key_of(char *buf, size_t len, const char *cluster, const char *kind,
-                   const char *name)
+void eng_key(char *buf, size_t len, const char *cluster, const char *kind,
+             const char *name)
 {
     if (name)
         snprintf(buf, len, "cascade:{%s}:%s:%s", cluster, kind, name);
@@ -105,7 +100,7 @@ static void key_of(char *buf, size_t len, const char *cluster, const char *kind,
 
 /* ---- windows --------------------------------------------------------- */
 
-static node_win *win_of(engine *e, const char *host)
+node_win *eng_win_of(engine *e, const char *host)
 {
     node_win *w = strmap_get(e->nodes, host);
     if (!w) {
@@ -115,12 +110,23 @@ static node_win *win_of(engine *e, const char *host)
     return w;
 }
 
-static const char kind_code[] = "XDOAJIC"; /* indexed by fact_kind */
+const char eng_kind_code[] = "XDOAJIC"; /* indexed by fact_kind */
+
+entry *eng_win_push(node_win *w)
+{
+    if (w->n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 8;
+        w->v = realloc(w->v, w->cap * sizeof *w->v);
+        if (!w->v)
+            abort();
+    }
+    return &w->v[w->n++];
+}
 
 static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
                     const char *jobid, const char *scenario)
 {
-    node_win *w = win_of(e, host);
+    node_win *w = eng_win_of(e, host);
     char key[320], member[256];
     size_t keep = 0;
 
@@ -134,60 +140,21 @@ static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
         if (w->v[i].ts >= e->now - HORIZON)
             w->v[keep++] = w->v[i];
     w->n = keep;
-    if (w->n == w->cap) {
-        w->cap = w->cap ? w->cap * 2 : 8;
-        w->v = realloc(w->v, w->cap * sizeof *w->v);
-        if (!w->v)
-            abort();
-    }
-    entry *en = &w->v[w->n++];
+    entry *en = eng_win_push(w);
     en->ts = s->ts;
     en->sig = s->id;
     en->kind = kind;
+    en->source = s->source;
     str_copy(en->job, sizeof en->job, jobid);
     en->scenario = scenario;
 
-    key_of(key, sizeof key, s->cluster, "w:node", host);
-    snprintf(member, sizeof member, "%016llx %c %s %s",
-             (unsigned long long)s->id, kind_code[kind],
-             jobid && *jobid ? jobid : "-", scenario ? scenario : "-");
+    eng_key(key, sizeof key, s->cluster, "w:node", host);
+    snprintf(member, sizeof member, "%016llx %c %s %s %s",
+             (unsigned long long)s->id, eng_kind_code[kind],
+             jobid && *jobid ? jobid : "-", scenario ? scenario : "-",
+             sig_source_name(s->source));
     e->ops->window_add(e->ctx, key, s->ts, member);
     e->ops->window_trim(e->ctx, key, e->now - HORIZON);
-}
-
-int eng_restore_window(engine *e, const char *key, int64_t ts,
-                       const char *member)
-{
-    const char *host = strstr(key, ":w:node:");
-    char kc, jobid[64], scen[64];
-    unsigned long long id;
-    node_win *w;
-
-    if (!host || sscanf(member, "%16llx %c %63s %63s", &id, &kc, jobid, scen) != 4)
-        return -1;
-    const char *k = strchr(kind_code, kc);
-    if (!k)
-        return -1;
-    w = win_of(e, host + 8);
-    if (w->n == w->cap) {
-        w->cap = w->cap ? w->cap * 2 : 8;
-        w->v = realloc(w->v, w->cap * sizeof *w->v);
-        if (!w->v)
-            abort();
-    }
-    entry *en = &w->v[w->n++];
-    en->ts = ts;
-    en->sig = id;
-    en->kind = (fact_kind)(k - kind_code);
-    str_copy(en->job, sizeof en->job, strcmp(jobid, "-") ? jobid : "");
-    en->scenario = NULL;
-    if (strcmp(scen, "-")) {
-        const pb_scenario *sc = pb_lookup(scen);
-        en->scenario = sc ? sc->id : NULL;
-    }
-    if (ts > e->now)
-        e->now = ts;
-    return 0;
 }
 
 /* Earliest anomaly on a host since `since`: the root cause of what
@@ -253,7 +220,7 @@ static void touch(incident *inc, const sig *s)
 static incident *open_incident(engine *e, const sig *s, const char *scenario,
                                const char *scope_kind, const char *scope_key)
 {
-    incident *inc = xcalloc(1, sizeof *inc);
+    incident *inc = eng_incident_new(e);
     uint64_t h = HASH_FNV_SEED;
 
     h = hash_fnv1a(h, s->cluster, strlen(s->cluster) + 1);
@@ -266,6 +233,13 @@ static incident *open_incident(engine *e, const sig *s, const char *scenario,
     inc->root_scenario = inc->sc->id;
     inc->opened = inc->updated = inc->first = inc->last = s->ts;
     inc->root_ts = s->ts;
+    return inc;
+}
+
+incident *eng_incident_new(engine *e)
+{
+    incident *inc = xcalloc(1, sizeof *inc);
+
     inc->published = json_array();
     if (e->ninc == e->capinc) {
         e->capinc = e->capinc ? e->capinc * 2 : 16;
@@ -349,6 +323,36 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
     maybe_escalate(inc);
 }
 
+/* A node incident's evidence starts at its root cause: the anomalies the
+ * window already holds on that host count, not only what follows. Job
+ * failures another incident explains stay out. */
+static void fold_earlier(engine *e, incident *inc, const sig *s,
+                         const char *host)
+{
+    node_win *w = strmap_get(e->nodes, host);
+
+    for (size_t i = 0; w && i < w->n; i++) {
+        const entry *en = &w->v[i];
+        job *j = job_of(e, en->job);
+        int dup = 0;
+        if (en->ts < inc->root_ts || en->sig == s->id ||
+            en->kind == FACT_CHECKPOINT)
+            continue;
+        if (en->kind == FACT_JOB_STATE && j && j->incident[0] &&
+            strcmp(j->incident, inc->id))
+            continue;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = w->v[k].sig == en->sig;
+        if (dup)
+            continue;
+        inc->count++;
+        if (en->source < SRC__COUNT)
+            inc->sources |= 1u << en->source;
+        if (en->ts < inc->first)
+            inc->first = en->ts;
+    }
+}
+
 static incident *open_node_incident(engine *e, const sig *s, const char *host,
                                     const char *scenario, const fact *f)
 {
@@ -363,6 +367,7 @@ static incident *open_node_incident(engine *e, const sig *s, const char *host,
     }
     if (first && first->ts < inc->root_ts)
         inc->root_ts = first->ts;
+    fold_earlier(e, inc, s, host);
     strmap_put(e->open_node, host, inc);
     return inc;
 }
@@ -446,15 +451,16 @@ static int is_failure(const char *state)
 static void on_job_state(engine *e, const sig *s)
 {
     job *j = strmap_get(e->jobs, s->job);
-    char key[320];
     json_t *v;
 
     if (!j) {
         j = xcalloc(1, sizeof *j);
         str_copy(j->id, sizeof j->id, s->job);
+        str_copy(j->cluster, sizeof j->cluster, s->cluster);
         strmap_put(e->jobs, s->job, j);
     }
     str_copy(j->state, sizeof j->state, s->state);
+    j->updated = s->ts;
     if (s->job_name)
         str_copy(j->name, sizeof j->name, s->job_name);
     if ((v = json_object_get(s->obj, "team")) && json_is_string(v))
@@ -472,17 +478,9 @@ static void on_job_state(engine *e, const sig *s)
     if (strcmp(s->state, "RUNNING") == 0 || strcmp(s->state, "PENDING") == 0)
         j->incident[0] = '\0'; /* a new attempt starts unexplained */
 
-    json_t *rec = json_pack("{s:s, s:s, s:s, s:O, s:O*}", "job", j->id,
-                            "job_name", j->name, "state", j->state, "nodes",
-                            j->nodes, "config", j->config);
-    char *txt = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
-    key_of(key, sizeof key, s->cluster, "jobs", NULL);
-    e->ops->hash_put(e->ctx, key, j->id, txt);
-    free(txt);
-    json_decref(rec);
-
     if (is_failure(j->state))
         on_job_failed(e, s, j);
+    eng_persist_job(e, j); /* after: it records the explanation */
 }
 
 static void on_inventory(engine *e, const sig *s)
@@ -499,7 +497,7 @@ static void on_inventory(engine *e, const sig *s)
         str_copy(ni->rack, sizeof ni->rack, json_string_value(v));
     ni->canary = json_is_true(json_object_get(s->obj, "canary"));
     char *txt = json_dumps(s->obj, JSON_COMPACT | JSON_SORT_KEYS);
-    key_of(key, sizeof key, s->cluster, "inventory", NULL);
+    eng_key(key, sizeof key, s->cluster, "inventory", NULL);
     e->ops->hash_put(e->ctx, key, s->host, txt);
     free(txt);
 }
@@ -518,6 +516,7 @@ static void on_job_fault(engine *e, const sig *s, const fact *f)
         str_copy(inc->root_job, sizeof inc->root_job, f->job);
         str_copy(inc->root_node, sizeof inc->root_node, f->host);
         inc->cause = *f;
+        inc->job_scope = 1;
         strmap_put(e->open_job, f->job, inc);
     }
     touch(inc, s);
@@ -561,7 +560,6 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
 static int seen_before(engine *e, const sig *s)
 {
     char hex[17];
-    int64_t *ts;
 
     sig_id_hex(s, hex);
     if (strmap_get(e->seen, hex))
@@ -582,10 +580,18 @@ static int seen_before(engine *e, const sig *s)
         }
         free(old);
     }
-    ts = xcalloc(1, sizeof *ts);
-    *ts = s->ts;
-    strmap_put(e->seen, hex, ts);
+    eng_mark_seen(e, s->id, s->ts);
     return 0;
+}
+
+void eng_mark_seen(engine *e, uint64_t id, int64_t ts)
+{
+    char hex[17];
+    int64_t *v = xcalloc(1, sizeof *v);
+
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id);
+    *v = ts;
+    free(strmap_put(e->seen, hex, v));
 }
 
 int eng_feed(engine *e, const sig *s)
@@ -667,14 +673,16 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
             }
         }
         char *txt = json_dumps(js, JSON_COMPACT);
-        key_of(key, sizeof key, inc->cluster, "incidents", NULL);
+        eng_key(key, sizeof key, inc->cluster, "incidents", NULL);
         e->ops->hash_put(e->ctx, key, inc->id, txt);
         free(txt);
+        eng_persist_incident(e, inc);
         if (fn)
             fn(arg, inc->id, js, fresh_acts);
         json_decref(fresh_acts);
         json_decref(js);
     }
+    eng_persist_tracebacks(e);
 }
 
 json_t *eng_incidents(engine *e)

@@ -24,6 +24,8 @@ typedef struct eng_store_ops {
     /* HSET key field value. */
     void (*hash_put)(void *ctx, const char *key, const char *field,
                      const char *value);
+    /* HDEL key field. */
+    void (*hash_del)(void *ctx, const char *key, const char *field);
 } eng_store_ops;
 
 typedef struct engine engine;
@@ -36,9 +38,25 @@ void eng_free(engine *e);
  * nothing the rules use. */
 int eng_feed(engine *e, const sig *s);
 
-/* Restores a window entry read back from Redis after a restart. */
+/* Restart: the state records read back from Redis, in any order, then
+ * eng_restore_done once. Windows are sorted sets (cascade:{C}:w:node:H);
+ * jobs, inventory, incident state and open multi-line assemblies are
+ * hashes, the ones eng_restore_wants accepts (the public incidents hash is
+ * output, not state). A record that cannot be read returns -1 with the
+ * reason in err and is skipped. */
 int eng_restore_window(engine *e, const char *key, int64_t ts,
                        const char *member);
+int eng_restore_wants(const char *key);
+int eng_restore_hash(engine *e, const char *key, const char *field,
+                     const char *value, cs_err *err);
+/* Relinks what was restored; returns the open incidents it holds. */
+size_t eng_restore_done(engine *e);
+
+/* A long-running correlator forgets what can no longer change: incidents
+ * and finished jobs untouched for the horizon (2 h of event time), in
+ * memory and in their state records. Replay never prunes: its output is
+ * every incident. Returns how many were dropped. */
+size_t eng_prune(engine *e);
 
 /* Calls fn for every incident changed since the last call, in a stable
  * order, with its JSON (REPLAY.md incident format) and the actions not

@@ -3,14 +3,25 @@
 #define CS_ENGINE_INTERNAL_H
 
 #include "core/strmap.h"
+#include "core/ts.h"
 #include "correlate/engine.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
+
+/* Windows (event time). Seed 000: a node crash takes several jobs down
+ * "within minutes"; ten minutes of look-back catches the slow scheduler
+ * reports without joining unrelated failures of the same node. */
+#define CRASH_WINDOW (10 * TS_MIN)
+/* An incident keeps absorbing related signals this long after its last. */
+#define FOLD_WINDOW (30 * TS_MIN)
+/* How long window entries and seen ids are kept, in memory and in Redis. */
+#define HORIZON (2 * TS_HOUR)
 
 typedef struct entry {
     int64_t ts;
     uint64_t sig;
     fact_kind kind;
+    sig_source source;
     char job[64];
     const char *scenario; /* static catalog string or NULL */
 } entry;
@@ -27,12 +38,14 @@ typedef struct node_info {
 
 typedef struct job {
     char id[64];
+    char cluster[64];
     char name[128];
     char team[64];
     char state[16];
     json_t *nodes;  /* array of host names */
     json_t *config; /* launch parameters */
     char incident[24]; /* the incident that explains its failure */
+    int64_t updated;   /* event time of its last state change */
 } job;
 
 typedef struct child {
@@ -44,6 +57,7 @@ typedef struct child {
 
 typedef struct incident {
     char id[24];
+    int job_scope; /* opened for a job (else for a node) */
     const pb_scenario *sc;
     char cluster[64], node[128], gpu[16], job[64];
     const char *root_scenario;
@@ -72,6 +86,22 @@ struct engine {
     size_t ninc, capinc;
     int64_t now; /* event-time watermark */
 };
+
+/* Window entry kinds as one letter, indexed by fact_kind. */
+extern const char eng_kind_code[];
+
+node_win *eng_win_of(engine *e, const char *host);
+entry *eng_win_push(node_win *w);
+void eng_key(char *buf, size_t len, const char *cluster, const char *kind,
+             const char *name);
+void eng_mark_seen(engine *e, uint64_t id, int64_t ts);
+incident *eng_incident_new(engine *e);
+void eng_job_free(void *p);
+
+/* persist.c: the state records that let a restarted correlator go on. */
+void eng_persist_job(engine *e, const job *j);
+void eng_persist_incident(engine *e, const incident *inc);
+void eng_persist_tracebacks(engine *e);
 
 json_t *eng_incident_json(engine *e, const incident *inc);
 json_t *eng_actions(engine *e, const incident *inc);

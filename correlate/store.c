@@ -30,6 +30,7 @@ struct store {
     cmd *inflight;   /* the batch being acknowledged */
     size_t ninflight, acked;
     unsigned gen;    /* bumps on reconnect so stale replies are ignored */
+    size_t refused;  /* error replies in the batch in flight */
     strmap *trims;   /* key -> int64_t cutoff, coalesced per batch */
     store_done_fn done;
     void *done_arg;
@@ -37,6 +38,7 @@ struct store {
 };
 
 static void connect_now(store *st);
+static void schedule_retry(store *st);
 
 static void push(store *st, char *buf, int len)
 {
@@ -90,7 +92,15 @@ static void hash_put(void *ctx, const char *key, const char *field,
     push(st, buf, len);
 }
 
-static const eng_store_ops ops = {window_add, window_trim, hash_put};
+static void hash_del(void *ctx, const char *key, const char *field)
+{
+    store *st = ctx;
+    char *buf;
+    int len = redisFormatCommand(&buf, "HDEL %s%s %s", st->prefix, key, field);
+    push(st, buf, len);
+}
+
+static const eng_store_ops ops = {window_add, window_trim, hash_put, hash_del};
 
 const eng_store_ops *store_ops(void)
 {
@@ -146,10 +156,21 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
         return; /* a reply for a connection we gave up on */
     if (!reply)
         return; /* disconnect: the disconnect callback resends */
-    if (reply->type == REDIS_REPLY_ERROR)
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* OOM, READONLY, LOADING: the write did not happen. The batch is
+         * not acknowledged; it is sent again after a back-off. */
         log_error("store", "redis refused a write: %s", reply->str);
-    if (++st->acked == st->ninflight)
-        batch_acked(st);
+        st->refused++;
+    }
+    if (++st->acked < st->ninflight)
+        return;
+    if (st->refused) {
+        st->refused = 0;
+        st->acked = 0;
+        schedule_retry(st);
+        return;
+    }
+    batch_acked(st);
 }
 
 static void send_inflight(store *st)
@@ -168,9 +189,14 @@ static void send_inflight(store *st)
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
+    store *st = arg;
+
     (void)fd;
     (void)what;
-    connect_now(arg);
+    if (st->ac)
+        send_inflight(st); /* the batch was refused: send it again */
+    else
+        connect_now(st);
 }
 
 static void schedule_retry(store *st)
@@ -206,6 +232,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     st->ac = NULL;
     st->gen++;
     st->acked = 0;
+    st->refused = 0;
     schedule_retry(st);
 }
 
@@ -313,30 +340,10 @@ unsigned long store_commands_sent(const store *st)
     return st->sent;
 }
 
-static long restore_key(redisContext *c, const char *key, const char *prefix,
-                        engine *e)
-{
-    redisReply *r = redisCommand(c, "ZRANGE %s 0 -1 WITHSCORES", key);
-    long n = 0;
-
-    if (r && r->type == REDIS_REPLY_ARRAY) {
-        for (size_t i = 0; i + 1 < r->elements; i += 2) {
-            int64_t ts = strtoll(r->element[i + 1]->str, NULL, 10);
-            if (eng_restore_window(e, key + strlen(prefix), ts,
-                                   r->element[i]->str) == 0)
-                n++;
-        }
-    }
-    freeReplyObject(r);
-    return n;
-}
-
-long store_restore(const char *addr, const char *prefix, engine *e, cs_err *err)
+static redisContext *connect_sync(const char *addr, cs_err *err)
 {
     const char *path = unix_path(addr);
     redisContext *c;
-    char cursor[32] = "0", pattern[256];
-    long n = 0;
 
     if (path) {
         c = redisConnectUnix(path);
@@ -352,21 +359,93 @@ long store_restore(const char *addr, const char *prefix, engine *e, cs_err *err)
                    c ? c->errstr : "out of memory");
         if (c)
             redisFree(c);
-        return -1;
+        return NULL;
     }
-    snprintf(pattern, sizeof pattern, "%scascade:{*}:w:node:*", prefix);
+    return c;
+}
+
+static long restore_zset(redisContext *c, const char *key, const char *name,
+                         const store_restore_fns *fns, void *arg)
+{
+    redisReply *r = redisCommand(c, "ZRANGE %s 0 -1 WITHSCORES", key);
+    long n = 0;
+
+    if (r && r->type == REDIS_REPLY_ARRAY) {
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            int64_t ts = strtoll(r->element[i + 1]->str, NULL, 10);
+            if (fns->window(arg, name, ts, r->element[i]->str) == 0)
+                n++;
+        }
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+/* HSCAN, not HGETALL: a large hash must not become one huge reply. */
+static long restore_hash(redisContext *c, const char *key, const char *name,
+                         const store_restore_fns *fns, void *arg)
+{
+    char cursor[32] = "0";
+    long n = 0;
+
+    do {
+        redisReply *r = redisCommand(c, "HSCAN %s %s COUNT 1000", key, cursor);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            freeReplyObject(r);
+            return n;
+        }
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        for (size_t i = 0; i + 1 < r->element[1]->elements; i += 2)
+            if (fns->hash(arg, name, r->element[1]->element[i]->str,
+                          r->element[1]->element[i + 1]->str) == 0)
+                n++;
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
+}
+
+static long restore_key(redisContext *c, const char *key, const char *prefix,
+                        const store_restore_fns *fns, void *arg)
+{
+    const char *name = key + strlen(prefix);
+    redisReply *t = redisCommand(c, "TYPE %s", key);
+    long n = 0;
+
+    if (t && t->type == REDIS_REPLY_STATUS) {
+        if (strcmp(t->str, "zset") == 0 && fns->window)
+            n = restore_zset(c, key, name, fns, arg);
+        else if (strcmp(t->str, "hash") == 0 && fns->hash &&
+                 (!fns->wants_hash || fns->wants_hash(arg, name)))
+            n = restore_hash(c, key, name, fns, arg);
+    }
+    freeReplyObject(t);
+    return n;
+}
+
+long store_restore(const char *addr, const char *prefix,
+                   const store_restore_fns *fns, void *arg, cs_err *err)
+{
+    redisContext *c = connect_sync(addr, err);
+    char cursor[32] = "0", pattern[256];
+    long n = 0;
+
+    if (!c)
+        return -1;
+    snprintf(pattern, sizeof pattern, "%scascade:{*}:*", prefix);
     do {
         redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor,
                                      pattern);
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-            cs_err_set(err, "SCAN failed on %s", addr);
+            cs_err_set(err, "SCAN failed on %s: %s", addr,
+                       r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
             freeReplyObject(r);
             n = -1;
             break;
         }
         snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
         for (size_t i = 0; i < r->element[1]->elements; i++)
-            n += restore_key(c, r->element[1]->element[i]->str, prefix, e);
+            n += restore_key(c, r->element[1]->element[i]->str, prefix, fns,
+                             arg);
         freeReplyObject(r);
     } while (strcmp(cursor, "0") != 0);
     redisFree(c);

@@ -30,8 +30,18 @@ int store_flush(store *st, store_done_fn done, void *arg);
 int store_busy(const store *st);
 unsigned long store_commands_sent(const store *st);
 
-/* Reads back every window under prefix (blocking; start-up only) and
- * feeds each entry to eng_restore_window. Returns entries restored. */
-long store_restore(const char *addr, const char *prefix, engine *e, cs_err *err);
+/* Reads back every cascade key under prefix (blocking; start-up only):
+ * each sorted-set entry goes to window(), each field of the hashes that
+ * wants_hash() accepts (all when NULL) to hash(). Names are passed without
+ * the prefix. A callback returns 0 when it took the entry. Returns the
+ * entries taken, or -1 when Redis cannot be read (err set). */
+typedef struct store_restore_fns {
+    int (*window)(void *arg, const char *key, int64_t ts, const char *member);
+    int (*wants_hash)(void *arg, const char *key);
+    int (*hash)(void *arg, const char *key, const char *field,
+                const char *value);
+} store_restore_fns;
+long store_restore(const char *addr, const char *prefix,
+                   const store_restore_fns *fns, void *arg, cs_err *err);
 
 #endif

@@ -7,7 +7,7 @@ PKGS=(
   build-essential cmake pkg-config clang
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
   libcurl4-openssl-dev libpcre2-dev libyaml-dev
-  redis-server kcat prometheus-alertmanager python3 curl
+  redis-server redis-tools kcat jq prometheus-alertmanager python3 curl
 )
 
 missing=()

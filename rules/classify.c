@@ -53,12 +53,14 @@ static const char *const re_src[RE__COUNT] = {
 struct traceback {
     int64_t started;
     int forward, backward;
+    int dirty;
 };
 
 struct classifier {
     pcre2_code *re[RE__COUNT];
     pcre2_match_data *md;
-    strmap *tracebacks; /* "host|job|rank" -> struct traceback */
+    strmap *tracebacks; /* "cluster|host|job|rank" -> struct traceback */
+    strmap *tb_gone;    /* keys ended since the last cls_tb_changes */
 };
 
 classifier *cls_new(cs_err *err)
@@ -85,6 +87,7 @@ classifier *cls_new(cs_err *err)
     }
     c->md = pcre2_match_data_create(8, NULL);
     c->tracebacks = strmap_new();
+    c->tb_gone = strmap_new();
     return c;
 }
 
@@ -96,6 +99,7 @@ void cls_free(classifier *c)
         pcre2_code_free(c->re[i]);
     pcre2_match_data_free(c->md);
     strmap_free(c->tracebacks, free);
+    strmap_free(c->tb_gone, NULL);
     free(c);
 }
 
@@ -401,10 +405,17 @@ static void frame_pass(struct traceback *tb, const char *l)
         tb->forward = 1;
 }
 
+/* Forgets an assembly and remembers to delete its stored copy. */
+static void tb_end(classifier *c, const char *key)
+{
+    free(strmap_del(c->tracebacks, key));
+    strmap_put(c->tb_gone, key, (void *)1);
+}
+
 static int classify_app(classifier *c, const sig *s, fact *out)
 {
     const char *line = s->line;
-    char key[300], cap[1][64];
+    char key[400], cap[1][64];
     int rank = s->rank;
     struct traceback *tb;
 
@@ -414,11 +425,11 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         rank = atoi(cap[0]);
         line += ov[1];
     }
-    snprintf(key, sizeof key, "%s|%s|%d", s->host ? s->host : "",
-             s->job ? s->job : "", rank);
+    snprintf(key, sizeof key, "%s|%s|%s|%d", s->cluster,
+             s->host ? s->host : "", s->job ? s->job : "", rank);
     tb = strmap_get(c->tracebacks, key);
     if (tb && s->ts - tb->started > TB_MAX_AGE) {
-        free(strmap_del(c->tracebacks, key));
+        tb_end(c, key);
         tb = NULL;
     }
     if (strncmp(line, "Traceback (most recent call last)", 33) == 0) {
@@ -430,10 +441,15 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         }
         memset(tb, 0, sizeof *tb);
         tb->started = s->ts;
+        tb->dirty = 1;
+        strmap_del(c->tb_gone, key);
         return 0;
     }
     if (tb && is_frame_line(line)) {
+        int f = tb->forward, b = tb->backward;
         frame_pass(tb, line);
+        if (f != tb->forward || b != tb->backward)
+            tb->dirty = 1;
         return 0;
     }
     if (cls_parse_oom(c, line, out)) {
@@ -457,8 +473,59 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         out = NULL;
     }
     if (tb)
-        free(strmap_del(c->tracebacks, key)); /* the exception line ends it */
+        tb_end(c, key); /* the exception line ends it */
     return out ? 1 : 0;
+}
+
+void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
+{
+    size_t pos = 0, nold = 0;
+    const char *k;
+    void *v;
+    char **old = NULL;
+
+    while (strmap_next(c->tracebacks, &pos, &k, &v)) {
+        struct traceback *tb = v;
+        if (now - tb->started > TB_MAX_AGE) {
+            old = realloc(old, (nold + 1) * sizeof *old);
+            if (!old || !(old[nold++] = strdup(k)))
+                abort();
+        } else if (tb->dirty) {
+            char val[64];
+            snprintf(val, sizeof val, "%lld %d %d", (long long)tb->started,
+                     tb->forward, tb->backward);
+            tb->dirty = 0;
+            fn(arg, k, val);
+        }
+    }
+    for (size_t i = 0; i < nold; i++) {
+        tb_end(c, old[i]);
+        free(old[i]);
+    }
+    free(old);
+    pos = 0;
+    while (strmap_next(c->tb_gone, &pos, &k, &v))
+        fn(arg, k, NULL);
+    strmap_free(c->tb_gone, NULL);
+    c->tb_gone = strmap_new();
+}
+
+int cls_tb_restore(classifier *c, const char *key, const char *value)
+{
+    long long started;
+    int f, b;
+    struct traceback *tb;
+
+    if (sscanf(value, "%lld %d %d", &started, &f, &b) != 3 || !strchr(key, '|'))
+        return -1;
+    tb = calloc(1, sizeof *tb);
+    if (!tb)
+        abort();
+    tb->started = started;
+    tb->forward = f != 0;
+    tb->backward = b != 0;
+    free(strmap_put(c->tracebacks, key, tb));
+    return 0;
 }
 
 int cls_classify(classifier *c, const sig *s, fact *out)

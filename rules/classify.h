@@ -49,6 +49,16 @@ void cls_free(classifier *c);
  * the message is complete. */
 int cls_classify(classifier *c, const sig *s, fact *out);
 
+/* Multi-line assembly state (a Python traceback whose exception line has
+ * not arrived yet) must survive a restart. cls_tb_changes reports each
+ * assembly changed since the last call as (key, value), and each one that
+ * ended or expired (older than `now` allows) as (key, NULL); keys start
+ * with the signal's cluster and '|'. cls_tb_restore takes such a pair back
+ * after a restart; -1 when the value is malformed. */
+typedef void (*cls_tb_fn)(void *arg, const char *key, const char *value);
+void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg);
+int cls_tb_restore(classifier *c, const char *key, const char *value);
+
 /* Exposed for tests and fuzzers: the per-format parsers. */
 int cls_parse_xid(const classifier *c, const char *line, fact *f);
 int cls_parse_oom(const classifier *c, const char *line, fact *f);

@@ -33,7 +33,14 @@ static void h_put(void *ctx, const char *key, const char *f, const char *v)
     ((rec *)ctx)->hset++;
 }
 
-static const eng_store_ops ops = {w_add, w_trim, h_put};
+static void h_del(void *ctx, const char *key, const char *f)
+{
+    (void)ctx;
+    (void)key;
+    (void)f;
+}
+
+static const eng_store_ops ops = {w_add, w_trim, h_put, h_del};
 
 static void feed(engine *e, const char *line)
 {

@@ -1,0 +1,446 @@
+/* The engine's state in Redis, and reading it back after a restart.
+ *
+ * A correlator keeps nothing it cannot rebuild from Redis and Kafka
+ * (ARCHITECTURE.md). Besides the windows, four hashes per cluster hold the
+ * rest: jobs, inventory, the internal state of each incident (its cause,
+ * children and the actions already published, which the public record
+ * does not carry) and the open multi-line assemblies. Every record holds
+ * the full current value, so writing it again is harmless. Part of the
+ * engine (shares its private types through engine_internal.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/str.h"
+#include "correlate/engine_internal.h"
+
+#define STATE_VERSION 1
+
+/* ---- writing --------------------------------------------------------- */
+
+static void put_json(engine *e, const char *cluster, const char *kind,
+                     const char *field, json_t *rec)
+{
+    char key[320];
+    char *txt = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+
+    if (!txt)
+        abort();
+    eng_key(key, sizeof key, cluster, kind, NULL);
+    e->ops->hash_put(e->ctx, key, field, txt);
+    free(txt);
+    json_decref(rec);
+}
+
+void eng_persist_job(engine *e, const job *j)
+{
+    put_json(e, j->cluster, "jobs", j->id,
+             json_pack("{s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I}", "job",
+                       j->id, "job_name", j->name, "team", j->team, "state",
+                       j->state, "nodes", j->nodes, "config", j->config,
+                       "incident", j->incident, "updated",
+                       (json_int_t)j->updated));
+}
+
+static json_t *fact_json(const fact *f)
+{
+    return json_pack("{s:i, s:s?, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, "
+                     "s:f, s:f, s:i, s:s}",
+                     "kind", (int)f->kind, "scenario", f->scenario, "host",
+                     f->host, "job", f->job, "gpu", f->gpu, "pci", f->pci,
+                     "xid", f->xid, "rank", f->rank, "tried", f->tried, "free",
+                     f->free_b, "capacity", f->capacity, "reserved",
+                     f->reserved_unalloc, "pass", (int)f->pass, "excerpt",
+                     f->excerpt);
+}
+
+void eng_persist_incident(engine *e, const incident *inc)
+{
+    json_t *kids = json_array();
+
+    for (size_t i = 0; i < inc->nchildren; i++) {
+        const child *c = &inc->children[i];
+        json_array_append_new(kids, json_pack("[s, s, s, I]", c->job, c->state,
+                                              c->scenario, (json_int_t)c->ts));
+    }
+    put_json(e, inc->cluster, "state", inc->id,
+             json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
+                       "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O}",
+                       "v", STATE_VERSION, "scope",
+                       inc->job_scope ? "job" : "node", "scenario", inc->sc->id,
+                       "node", inc->node, "gpu", inc->gpu, "job", inc->job,
+                       "root_scenario", inc->root_scenario, "root_node",
+                       inc->root_node, "root_job", inc->root_job, "cluster",
+                       inc->cluster, "root_ts", (json_int_t)inc->root_ts,
+                       "opened", (json_int_t)inc->opened, "updated",
+                       (json_int_t)inc->updated, "first",
+                       (json_int_t)inc->first, "last", (json_int_t)inc->last,
+                       "count", inc->count, "sources",
+                       (json_int_t)inc->sources, "children", kids, "cause",
+                       fact_json(&inc->cause), "published", inc->published));
+}
+
+static void tb_change(void *arg, const char *key, const char *value)
+{
+    engine *e = arg;
+    const char *bar = strchr(key, '|');
+    char cluster[128], hkey[320];
+
+    if (!bar)
+        return;
+    snprintf(cluster, sizeof cluster, "%.*s", (int)(bar - key), key);
+    eng_key(hkey, sizeof hkey, cluster, "tb", NULL);
+    if (value)
+        e->ops->hash_put(e->ctx, hkey, bar + 1, value);
+    else
+        e->ops->hash_del(e->ctx, hkey, bar + 1);
+}
+
+void eng_persist_tracebacks(engine *e)
+{
+    cls_tb_changes(e->cls, e->now, tb_change, e);
+}
+
+/* ---- reading back ---------------------------------------------------- */
+
+/* "cascade:{C}:KIND[:NAME]" -> cluster and the kind that follows. */
+static int split_key(const char *key, char *cluster, size_t len,
+                     const char **kind)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open ? strstr(open, "}:") : NULL;
+
+    if (!open || !close || (size_t)(close - open - 1) >= len)
+        return -1;
+    snprintf(cluster, len, "%.*s", (int)(close - open - 1), open + 1);
+    *kind = close + 2;
+    return 0;
+}
+
+int eng_restore_window(engine *e, const char *key, int64_t ts,
+                       const char *member)
+{
+    const char *host = strstr(key, ":w:node:");
+    char kc, jobid[64], scen[64], src[32] = "";
+    unsigned long long id;
+    sig_source source = SRC__COUNT; /* unknown: older records lack it */
+    node_win *w;
+
+    if (!host || sscanf(member, "%16llx %c %63s %63s %31s", &id, &kc, jobid,
+                        scen, src) < 4)
+        return -1;
+    const char *k = strchr(eng_kind_code, kc);
+    if (!k || !kc)
+        return -1;
+    if (src[0])
+        sig_source_parse(src, &source);
+    w = eng_win_of(e, host + 8);
+    for (size_t i = 0; i < w->n; i++)
+        if (w->v[i].sig == id && w->v[i].kind == (fact_kind)(k - eng_kind_code))
+            return 0; /* twice in Redis under two members: keep one */
+    entry *en = eng_win_push(w);
+    en->ts = ts;
+    en->sig = id;
+    en->kind = (fact_kind)(k - eng_kind_code);
+    en->source = source;
+    str_copy(en->job, sizeof en->job, strcmp(jobid, "-") ? jobid : "");
+    en->scenario = NULL;
+    if (strcmp(scen, "-")) {
+        const pb_scenario *sc = pb_lookup(scen);
+        en->scenario = sc ? sc->id : NULL;
+    }
+    /* A signal in a window was processed: seeing it again (Kafka redelivers
+     * what was not committed) must change nothing. */
+    eng_mark_seen(e, id, ts);
+    if (ts > e->now)
+        e->now = ts;
+    return 0;
+}
+
+int eng_restore_wants(const char *key)
+{
+    char cluster[128];
+    const char *kind;
+
+    if (split_key(key, cluster, sizeof cluster, &kind))
+        return 0;
+    return !strcmp(kind, "jobs") || !strcmp(kind, "inventory") ||
+           !strcmp(kind, "state") || !strcmp(kind, "tb");
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
+
+static int64_t jint(json_t *o, const char *k)
+{
+    return (int64_t)json_integer_value(json_object_get(o, k));
+}
+
+static int restore_job(engine *e, const char *cluster, const char *field,
+                       json_t *o, cs_err *err)
+{
+    json_t *nodes = json_object_get(o, "nodes");
+    json_t *config = json_object_get(o, "config");
+    job *j;
+
+    if (!json_is_array(nodes) || strcmp(jstr(o, "job"), field)) {
+        cs_err_set(err, "job record %s: no nodes array or a different id",
+                   field);
+        return -1;
+    }
+    j = calloc(1, sizeof *j);
+    if (!j)
+        abort();
+    str_copy(j->id, sizeof j->id, field);
+    str_copy(j->cluster, sizeof j->cluster, cluster);
+    str_copy(j->name, sizeof j->name, jstr(o, "job_name"));
+    str_copy(j->team, sizeof j->team, jstr(o, "team"));
+    str_copy(j->state, sizeof j->state, jstr(o, "state"));
+    str_copy(j->incident, sizeof j->incident, jstr(o, "incident"));
+    j->updated = jint(o, "updated");
+    j->nodes = json_incref(nodes);
+    j->config = json_is_object(config) ? json_incref(config) : NULL;
+    eng_job_free(strmap_put(e->jobs, field, j));
+    return 0;
+}
+
+static int restore_inventory(engine *e, const char *host, json_t *o)
+{
+    node_info *ni = strmap_get(e->inventory, host);
+
+    if (!ni) {
+        ni = calloc(1, sizeof *ni);
+        if (!ni)
+            abort();
+        strmap_put(e->inventory, host, ni);
+    }
+    str_copy(ni->rack, sizeof ni->rack, jstr(o, "rack"));
+    ni->canary = json_is_true(json_object_get(o, "canary"));
+    return 0;
+}
+
+static void restore_fact(json_t *o, fact *f)
+{
+    const pb_scenario *sc = pb_lookup(jstr(o, "scenario"));
+
+    memset(f, 0, sizeof *f);
+    f->kind = (fact_kind)jint(o, "kind");
+    f->scenario = sc ? sc->id : NULL;
+    str_copy(f->host, sizeof f->host, jstr(o, "host"));
+    str_copy(f->job, sizeof f->job, jstr(o, "job"));
+    str_copy(f->gpu, sizeof f->gpu, jstr(o, "gpu"));
+    str_copy(f->pci, sizeof f->pci, jstr(o, "pci"));
+    str_copy(f->excerpt, sizeof f->excerpt, jstr(o, "excerpt"));
+    f->xid = (int)jint(o, "xid");
+    f->rank = (int)jint(o, "rank");
+    f->tried = json_number_value(json_object_get(o, "tried"));
+    f->free_b = json_number_value(json_object_get(o, "free"));
+    f->capacity = json_number_value(json_object_get(o, "capacity"));
+    f->reserved_unalloc = json_number_value(json_object_get(o, "reserved"));
+    f->pass = (enum oom_pass)jint(o, "pass");
+}
+
+static int restore_children(incident *inc, json_t *kids)
+{
+    size_t i;
+    json_t *k;
+
+    inc->children = calloc(json_array_size(kids) + 1, sizeof *inc->children);
+    if (!inc->children)
+        abort();
+    json_array_foreach(kids, i, k) {
+        child *c = &inc->children[inc->nchildren++];
+        if (!json_is_array(k) || json_array_size(k) != 4)
+            return -1;
+        str_copy(c->job, sizeof c->job, json_string_value(json_array_get(k, 0)));
+        str_copy(c->state, sizeof c->state,
+                 json_string_value(json_array_get(k, 1)));
+        str_copy(c->scenario, sizeof c->scenario,
+                 json_string_value(json_array_get(k, 2)));
+        c->ts = (int64_t)json_integer_value(json_array_get(k, 3));
+    }
+    return 0;
+}
+
+static int restore_incident(engine *e, const char *field, json_t *o,
+                            cs_err *err)
+{
+    const pb_scenario *sc = pb_lookup(jstr(o, "scenario"));
+    const pb_scenario *root = pb_lookup(jstr(o, "root_scenario"));
+    json_t *published = json_object_get(o, "published");
+    incident *inc;
+
+    if (jint(o, "v") != STATE_VERSION || !sc || !root ||
+        !json_is_array(published) || !json_is_object(json_object_get(o, "cause"))) {
+        cs_err_set(err, "incident state %s: version %lld, scenario '%s', root "
+                        "'%s' (unknown version, scenario or missing fields)",
+                   field, (long long)jint(o, "v"), jstr(o, "scenario"),
+                   jstr(o, "root_scenario"));
+        return -1;
+    }
+    inc = eng_incident_new(e);
+    str_copy(inc->id, sizeof inc->id, field);
+    inc->job_scope = strcmp(jstr(o, "scope"), "job") == 0;
+    inc->sc = sc;
+    inc->root_scenario = root->id;
+    str_copy(inc->cluster, sizeof inc->cluster, jstr(o, "cluster"));
+    str_copy(inc->node, sizeof inc->node, jstr(o, "node"));
+    str_copy(inc->gpu, sizeof inc->gpu, jstr(o, "gpu"));
+    str_copy(inc->job, sizeof inc->job, jstr(o, "job"));
+    str_copy(inc->root_node, sizeof inc->root_node, jstr(o, "root_node"));
+    str_copy(inc->root_job, sizeof inc->root_job, jstr(o, "root_job"));
+    inc->root_ts = jint(o, "root_ts");
+    inc->opened = jint(o, "opened");
+    inc->updated = jint(o, "updated");
+    inc->first = jint(o, "first");
+    inc->last = jint(o, "last");
+    inc->count = (int)jint(o, "count");
+    inc->sources = (unsigned)jint(o, "sources");
+    restore_fact(json_object_get(o, "cause"), &inc->cause);
+    json_array_extend(inc->published, published);
+    if (restore_children(inc, json_object_get(o, "children"))) {
+        cs_err_set(err, "incident state %s: a malformed child", field);
+        return -1; /* kept, with the children read so far */
+    }
+    return 0;
+}
+
+int eng_restore_hash(engine *e, const char *key, const char *field,
+                     const char *value, cs_err *err)
+{
+    char cluster[128];
+    const char *kind;
+    json_error_t je;
+    json_t *o;
+    int rc = -1;
+
+    if (split_key(key, cluster, sizeof cluster, &kind)) {
+        cs_err_set(err, "%s: not a cascade state key", key);
+        return -1;
+    }
+    if (strcmp(kind, "tb") == 0) {
+        char full[400];
+        snprintf(full, sizeof full, "%s|%s", cluster, field);
+        if (cls_tb_restore(e->cls, full, value) == 0)
+            return 0;
+        cs_err_set(err, "%s %s: malformed assembly '%s'", key, field, value);
+        return -1;
+    }
+    o = json_loads(value, 0, &je);
+    if (!json_is_object(o)) {
+        cs_err_set(err, "%s %s: not a JSON object (%s)", key, field, je.text);
+        json_decref(o);
+        return -1;
+    }
+    if (strcmp(kind, "jobs") == 0)
+        rc = restore_job(e, cluster, field, o, err);
+    else if (strcmp(kind, "inventory") == 0)
+        rc = restore_inventory(e, field, o);
+    else if (strcmp(kind, "state") == 0)
+        rc = restore_incident(e, field, o, err);
+    else
+        cs_err_set(err, "%s: not a state hash", key);
+    json_decref(o);
+    return rc;
+}
+
+static int cmp_opened(const void *a, const void *b)
+{
+    const incident *x = *(incident *const *)a, *y = *(incident *const *)b;
+    if (x->opened != y->opened)
+        return x->opened < y->opened ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+size_t eng_restore_done(engine *e)
+{
+    size_t open = 0;
+
+    /* Later incidents win the node and job slots, as when they opened. */
+    if (e->ninc > 1)
+        qsort(e->incs, e->ninc, sizeof *e->incs, cmp_opened);
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        if (inc->job_scope && inc->job[0])
+            strmap_put(e->open_job, inc->job, inc);
+        else if (!inc->job_scope && inc->node[0])
+            strmap_put(e->open_node, inc->node, inc);
+        if (e->now - inc->updated <= FOLD_WINDOW)
+            open++;
+    }
+    eng_prune(e);
+    return open;
+}
+
+/* ---- retention ------------------------------------------------------- */
+
+static void unlink_incident(engine *e, const incident *inc)
+{
+    if (inc->job[0] && strmap_get(e->open_job, inc->job) == inc)
+        strmap_del(e->open_job, inc->job);
+    if (inc->node[0] && strmap_get(e->open_node, inc->node) == inc)
+        strmap_del(e->open_node, inc->node);
+}
+
+static size_t prune_incidents(engine *e)
+{
+    size_t keep = 0, dropped = 0;
+    char key[320];
+
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        if (inc->dirty || e->now - inc->updated <= HORIZON) {
+            e->incs[keep++] = inc;
+            continue;
+        }
+        unlink_incident(e, inc);
+        eng_key(key, sizeof key, inc->cluster, "state", NULL);
+        e->ops->hash_del(e->ctx, key, inc->id);
+        free(inc->children);
+        json_decref(inc->published);
+        free(inc);
+        dropped++;
+    }
+    e->ninc = keep;
+    return dropped;
+}
+
+static int finished(const char *state)
+{
+    return strcmp(state, "RUNNING") && strcmp(state, "PENDING");
+}
+
+static size_t prune_jobs(engine *e)
+{
+    size_t pos = 0, n = 0;
+    const char *k;
+    void *v;
+    char **old = NULL;
+
+    while (strmap_next(e->jobs, &pos, &k, &v)) {
+        job *j = v;
+        if (finished(j->state) && e->now - j->updated > HORIZON) {
+            old = realloc(old, (n + 1) * sizeof *old);
+            if (!old || !(old[n++] = strdup(k)))
+                abort();
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        job *j = strmap_del(e->jobs, old[i]);
+        char key[320];
+        eng_key(key, sizeof key, j->cluster, "jobs", NULL);
+        e->ops->hash_del(e->ctx, key, j->id);
+        eng_job_free(j);
+        free(old[i]);
+    }
+    free(old);
+    return n;
+}
+
+size_t eng_prune(engine *e)
+{
+    return prune_incidents(e) + prune_jobs(e);
+}

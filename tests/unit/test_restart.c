@@ -1,0 +1,237 @@
+/* Restart equivalence: an engine killed after any flushed signal and
+ * rebuilt from its state records alone, then fed the rest of the stream
+ * (plus a few signals again, as Kafka redelivers what was not committed),
+ * must end with the same incidents as one uninterrupted run.
+ *
+ * The records are kept by the store ops in memory here; that the same
+ * records survive a real redis-server and a killed process is the job of
+ * tests/integration/restart_live.sh. */
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "core/strmap.h"
+#include "correlate/engine.h"
+
+/* key "\x1f" field -> value; key "\x1f" member -> score, as text */
+typedef struct mem {
+    strmap *hash, *zset;
+} mem;
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = malloc(n);
+    snprintf(s, n, "%s\x1f%s", a, b);
+    return s;
+}
+
+static void m_zadd(void *ctx, const char *key, int64_t ts, const char *member)
+{
+    mem *m = ctx;
+    char *k = join(key, member);
+    int64_t *v = malloc(sizeof *v);
+    *v = ts;
+    free(strmap_put(m->zset, k, v));
+    free(k);
+}
+
+static void m_trim(void *ctx, const char *key, int64_t before)
+{
+    mem *m = ctx;
+    size_t pos = 0, n = 0, klen = strlen(key);
+    const char *k;
+    void *v;
+    char **old = NULL;
+
+    while (strmap_next(m->zset, &pos, &k, &v))
+        if (!strncmp(k, key, klen) && k[klen] == '\x1f' && *(int64_t *)v < before) {
+            old = realloc(old, (n + 1) * sizeof *old);
+            old[n++] = strdup(k);
+        }
+    for (size_t i = 0; i < n; i++) {
+        free(strmap_del(m->zset, old[i]));
+        free(old[i]);
+    }
+    free(old);
+}
+
+static void m_hset(void *ctx, const char *key, const char *f, const char *v)
+{
+    mem *m = ctx;
+    char *k = join(key, f);
+    free(strmap_put(m->hash, k, strdup(v)));
+    free(k);
+}
+
+static void m_hdel(void *ctx, const char *key, const char *f)
+{
+    mem *m = ctx;
+    char *k = join(key, f);
+    free(strmap_del(m->hash, k));
+    free(k);
+}
+
+static const eng_store_ops mem_ops = {m_zadd, m_trim, m_hset, m_hdel};
+
+/* Rebuilds an engine from the records, as the correlator does at start. */
+static engine *restart(mem *m)
+{
+    cs_err err;
+    engine *e = eng_new(&mem_ops, m, &err);
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    while (strmap_next(m->zset, &pos, &k, &v)) {
+        const char *sep = strchr(k, '\x1f');
+        char key[512];
+        snprintf(key, sizeof key, "%.*s", (int)(sep - k), k);
+        CHECK_INT(eng_restore_window(e, key, *(int64_t *)v, sep + 1), 0);
+    }
+    pos = 0;
+    while (strmap_next(m->hash, &pos, &k, &v)) {
+        const char *sep = strchr(k, '\x1f');
+        char key[512];
+        snprintf(key, sizeof key, "%.*s", (int)(sep - k), k);
+        if (!eng_restore_wants(key))
+            continue;
+        if (eng_restore_hash(e, key, sep + 1, v, &err)) {
+            fprintf(stderr, "restore: %s\n", err.msg);
+            CHECK(0);
+        }
+    }
+    eng_restore_done(e);
+    return e;
+}
+
+static void feed(engine *e, const char *line)
+{
+    sig s;
+    cs_err err;
+
+    if (sig_parse_json(&s, line, strlen(line), &err))
+        return; /* the stream's deliberately bad lines */
+    eng_feed(e, &s);
+    sig_free(&s);
+    eng_flush(e, NULL, NULL);
+}
+
+static char *dump(engine *e)
+{
+    json_t *all = eng_incidents(e);
+    char *txt = json_dumps(all, JSON_COMPACT);
+    json_decref(all);
+    return txt;
+}
+
+static size_t read_lines(const char *path, char ***out)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0, n = 0;
+    ssize_t len;
+
+    *out = NULL;
+    if (!f)
+        return 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (line[len - 1] == '\n')
+            line[len - 1] = '\0';
+        *out = realloc(*out, (n + 1) * sizeof **out);
+        (*out)[n++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+static void free_mem(mem *m)
+{
+    strmap_free(m->hash, free);
+    strmap_free(m->zset, free);
+}
+
+/* Kills the engine after `cut` signals, restarts it, redelivers `redo`. */
+static int run_with_restart(char **lines, size_t n, size_t cut, size_t redo,
+                            const char *want, const char *name)
+{
+    mem m = {strmap_new(), strmap_new()};
+    cs_err err;
+    engine *e = eng_new(&mem_ops, &m, &err);
+    char *got;
+    int same;
+
+    for (size_t i = 0; i < cut; i++)
+        feed(e, lines[i]);
+    eng_free(e);
+    e = restart(&m);
+    for (size_t i = cut > redo ? cut - redo : 0; i < n; i++)
+        feed(e, lines[i]);
+    got = dump(e);
+    same = strcmp(got, want) == 0;
+    if (!same)
+        fprintf(stderr, "%s: restart after %zu of %zu signals differs\n"
+                        "  want %s\n  got  %s\n", name, cut, n, want, got);
+    free(got);
+    eng_free(e);
+    free_mem(&m);
+    return same;
+}
+
+static void check_stream(const char *dir, const char *name)
+{
+    char path[1024], **lines;
+    size_t n;
+    mem m = {strmap_new(), strmap_new()};
+    cs_err err;
+    engine *e;
+    char *want;
+    int bad = 0;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    n = read_lines(path, &lines);
+    CHECK(n > 0);
+    e = eng_new(&mem_ops, &m, &err);
+    for (size_t i = 0; i < n; i++)
+        feed(e, lines[i]);
+    want = dump(e);
+    eng_free(e);
+    free_mem(&m);
+    /* Up to 40 cut points per stream (every one in short streams), with no
+     * redelivery and with five signals again. */
+    size_t step = n / 40 + 1;
+    for (size_t cut = 1; cut < n && bad < 3; cut += step) {
+        bad += !run_with_restart(lines, n, cut, 0, want, name);
+        bad += !run_with_restart(lines, n, cut, 5, want, name);
+    }
+    CHECK_INT(bad, 0);
+    free(want);
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "../shared/scenarios";
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int streams = 0;
+
+    if (!d) {
+        fprintf(stderr, "cannot open %s\n", dir);
+        return 1;
+    }
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len > 6 && strcmp(de->d_name + len - 6, ".jsonl") == 0) {
+            check_stream(dir, de->d_name);
+            streams++;
+        }
+    }
+    closedir(d);
+    CHECK(streams >= 5);
+    printf("%d streams, each restarted at up to 40 points\n", streams);
+    return check_report();
+}
