@@ -11,6 +11,8 @@
 
 #include "actions/printer.h"
 #include "core/cli.h"
+#include "core/config.h"
+#include "core/str.h"
 #include "core/kafka.h"
 #include "core/log.h"
 #include "core/redisproc.h"
@@ -19,6 +21,8 @@
 #include "ingest/webhook.h"
 
 typedef struct live {
+    cs_config cfg;
+    const char *config_path; /* NULL: embedded defaults only */
     struct event_base *base;
     kfk_broker *broker;
     rproc *redis;
@@ -27,7 +31,7 @@ typedef struct live {
     correlator *corr;
     webhook *wh;
     act_printer *printer;
-    struct event *sigint, *sigterm, *stop_timer;
+    struct event *sigint, *sigterm, *sighup, *stop_timer;
 } live;
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)
@@ -36,6 +40,42 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)what;
     log_info("cascade", "%s: stopping", fd >= 0 ? "signal" : "time is up");
     event_base_loopbreak(l->base);
+}
+
+/* SIGHUP re-reads the config file. What can change in place does (log
+ * level, webhook token: rotating it needs no restart); the rest is
+ * reported and kept until the next start. A bad file changes nothing. */
+static void on_reload(evutil_socket_t fd, short what, void *arg)
+{
+    live *l = arg;
+    cs_config next = l->cfg;
+    cs_err err;
+
+    (void)fd;
+    (void)what;
+    if (!l->config_path) {
+        log_warn("cascade", "SIGHUP: no config file (--config) to reload");
+        return;
+    }
+    if (cfg_load(&next, l->config_path, &err)) {
+        log_error("cascade", "SIGHUP: config not reloaded, keeping the "
+                             "running one: %s", err.msg);
+        return;
+    }
+    if (strcmp(next.brokers, l->cfg.brokers) || strcmp(next.redis, l->cfg.redis) ||
+        strcmp(next.listen, l->cfg.listen) || next.port != l->cfg.port ||
+        strcmp(next.group, l->cfg.group))
+        log_warn("cascade", "SIGHUP: kafka, redis and listen address changes "
+                            "take effect at the next start");
+    log_set_level((enum log_level)next.log_level);
+    l->cfg.log_level = next.log_level;
+    if (l->wh && next.token[0] && strcmp(next.token, l->cfg.token)) {
+        wh_set_token(l->wh, next.token);
+        memcpy(l->cfg.token, next.token, sizeof l->cfg.token);
+        log_info("cascade", "SIGHUP: webhook token replaced");
+    }
+    explicit_bzero(next.token, sizeof next.token);
+    log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
 }
 
 /* With no broker or Redis configured, start the embedded ones and say
@@ -67,8 +107,10 @@ static int defaults_start(live *l, cs_err *err)
         return -1;
     l->sigint = evsignal_new(l->base, SIGINT, on_stop, l);
     l->sigterm = evsignal_new(l->base, SIGTERM, on_stop, l);
+    l->sighup = evsignal_new(l->base, SIGHUP, on_reload, l);
     event_add(l->sigint, NULL);
     event_add(l->sigterm, NULL);
+    event_add(l->sighup, NULL);
     return 0;
 }
 
@@ -99,6 +141,9 @@ static void live_free(live *l)
         event_free(l->sigint);
     if (l->sigterm)
         event_free(l->sigterm);
+    if (l->sighup)
+        event_free(l->sighup);
+    explicit_bzero(l->cfg.token, sizeof l->cfg.token);
     if (l->stop_timer)
         event_free(l->stop_timer);
     if (l->base)
@@ -115,7 +160,7 @@ static int fail(live *l, const char *cmd, const cs_err *err)
 }
 
 enum { OPT_BROKERS = 1, OPT_REDIS, OPT_GROUP, OPT_FOR, OPT_TOKEN, OPT_LISTEN,
-       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_HELP };
+       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_CONFIG, OPT_HELP };
 
 static const struct option live_opts[] = {
     {"brokers", required_argument, 0, OPT_BROKERS},
@@ -127,12 +172,13 @@ static const struct option live_opts[] = {
     {"port", required_argument, 0, OPT_PORT},
     {"feed", required_argument, 0, OPT_FEED},
     {"batch", required_argument, 0, OPT_BATCH},
+    {"config", required_argument, 0, OPT_CONFIG},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
 typedef struct live_args {
-    const char *brokers, *redis, *group, *token, *listen, *feed;
-    int seconds, port, help, batch;
+    const char *brokers, *redis, *group, *token, *listen, *feed, *config;
+    int seconds, port, help, batch; /* port, batch: -1 when not given */
 } live_args;
 
 static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
@@ -141,8 +187,7 @@ static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
     char *end;
 
     memset(a, 0, sizeof *a);
-    a->token = getenv("CASCADE_WEBHOOK_TOKEN");
-    a->port = 9095;
+    a->port = a->batch = -1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", live_opts, NULL)) != -1) {
         if (c == 'h' || c == OPT_HELP) {
@@ -160,6 +205,7 @@ static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
         case OPT_TOKEN: a->token = optarg; break;
         case OPT_LISTEN: a->listen = optarg; break;
         case OPT_FEED: a->feed = optarg; break;
+        case OPT_CONFIG: a->config = optarg; break;
         case OPT_FOR:
         case OPT_BATCH:
         case OPT_PORT: {
@@ -185,12 +231,63 @@ static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
     return 0;
 }
 
+/* Embedded defaults, then the config file (--config or $CASCADE_CONFIG),
+ * then $CASCADE_WEBHOOK_TOKEN, then the flags. */
+static int live_config(live *l, const live_args *a, const char *cmd)
+{
+    const char *path = a->config ? a->config : getenv("CASCADE_CONFIG");
+    const char *env_token = getenv("CASCADE_WEBHOOK_TOKEN");
+    cs_config *c = &l->cfg;
+    cs_err err;
+
+    cfg_defaults(c);
+    if (path && *path) {
+        if (cfg_load(c, path, &err)) {
+            fprintf(stderr, "cascade %s: %s\n", cmd, err.msg);
+            return -1;
+        }
+        l->config_path = path;
+        log_set_level((enum log_level)c->log_level);
+    }
+    if (env_token && *env_token)
+        str_copy(c->token, sizeof c->token, env_token);
+    if (a->brokers)
+        str_copy(c->brokers, sizeof c->brokers, a->brokers);
+    if (a->redis)
+        str_copy(c->redis, sizeof c->redis, a->redis);
+    if (a->group)
+        str_copy(c->group, sizeof c->group, a->group);
+    if (a->token)
+        str_copy(c->token, sizeof c->token, a->token);
+    if (a->listen)
+        str_copy(c->listen, sizeof c->listen, a->listen);
+    if (a->port >= 0)
+        c->port = a->port;
+    if (a->batch > 0)
+        c->batch = a->batch;
+    l->brokers = c->brokers[0] ? c->brokers : NULL;
+    l->redis_addr = c->redis[0] ? c->redis : NULL;
+    return 0;
+}
+
+static wh_config webhook_config(const live *l)
+{
+    const cs_config *c = &l->cfg;
+    return (wh_config){.listen_addr = c->listen, .port = c->port,
+                       .token = c->token, .max_body = c->max_body,
+                       .max_headers = c->max_headers,
+                       .max_connections = c->max_connections,
+                       .timeout_s = c->timeout_s};
+}
+
 #define COMMON_HELP                                                           \
     "  --brokers LIST  Kafka bootstrap servers (default: start an embedded\n" \
     "                  broker and print its address)\n"                      \
     "  --redis ADDR    Redis host:port or socket path (default: start a\n"   \
     "                  private redis-server)\n"                               \
-    "  --for SECONDS   stop after this long (default: until SIGINT/SIGTERM)\n"
+    "  --for SECONDS   stop after this long (default: until SIGINT/SIGTERM)\n" \
+    "  --config FILE   YAML config (default $CASCADE_CONFIG; flags win;\n"   \
+    "                  SIGHUP reloads it). See 'cascade config --help'.\n"
 
 int cmd_correlate(int argc, char **argv)
 {
@@ -198,13 +295,14 @@ int cmd_correlate(int argc, char **argv)
     live l = {0};
     cs_err err = {{0}};
     char allowed[] = {OPT_BROKERS + '0', OPT_REDIS + '0', OPT_GROUP + '0',
-                      OPT_FOR + '0', OPT_BATCH + '0', 0};
+                      OPT_FOR + '0', OPT_BATCH + '0', OPT_CONFIG + '0', 0};
 
     if (parse_live(argc, argv, &a, allowed))
         return 2;
     if (a.help) {
         printf("usage: cascade correlate [--brokers LIST] [--redis ADDR] "
-               "[--group NAME] [--batch N] [--for SECONDS]\n\n"
+               "[--group NAME] [--batch N] [--config FILE]\n"
+               "                         [--for SECONDS]\n\n"
                "Consumes cascade.signals in a consumer group, keeps windows in\n"
                "Redis, publishes incidents to cascade.incidents and action\n"
                "requests to cascade.actions; undecodable messages go to\n"
@@ -217,12 +315,12 @@ int cmd_correlate(int argc, char **argv)
                "  --batch N       most signals per batch (default 1000)\n");
         return 0;
     }
-    l.brokers = a.brokers;
-    l.redis_addr = a.redis;
+    if (live_config(&l, &a, "correlate"))
+        return 2;
     if (defaults_start(&l, &err))
         return fail(&l, "correlate", &err);
-    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr, .group = a.group,
-                   .batch = (size_t)a.batch};
+    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr,
+                   .group = l.cfg.group, .batch = (size_t)l.cfg.batch};
     if (!(l.corr = corr_start(l.base, &o, l.prod, &err)))
         return fail(&l, "correlate", &err);
     printf("correlate: consuming %s\n", KFK_TOPIC_SIGNALS);
@@ -278,13 +376,14 @@ int cmd_dev(int argc, char **argv)
     cs_err err = {{0}};
     char allowed[] = {OPT_BROKERS + '0', OPT_REDIS + '0', OPT_FOR + '0',
                       OPT_TOKEN + '0', OPT_LISTEN + '0', OPT_PORT + '0',
-                      OPT_FEED + '0', 0};
+                      OPT_FEED + '0', OPT_CONFIG + '0', 0};
+    int dev_token;
 
     if (parse_live(argc, argv, &a, allowed))
         return 2;
     if (a.help) {
         printf("usage: cascade dev [--feed FILE] [--token TOKEN] [--port N] "
-               "[--for SECONDS]\n\n"
+               "[--config FILE] [--for SECONDS]\n\n"
                "Everything in one process on the embedded defaults: the\n"
                "Alertmanager webhook, the correlator, and a dry-run action\n"
                "printer. --feed publishes a signal file first.\n\n" COMMON_HELP
@@ -294,19 +393,21 @@ int cmd_dev(int argc, char **argv)
                "  --port N        webhook port (default 9095; 0 = any)\n");
         return 0;
     }
-    l.brokers = a.brokers;
-    l.redis_addr = a.redis;
+    if (live_config(&l, &a, "dev"))
+        return 2;
+    if ((dev_token = !l.cfg.token[0]))
+        str_copy(l.cfg.token, sizeof l.cfg.token, "dev-token");
     if (defaults_start(&l, &err))
         return fail(&l, "dev", &err);
-    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr};
-    wh_config wc = {.listen_addr = a.listen ? a.listen : "127.0.0.1",
-                    .port = a.port, .token = a.token ? a.token : "dev-token"};
+    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr,
+                   .group = l.cfg.group, .batch = (size_t)l.cfg.batch};
+    wh_config wc = webhook_config(&l);
     if (!(l.corr = corr_start(l.base, &o, l.prod, &err)) ||
         !(l.printer = act_printer_start(l.base, l.brokers, stdout, &err)) ||
         !(l.wh = wh_start(l.base, &wc, l.prod, &err)))
         return fail(&l, "dev", &err);
     printf("webhook: http://%s:%d/api/v1/alerts (Authorization: Bearer %s)\n",
-           wc.listen_addr, wh_port(l.wh), a.token ? "<token>" : wc.token);
+           wc.listen_addr, wh_port(l.wh), dev_token ? wc.token : "<token>");
     printf("correlate: consuming %s; incidents on %s, actions on %s\n",
            KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS, KFK_TOPIC_ACTIONS);
     fflush(stdout);
@@ -368,33 +469,36 @@ static int ingest_webhook(int argc, char **argv)
     live l = {0};
     cs_err err = {{0}};
     char allowed[] = {OPT_BROKERS + '0', OPT_FOR + '0', OPT_TOKEN + '0',
-                      OPT_LISTEN + '0', OPT_PORT + '0', 0};
+                      OPT_LISTEN + '0', OPT_PORT + '0', OPT_CONFIG + '0', 0};
 
     if (parse_live(argc, argv, &a, allowed))
         return 2;
     if (a.help) {
         printf("usage: cascade ingest webhook --brokers LIST [--token TOKEN] "
-               "[--listen ADDR] [--port N] [--for SECONDS]\n\n"
+               "[--listen ADDR] [--port N] [--config FILE] [--for SECONDS]\n\n"
                "Alertmanager webhook receiver (payload version 4). Requires\n"
                "'Authorization: Bearer TOKEN' (--token or\n"
                "$CASCADE_WEBHOOK_TOKEN). Publishes one signal per alert to\n"
                "cascade.signals. 400 malformed body, 401 bad token, 413 too\n"
                "large, 503 producer queue full (Alertmanager retries).\n"
                "  --listen ADDR   default 127.0.0.1\n"
-               "  --port N        default 9095; 0 = any free port\n");
+               "  --port N        default 9095; 0 = any free port\n"
+               "  --config FILE   YAML config (kafka.brokers, webhook.*); SIGHUP\n"
+               "                  reloads it, a new token applies at once\n");
         return 0;
     }
-    if (!a.brokers) {
-        fprintf(stderr, "cascade ingest webhook: --brokers is required "
-                        "(cascade dev runs it on an embedded broker)\n");
+    if (live_config(&l, &a, "ingest webhook"))
+        return 2;
+    if (!l.brokers) {
+        fprintf(stderr, "cascade ingest webhook: no brokers: give --brokers "
+                        "or kafka.brokers in the config (cascade dev runs it "
+                        "on an embedded broker)\n");
         return 2;
     }
-    l.brokers = a.brokers;
     l.redis_addr = "unused";
     if (defaults_start(&l, &err))
         return fail(&l, "ingest webhook", &err);
-    wh_config wc = {.listen_addr = a.listen ? a.listen : "127.0.0.1",
-                    .port = a.port, .token = a.token};
+    wh_config wc = webhook_config(&l);
     if (!(l.wh = wh_start(l.base, &wc, l.prod, &err)))
         return fail(&l, "ingest webhook", &err);
     printf("webhook: listening on http://%s:%d/api/v1/alerts\n", wc.listen_addr,
@@ -420,4 +524,46 @@ int cmd_ingest(int argc, char **argv)
     }
     fprintf(stderr, "usage: cascade ingest webhook|file ... (--help)\n");
     return 2;
+}
+
+/* ---- cascade config ---------------------------------------------------- */
+
+int cmd_config(int argc, char **argv)
+{
+    cs_config c;
+    cs_err err;
+
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        printf("usage: cascade config check FILE | cascade config defaults\n\n"
+               "  check FILE  validate a YAML config; prints the effective\n"
+               "              configuration (token redacted), or the file,\n"
+               "              line and column of the first problem\n"
+               "  defaults    print the embedded defaults as a config file\n\n"
+               "Sections and keys:\n"
+               "  kafka:   brokers (\"\" = embedded broker), group, batch\n"
+               "  redis:   address (host:port or socket; \"\" = private server)\n"
+               "  webhook: listen, port, token | token_file, max_body,\n"
+               "           max_headers (sizes: 65536, 64KiB, 1MiB),\n"
+               "           max_connections, timeout_s\n"
+               "  log:     level (error, warn, info, debug)\n\n"
+               "exit: 0 valid, 1 invalid, 2 usage\n");
+        return argc < 2 ? 2 : 0;
+    }
+    cfg_defaults(&c);
+    if (!strcmp(argv[1], "defaults") && argc == 2) {
+        cfg_print(&c, stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "check") || argc != 3) {
+        fprintf(stderr, "usage: cascade config check FILE | defaults\n");
+        return 2;
+    }
+    if (cfg_load(&c, argv[2], &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    cfg_print(&c, stdout);
+    explicit_bzero(c.token, sizeof c.token);
+    fprintf(stderr, "%s: ok\n", argv[2]);
+    return 0;
 }

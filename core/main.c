@@ -17,6 +17,7 @@ static const cli_command commands[] = {
     {"correlate", "consume signals, correlate, publish incidents", cmd_correlate},
     {"ingest", "webhook or file -> cascade.signals", cmd_ingest},
     {"broker", "run only the embedded Kafka-protocol broker", cmd_broker},
+    {"config", "validate a config file, print the defaults", cmd_config},
     {"version", "print the version", cmd_version},
 };
 

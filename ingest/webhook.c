@@ -602,6 +602,18 @@ void wh_stats(const webhook *w, unsigned long *accepted_alerts,
         *rejected_requests = w->rejected;
 }
 
+void wh_set_token(webhook *w, const char *token)
+{
+    char *t;
+
+    if (!token || !*token || !(t = strdup(token)))
+        return;
+    explicit_bzero(w->token, w->token_len);
+    free(w->token);
+    w->token = t;
+    w->token_len = strlen(t);
+}
+
 void wh_free(webhook *w)
 {
     if (!w)

@@ -34,6 +34,9 @@ typedef struct webhook webhook;
 webhook *wh_start(struct event_base *base, const wh_config *cfg,
                   kfk_producer *prod, cs_err *err);
 int wh_port(const webhook *w);
+/* Replaces the bearer token (config reload); the old one stops working at
+ * once. Ignored when empty. */
+void wh_set_token(webhook *w, const char *token);
 /* Alerts published by successful posts; requests answered with an error
  * by this module (evhttp's own 413 and 405 answers are not counted). */
 void wh_stats(const webhook *w, unsigned long *accepted_alerts,

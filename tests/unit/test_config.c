@@ -1,0 +1,131 @@
+/* Config loading: defaults, every key, and the file:line:col of each kind
+ * of mistake; a failed load leaves the running config untouched. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/config.h"
+#include "core/log.h"
+
+static char dir[] = "/tmp/cascade-cfg-XXXXXX";
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Loads text; returns the error message ("" when it loaded). */
+static const char *load(cs_config *c, const char *text)
+{
+    static cs_err err;
+    const char *path = write_file("c.yaml", text);
+
+    if (cfg_load(c, path, &err) == 0)
+        return "";
+    /* messages name the file: strip the directory for the checks */
+    return strstr(err.msg, "c.yaml") ? strstr(err.msg, "c.yaml") : err.msg;
+}
+
+static void test_full_file(void)
+{
+    cs_config c;
+    const char *tok = write_file("tok", "from-file\n");
+    char text[1024];
+
+    cfg_defaults(&c);
+    CHECK_INT(c.port, 9095);
+    CHECK_STR(c.listen, "127.0.0.1");
+    snprintf(text, sizeof text,
+             "# comment\n"
+             "kafka:\n  brokers: \"k1:9092,k2:9092\"\n  group: g\n  batch: 50\n"
+             "redis:\n  address: /run/r.sock\n"
+             "webhook:\n  listen: 0.0.0.0\n  port: 0\n  token_file: %s\n"
+             "  max_body: 64KiB\n  max_headers: 2048\n  max_connections: 9\n"
+             "  timeout_s: 3\n"
+             "log:\n  level: debug\n", tok);
+    CHECK_STR(load(&c, text), "");
+    CHECK_STR(c.brokers, "k1:9092,k2:9092");
+    CHECK_STR(c.group, "g");
+    CHECK_INT(c.batch, 50);
+    CHECK_STR(c.redis, "/run/r.sock");
+    CHECK_STR(c.listen, "0.0.0.0");
+    CHECK_INT(c.port, 0);
+    CHECK_STR(c.token, "from-file");
+    CHECK_INT(c.max_body, 65536);
+    CHECK_INT(c.max_headers, 2048);
+    CHECK_INT(c.max_connections, 9);
+    CHECK_INT(c.timeout_s, 3);
+    CHECK_INT(c.log_level, LOG_LVL_DEBUG);
+    /* a partial file keeps what it does not name */
+    CHECK_STR(load(&c, "kafka:\n  batch: 7\n"), "");
+    CHECK_INT(c.batch, 7);
+    CHECK_STR(c.group, "g");
+    CHECK_STR(load(&c, ""), ""); /* empty: nothing changes */
+    CHECK_INT(c.batch, 7);
+}
+
+static void test_errors(void)
+{
+    cs_config c, before;
+
+    cfg_defaults(&c);
+    before = c;
+    CHECK_STR(load(&c, "kafka:\n  batch: 10\n  brokrs: x\n"),
+              "c.yaml:3:3: unknown key 'brokrs' in 'kafka' (known: brokers, "
+              "group, batch)");
+    CHECK(memcmp(&c, &before, sizeof c) == 0); /* batch: 10 not applied */
+    CHECK_STR(load(&c, "webhook:\n  port: 70000\n"),
+              "c.yaml:2:9: webhook.port: expected an integer from 0 to 65535, "
+              "got '70000'");
+    CHECK_STR(load(&c, "webhook:\n  port: 80a\n"),
+              "c.yaml:2:9: webhook.port: expected an integer from 0 to 65535, "
+              "got '80a'");
+    CHECK_STR(load(&c, "logs:\n  level: info\n"),
+              "c.yaml:1:1: unknown section 'logs' (known: kafka, redis, "
+              "webhook, log)");
+    CHECK_STR(load(&c, "log:\n  level: loud\n"),
+              "c.yaml:2:10: log.level: 'loud' is not one of error, warn, info, "
+              "debug");
+    CHECK_STR(load(&c, "kafka:\n  brokers: [a\n"),
+              "c.yaml:3:1: YAML: did not find expected ',' or ']' while "
+              "parsing a flow sequence");
+    CHECK_STR(load(&c, "kafka:\n  group: a\n  group: b\n"),
+              "c.yaml:3:3: kafka.group given twice");
+    CHECK_STR(load(&c, "kafka: 3\n"),
+              "c.yaml:1:8: section 'kafka' must be a mapping of keys");
+    CHECK_STR(load(&c, "- a\n"),
+              "c.yaml:1:1: the top level must be a mapping of sections");
+    CHECK_STR(load(&c, "kafka:\n  brokers:\n    a: b\n"),
+              "c.yaml:3:5: kafka.brokers: expected a single value, got a mapping");
+    CHECK_STR(load(&c, "webhook:\n  token: a\n  token_file: /nonexistent\n"),
+              "c.yaml:3:3: webhook: give token or token_file, not both");
+    CHECK_STR(load(&c, "webhook:\n  max_body: 3MB\n"),
+              "c.yaml:2:13: webhook.max_body: expected a size from 1024 to "
+              "1073741824 bytes (\"64KiB\", \"1MiB\" allowed), got '3MB'");
+    CHECK(strstr(load(&c, "webhook:\n  token_file: /nonexistent/t\n"),
+                 "c.yaml:2:15: token_file '/nonexistent/t': No such file"));
+    CHECK(memcmp(&c, &before, sizeof c) == 0);
+}
+
+int main(void)
+{
+    cs_err err;
+
+    if (!mkdtemp(dir))
+        return 1;
+    test_full_file();
+    test_errors();
+    CHECK(cfg_load(&(cs_config){0}, "/nonexistent.yaml", &err) == -1);
+    CHECK_STR(err.msg, "/nonexistent.yaml: No such file or directory");
+    unlink(write_file("c.yaml", ""));
+    unlink(write_file("tok", ""));
+    rmdir(dir);
+    return check_report();
+}
