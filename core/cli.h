@@ -16,5 +16,6 @@ int cmd_ingest(int argc, char **argv);
 int cmd_dev(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_rules(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const cli_command commands[] = {
     {"ingest", "webhook or file -> cascade.signals", cmd_ingest},
     {"broker", "run only the embedded Kafka-protocol broker", cmd_broker},
     {"config", "validate a config file, print the defaults", cmd_config},
+    {"rules", "validate rule files", cmd_rules},
     {"version", "print the version", cmd_version},
 };
 

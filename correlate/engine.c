@@ -51,6 +51,7 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
         free(e);
         return NULL;
     }
+    e->cat = pb_catalog_embedded();
     e->nodes = strmap_new();
     e->inventory = strmap_new();
     e->jobs = strmap_new();
@@ -65,6 +66,7 @@ void eng_free(engine *e)
     if (!e)
         return;
     cls_free(e->cls);
+    pb_catalog_free(e->cat);
     strmap_free(e->nodes, free_win);
     strmap_free(e->inventory, free);
     strmap_free(e->jobs, eng_job_free);
@@ -188,7 +190,7 @@ static const entry *earliest_node_fault(engine *e, const char *host,
         return NULL;
     for (size_t i = 0; i < w->n; i++) {
         const entry *en = &w->v[i];
-        const pb_scenario *sc = en->scenario ? pb_lookup(en->scenario) : NULL;
+        const pb_scenario *sc = en->scenario ? pb_find(e->cat, en->scenario) : NULL;
         if (en->ts < since || !sc || !sc->node_level)
             continue;
         if (!best || en->ts < best->ts)
@@ -228,7 +230,7 @@ static incident *open_incident(engine *e, const sig *s, const char *scenario,
     h = hash_fnv1a(h, scope_key, strlen(scope_key) + 1);
     h = hash_fnv1a(h, &s->id, sizeof s->id);
     snprintf(inc->id, sizeof inc->id, "inc-%016llx", (unsigned long long)h);
-    inc->sc = pb_lookup(scenario);
+    inc->sc = pb_find(e->cat, scenario);
     str_copy(inc->cluster, sizeof inc->cluster, s->cluster);
     inc->root_scenario = inc->sc->id;
     inc->opened = inc->updated = inc->first = inc->last = s->ts;
@@ -289,11 +291,13 @@ static void add_child(incident *inc, const char *jobid, const char *state,
 
 /* A node fault that explains two or more job failures is a node crash
  * cascade; the fault stays its root cause (SCENARIOS.md). */
-static void maybe_escalate(incident *inc)
+static void maybe_escalate(engine *e, incident *inc)
 {
-    if (inc->sc->node_level && failed_children(inc) >= 2 &&
-        strcmp(inc->sc->id, "cascade.node_crash") != 0) {
-        inc->sc = pb_lookup("cascade.node_crash");
+    const pb_scenario *crash = pb_find(e->cat, "cascade.node_crash");
+
+    if (crash && inc->sc->node_level && failed_children(inc) >= 2 &&
+        inc->sc != crash) {
+        inc->sc = crash;
         inc->dirty = 1;
     }
 }
@@ -320,7 +324,7 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
         add_child(inc, j->id, j->state, en->ts);
         str_copy(j->incident, sizeof j->incident, inc->id);
     }
-    maybe_escalate(inc);
+    maybe_escalate(e, inc);
 }
 
 /* A node incident's evidence starts at its root cause: the anomalies the
@@ -409,7 +413,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
             touch(inc, s);
             add_child(inc, j->id, j->state, s->ts);
             str_copy(j->incident, sizeof j->incident, inc->id);
-            maybe_escalate(inc);
+            maybe_escalate(e, inc);
             return;
         }
     }
@@ -432,7 +436,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
                 w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0])
                 failed++;
         }
-        if (failed >= 2) {
+        if (failed >= 2 && pb_find(e->cat, "cascade.node_crash")) {
             const entry *nf = earliest_node_fault(e, host, e->now - CRASH_WINDOW);
             inc = open_node_incident(e, s, host, "cascade.node_crash", NULL);
             inc->root_scenario = nf ? nf->scenario : "cascade.node_crash";
@@ -617,13 +621,13 @@ int eng_feed(engine *e, const sig *s)
             break;
         case FACT_XID:
         case FACT_NODE_DOWN:
-            if (f->scenario && pb_lookup(f->scenario))
+            if (pb_find(e->cat, f->scenario))
                 on_node_fault(e, s, f, f->host);
             else if (f->host[0])
                 win_add(e, s, f->host, f->kind, s->job, NULL);
             break;
         case FACT_CUDA_OOM:
-            if (f->job[0])
+            if (f->job[0] && pb_find(e->cat, f->scenario))
                 on_job_fault(e, s, f);
             break;
         case FACT_APP_ERROR:

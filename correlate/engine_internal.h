@@ -76,6 +76,7 @@ struct engine {
     const eng_store_ops *ops;
     void *ctx;
     classifier *cls;
+    pb_catalog *cat;   /* responses per scenario (the rule files) */
     strmap *nodes;     /* host -> node_win */
     strmap *inventory; /* host -> node_info */
     strmap *jobs;      /* job id -> job */

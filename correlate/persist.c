@@ -146,7 +146,7 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     str_copy(en->job, sizeof en->job, strcmp(jobid, "-") ? jobid : "");
     en->scenario = NULL;
     if (strcmp(scen, "-")) {
-        const pb_scenario *sc = pb_lookup(scen);
+        const pb_scenario *sc = pb_find(e->cat, scen);
         en->scenario = sc ? sc->id : NULL;
     }
     /* A signal in a window was processed: seeing it again (Kafka redelivers
@@ -222,9 +222,9 @@ static int restore_inventory(engine *e, const char *host, json_t *o)
     return 0;
 }
 
-static void restore_fact(json_t *o, fact *f)
+static void restore_fact(engine *e, json_t *o, fact *f)
 {
-    const pb_scenario *sc = pb_lookup(jstr(o, "scenario"));
+    const pb_scenario *sc = pb_find(e->cat, jstr(o, "scenario"));
 
     memset(f, 0, sizeof *f);
     f->kind = (fact_kind)jint(o, "kind");
@@ -268,8 +268,8 @@ static int restore_children(incident *inc, json_t *kids)
 static int restore_incident(engine *e, const char *field, json_t *o,
                             cs_err *err)
 {
-    const pb_scenario *sc = pb_lookup(jstr(o, "scenario"));
-    const pb_scenario *root = pb_lookup(jstr(o, "root_scenario"));
+    const pb_scenario *sc = pb_find(e->cat, jstr(o, "scenario"));
+    const pb_scenario *root = pb_find(e->cat, jstr(o, "root_scenario"));
     json_t *published = json_object_get(o, "published");
     incident *inc;
 
@@ -299,7 +299,7 @@ static int restore_incident(engine *e, const char *field, json_t *o,
     inc->last = jint(o, "last");
     inc->count = (int)jint(o, "count");
     inc->sources = (unsigned)jint(o, "sources");
-    restore_fact(json_object_get(o, "cause"), &inc->cause);
+    restore_fact(e, json_object_get(o, "cause"), &inc->cause);
     json_array_extend(inc->published, published);
     if (restore_children(inc, json_object_get(o, "children"))) {
         cs_err_set(err, "incident state %s: a malformed child", field);

@@ -1,0 +1,92 @@
+/* The response catalog as data: the built-in rule files load whole, and
+ * every kind of mistake in a rule file is reported with its position. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "rules/playbooks.h"
+
+static char errs[4096];
+
+static void collect(void *arg, const char *where, const char *msg)
+{
+    size_t n = strlen(errs);
+    (void)arg;
+    snprintf(errs + n, sizeof errs - n, "%s: %s\n", where, msg);
+}
+
+static int add(pb_catalog *c, const char *text)
+{
+    errs[0] = '\0';
+    return pb_catalog_add(c, "t.yaml", text, strlen(text), collect, NULL);
+}
+
+static void test_embedded(void)
+{
+    pb_catalog *c = pb_catalog_embedded();
+    const pb_scenario *s = pb_find(c, "hw.gpu_off_bus");
+
+    CHECK(pb_catalog_count(c) >= 8);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK_INT(s->node_level, 1);
+        CHECK_INT(s->nsteps, 5);
+        CHECK_STR(s->steps[0].playbook, "node.drain");
+        CHECK_INT(s->steps[0].approval, APPR_HITL);
+        CHECK_INT(s->steps[1].fix, PB_FIX_EXCLUDE_NODE);
+        CHECK_INT(s->steps[1].target, PB_TARGET_EACH_JOB);
+        CHECK_STR(s->steps[4].category, "hardware");
+    }
+    s = pb_find(c, "oom.batch_size");
+    CHECK(s && s->node_level == 0 && s->steps[0].fix == PB_FIX_BATCH);
+    CHECK(pb_find(c, "cascade.node_crash") != NULL);
+    CHECK(pb_find(c, "no.such") == NULL);
+    CHECK(pb_find(c, NULL) == NULL);
+    pb_catalog_free(c);
+}
+
+static void test_errors(void)
+{
+    pb_catalog *c = pb_catalog_new();
+
+    CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    what: w\n"
+                     "    todo: t\n    actions:\n"
+                     "      - {playbook: node.drain, approval: maybe, target: node}\n"),
+              1);
+    CHECK_STR(errs, "t.yaml:7:42: approval 'maybe' is not auto, hitl or canary\n");
+    CHECK_INT(pb_catalog_count(c), 0); /* nothing half-taken */
+    CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    todo: t\n"
+                     "    colour: red\n    actions: []\n"), 2);
+    CHECK_STR(errs, "t.yaml:5:5: unknown key 'colour' in a scenario\n"
+                    "t.yaml:3:5: scenario a.b: 'what' and 'todo' (the summary) "
+                    "are required\n");
+    CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    what: w\n"
+                     "    todo: t\n    actions:\n"
+                     "      - {playbook: ticket.create, approval: auto, "
+                     "target: node, fix: ticket}\n"
+                     "      - {playbook: drain, approval: auto, target: rack}\n"),
+              3);
+    CHECK(strstr(errs, "t.yaml:7:9: fix: ticket needs a category\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:8:9: action: playbook missing or not "
+                       "'family.name'\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:8:51: target 'rack' is not node, job, each_job "
+                       "or none\n") != NULL);
+    CHECK_INT(add(c, "family: f\nscenarios: [\n"), 1);
+    CHECK(strncmp(errs, "t.yaml:3:1: YAML: ", 18) == 0);
+    CHECK_INT(add(c, "scenarios: {}\n"), 2);
+    /* a valid one, then the same id again */
+    CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    what: w\n"
+                     "    todo: t\n    actions: []\n"), 0);
+    CHECK_INT(pb_catalog_count(c), 1);
+    CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    what: w\n"
+                     "    todo: t\n    actions: []\n"), 1);
+    CHECK_STR(errs, "t.yaml:3:9: scenario 'a.b' defined twice\n");
+    CHECK_INT(pb_catalog_load_dir(c, "/nonexistent-rules", collect, NULL), -1);
+    pb_catalog_free(c);
+}
+
+int main(void)
+{
+    test_embedded();
+    test_errors();
+    return check_report();
+}
