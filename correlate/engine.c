@@ -58,6 +58,7 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
     e->open_node = strmap_new();
     e->open_job = strmap_new();
     e->seen = strmap_new();
+    e->seen_limit = SEEN_FLOOR;
     return e;
 }
 
@@ -561,6 +562,37 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
     }
 }
 
+/* Drops ids older than the horizon. Runs only when the set has doubled
+ * since the last pass, so a busy cluster (more ids within the horizon than
+ * the floor) pays for it once per doubling, not on every signal. */
+static void prune_seen(engine *e)
+{
+    size_t pos = 0, nold = 0;
+    const char *k;
+    void *v;
+    char **old = xcalloc(strmap_len(e->seen), sizeof *old);
+
+    while (strmap_next(e->seen, &pos, &k, &v))
+        if (*(int64_t *)v < e->now - HORIZON)
+            old[nold++] = strdup(k);
+    for (size_t i = 0; i < nold; i++) {
+        free(strmap_del(e->seen, old[i]));
+        free(old[i]);
+    }
+    free(old);
+    e->seen_limit = 2 * strmap_len(e->seen);
+    if (e->seen_limit < SEEN_FLOOR)
+        e->seen_limit = SEEN_FLOOR;
+}
+
+static void mark_seen(engine *e, const char *hex, int64_t ts)
+{
+    int64_t *v = xcalloc(1, sizeof *v);
+
+    *v = ts;
+    free(strmap_put(e->seen, hex, v));
+}
+
 static int seen_before(engine *e, const sig *s)
 {
     char hex[17];
@@ -568,34 +600,18 @@ static int seen_before(engine *e, const sig *s)
     sig_id_hex(s, hex);
     if (strmap_get(e->seen, hex))
         return 1;
-    /* Bounded: prune ids older than the horizon once the set is large. */
-    if (strmap_len(e->seen) > 65536) {
-        size_t pos = 0;
-        const char *k;
-        void *v;
-        char **old = xcalloc(strmap_len(e->seen), sizeof *old);
-        size_t nold = 0;
-        while (strmap_next(e->seen, &pos, &k, &v))
-            if (*(int64_t *)v < e->now - HORIZON)
-                old[nold++] = strdup(k);
-        for (size_t i = 0; i < nold; i++) {
-            free(strmap_del(e->seen, old[i]));
-            free(old[i]);
-        }
-        free(old);
-    }
-    eng_mark_seen(e, s->id, s->ts);
+    if (strmap_len(e->seen) >= e->seen_limit)
+        prune_seen(e);
+    mark_seen(e, hex, s->ts);
     return 0;
 }
 
 void eng_mark_seen(engine *e, uint64_t id, int64_t ts)
 {
     char hex[17];
-    int64_t *v = xcalloc(1, sizeof *v);
 
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id);
-    *v = ts;
-    free(strmap_put(e->seen, hex, v));
+    mark_seen(e, hex, ts);
 }
 
 int eng_feed(engine *e, const sig *s)

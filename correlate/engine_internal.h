@@ -16,6 +16,9 @@
 #define FOLD_WINDOW (30 * TS_MIN)
 /* How long window entries and seen ids are kept, in memory and in Redis. */
 #define HORIZON (2 * TS_HOUR)
+/* The seen-id set is pruned once it reaches this size (and then again
+ * each time it doubles). */
+#define SEEN_FLOOR 65536
 
 typedef struct entry {
     int64_t ts;
@@ -83,6 +86,7 @@ struct engine {
     strmap *open_node; /* host -> incident (node-level) */
     strmap *open_job;  /* job id -> incident (job-level) */
     strmap *seen;      /* signal id hex -> (int64_t *) ts */
+    size_t seen_limit; /* prune the seen set when it reaches this size */
     incident **incs;
     size_t ninc, capinc;
     int64_t now; /* event-time watermark */

@@ -243,6 +243,16 @@ static const char *unix_path(const char *addr)
     return addr[0] == '/' ? addr : NULL;
 }
 
+/* "host:port" or "host" (port 6379). */
+static int tcp_addr(const char *addr, char *host, size_t len)
+{
+    const char *colon = strrchr(addr, ':');
+
+    snprintf(host, len, "%.*s", colon ? (int)(colon - addr) : (int)strlen(addr),
+             addr);
+    return colon ? atoi(colon + 1) : 6379;
+}
+
 static void connect_now(store *st)
 {
     const char *path = unix_path(st->addr);
@@ -252,13 +262,7 @@ static void connect_now(store *st)
         ac = redisAsyncConnectUnix(path);
     } else {
         char host[256];
-        int port = 6379;
-        const char *colon = strrchr(st->addr, ':');
-        snprintf(host, sizeof host, "%.*s",
-                 colon ? (int)(colon - st->addr) : (int)strlen(st->addr),
-                 st->addr);
-        if (colon)
-            port = atoi(colon + 1);
+        int port = tcp_addr(st->addr, host, sizeof host);
         ac = redisAsyncConnect(host, port);
     }
     if (!ac || ac->err) {
@@ -349,10 +353,8 @@ static redisContext *connect_sync(const char *addr, cs_err *err)
         c = redisConnectUnix(path);
     } else {
         char host[256];
-        const char *colon = strrchr(addr, ':');
-        snprintf(host, sizeof host, "%.*s",
-                 colon ? (int)(colon - addr) : (int)strlen(addr), addr);
-        c = redisConnect(host, colon ? atoi(colon + 1) : 6379);
+        int port = tcp_addr(addr, host, sizeof host);
+        c = redisConnect(host, port);
     }
     if (!c || c->err) {
         cs_err_set(err, "cannot reach redis at %s: %s", addr,

@@ -5,6 +5,7 @@
 #define CS_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int check_passed, check_failed;
@@ -44,6 +45,25 @@ static int check_passed, check_failed;
                     __LINE__, #a, a_, b_);                                     \
         }                                                                      \
     } while (0)
+
+/* For checks the rest of a test builds on: stop at the first failure. */
+#define REQUIRE(cond)                                                          \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            check_failed++;                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,   \
+                    #cond);                                                    \
+            exit(1);                                                           \
+        }                                                                      \
+        check_passed++;                                                        \
+    } while (0)
+
+/* A mkstemp/mkdtemp template under $TMPDIR (else /tmp). */
+static inline void check_tmp_template(char *buf, size_t len, const char *name)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, len, "%s/%s-XXXXXX", t && *t ? t : "/tmp", name);
+}
 
 static inline int check_report(void)
 {

@@ -7,7 +7,7 @@
 #include "core/config.h"
 #include "core/log.h"
 
-static char dir[] = "/tmp/cascade-cfg-XXXXXX";
+static char dir[200];
 
 static const char *write_file(const char *name, const char *text)
 {
@@ -118,6 +118,7 @@ int main(void)
 {
     cs_err err;
 
+    check_tmp_template(dir, sizeof dir, "cascade-cfg");
     if (!mkdtemp(dir))
         return 1;
     test_full_file();

@@ -9,17 +9,10 @@
 
 #include <event2/event.h>
 
+#include "check.h"
 #include "core/kafka.h"
 #include "core/log.h"
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
-                    #c);                                                      \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 #define NMSG 1000
 
@@ -40,7 +33,7 @@ static void commit_now(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     r->holding = 0;
-    CHECK(kfk_consumer_commit_held(r->c, &err) == 0);
+    REQUIRE(kfk_consumer_commit_held(r->c, &err) == 0);
     /* Linger a second so that duplicates or strays would still show. */
     if (r->received >= r->want)
         event_base_loopexit(r->base, &linger);
@@ -51,13 +44,13 @@ static void count_message(run *r, const rd_kafka_message_t *m)
     char val[32];
     int idx;
 
-    CHECK(m->len < sizeof val);
+    REQUIRE(m->len < sizeof val);
     memcpy(val, m->payload, m->len);
     val[m->len] = '\0';
     if (strcmp(val, "sentinel") == 0) {
         r->sentinels++;
     } else if (sscanf(val, "msg-%d", &idx) == 1 && idx >= 0 && idx < NMSG) {
-        CHECK(!r->seen[idx]);
+        REQUIRE(!r->seen[idx]);
         r->seen[idx] = 1;
     } else {
         r->others++;
@@ -72,13 +65,13 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     run *r = arg;
     struct timeval tv = {0, 20000};
 
-    CHECK(!r->holding);
-    CHECK(n > 0 && n <= 100);
+    REQUIRE(!r->holding);
+    REQUIRE(n > 0 && n <= 100);
     for (size_t i = 0; i < n; i++)
         count_message(r, msgs[i]);
     r->batches++;
     r->holding = 1;
-    CHECK(event_add(r->commit_later, &tv) == 0);
+    REQUIRE(event_add(r->commit_later, &tv) == 0);
 }
 
 static void consume(run *r, const char *bootstrap, int timeout_s)
@@ -91,7 +84,7 @@ static void consume(run *r, const char *bootstrap, int timeout_s)
                             KFK_TOPIC_SIGNALS, 100, on_batch, r, &err);
     if (!r->c)
         fprintf(stderr, "consumer: %s\n", err.msg);
-    CHECK(r->c != NULL);
+    REQUIRE(r->c != NULL);
     event_base_loopexit(r->base, &tv);
     event_base_dispatch(r->base);
     kfk_consumer_free(r->c);
@@ -105,15 +98,15 @@ static void produce_all(const char *bootstrap)
     char key[16], val[32];
 
     p = kfk_producer_new(bootstrap, &err);
-    CHECK(p != NULL);
+    REQUIRE(p != NULL);
     for (int i = 0; i < NMSG; i++) {
         int klen = snprintf(key, sizeof key, "k%d", i % 37);
         int vlen = snprintf(val, sizeof val, "msg-%d", i);
-        CHECK(kfk_produce(p, KFK_TOPIC_SIGNALS, key, (size_t)klen, val,
+        REQUIRE(kfk_produce(p, KFK_TOPIC_SIGNALS, key, (size_t)klen, val,
                           (size_t)vlen, &err) == KFK_OK);
     }
-    CHECK(kfk_producer_flush(p, 10000) == 0);
-    CHECK(kfk_producer_failed(p) == 0);
+    REQUIRE(kfk_producer_flush(p, 10000) == 0);
+    REQUIRE(kfk_producer_failed(p) == 0);
     kfk_producer_free(p);
 }
 
@@ -122,11 +115,11 @@ static void produce_sentinel(const char *bootstrap)
     cs_err err = {{0}};
     kfk_producer *p = kfk_producer_new(bootstrap, &err);
 
-    CHECK(p != NULL);
-    CHECK(kfk_produce(p, KFK_TOPIC_SIGNALS, NULL, 0, "sentinel", 8, &err) ==
+    REQUIRE(p != NULL);
+    REQUIRE(kfk_produce(p, KFK_TOPIC_SIGNALS, NULL, 0, "sentinel", 8, &err) ==
           KFK_OK);
-    CHECK(kfk_producer_flush(p, 10000) == 0);
-    CHECK(kfk_producer_failed(p) == 0);
+    REQUIRE(kfk_producer_flush(p, 10000) == 0);
+    REQUIRE(kfk_producer_failed(p) == 0);
     kfk_producer_free(p);
 }
 
@@ -137,10 +130,10 @@ static int count_lines(const char *cmd, const char *needle)
     int n = 0;
     FILE *f = popen(cmd, "r");
 
-    CHECK(f != NULL);
+    REQUIRE(f != NULL);
     while (fgets(line, sizeof line, f))
         n += strstr(line, needle) != NULL;
-    CHECK(pclose(f) == 0);
+    REQUIRE(pclose(f) == 0);
     return n;
 }
 
@@ -154,11 +147,11 @@ static void check_with_kcat(const char *bootstrap)
     }
     snprintf(cmd, sizeof cmd, "kcat -b %s -L -t %s 2>&1", bootstrap,
              KFK_TOPIC_SIGNALS);
-    CHECK(count_lines(cmd, "partition ") == 64);
+    REQUIRE(count_lines(cmd, "partition ") == 64);
     snprintf(cmd, sizeof cmd,
              "kcat -b %s -t %s -C -e -o beginning -q -f '%%s\\n' 2>/dev/null",
              bootstrap, KFK_TOPIC_SIGNALS);
-    CHECK(count_lines(cmd, "msg-") == NMSG);
+    REQUIRE(count_lines(cmd, "msg-") == NMSG);
 }
 
 int main(void)
@@ -168,10 +161,10 @@ int main(void)
     run *r1 = calloc(1, sizeof *r1), *r2 = calloc(1, sizeof *r2);
     int seen = 0, batches;
 
-    CHECK(r1 && r2);
+    REQUIRE(r1 && r2);
     b = kfk_broker_start(0, &err);
-    CHECK(b != NULL);
-    CHECK(strncmp(kfk_broker_bootstrap(b), "127.0.0.1:", 10) == 0);
+    REQUIRE(b != NULL);
+    REQUIRE(strncmp(kfk_broker_bootstrap(b), "127.0.0.1:", 10) == 0);
     produce_all(kfk_broker_bootstrap(b));
     check_with_kcat(kfk_broker_bootstrap(b));
 
@@ -180,8 +173,8 @@ int main(void)
     consume(r1, kfk_broker_bootstrap(b), 30);
     for (int i = 0; i < NMSG; i++)
         seen += r1->seen[i];
-    CHECK(seen == NMSG && r1->received == NMSG && r1->others == 0);
-    CHECK(r1->batches >= NMSG / 100);
+    REQUIRE(seen == NMSG && r1->received == NMSG && r1->others == 0);
+    REQUIRE(r1->batches >= NMSG / 100);
     batches = r1->batches;
 
     /* After the commit a new member of the group starts past the 1000. */
@@ -189,8 +182,8 @@ int main(void)
     r2->base = event_base_new();
     r2->want = 1;
     consume(r2, kfk_broker_bootstrap(b), 30);
-    CHECK(r2->sentinels == 1);
-    CHECK(r2->received == 1);
+    REQUIRE(r2->sentinels == 1);
+    REQUIRE(r2->received == 1);
 
     event_base_free(r1->base);
     event_base_free(r2->base);

@@ -18,20 +18,13 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "check.h"
 #include "core/kafka.h"
 #include "core/signal.h"
 #include "core/ts.h"
 #include "ingest/filein.h"
 #include "ingest/webhook.h"
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
-                    #c);                                                      \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 #define TOKEN "s3cret-token"
 #define MAX_BODY 4096
@@ -142,7 +135,7 @@ start_request(struct event_base *base, int port, resp *r,
         evhttp_add_header(h, "Authorization", auth);
     if (body)
         evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
-    CHECK(evhttp_make_request(conn, req, cmd, path) == 0);
+    REQUIRE(evhttp_make_request(conn, req, cmd, path) == 0);
     return conn;
 }
 
@@ -153,7 +146,7 @@ static void request(struct event_base *base, int port, resp *r,
     struct evhttp_connection *conn = start_request(
         base, port, r, cmd, path, auth, body, body ? strlen(body) : 0);
 
-    CHECK(run_until(base, &r->done, 10000));
+    REQUIRE(run_until(base, &r->done, 10000));
     evhttp_connection_free(conn);
 }
 
@@ -165,16 +158,16 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     cs_err err = {{0}};
 
     for (size_t i = 0; i < n; i++, g->n++) {
-        CHECK(g->n < MAX_GOT);
+        REQUIRE(g->n < MAX_GOT);
         snprintf(g->key[g->n], sizeof g->key[0], "%.*s", (int)msgs[i]->key_len,
                  msgs[i]->key ? (const char *)msgs[i]->key : "");
         g->val[g->n] = malloc(msgs[i]->len + 1);
-        CHECK(g->val[g->n] != NULL);
+        REQUIRE(g->val[g->n] != NULL);
         memcpy(g->val[g->n], msgs[i]->payload, msgs[i]->len);
         g->val[g->n][msgs[i]->len] = '\0';
         g->len[g->n] = msgs[i]->len;
     }
-    CHECK(kfk_consumer_commit_held(g->c, &err) == 0);
+    REQUIRE(kfk_consumer_commit_held(g->c, &err) == 0);
     g->done = g->n >= g->want;
     if (g->done)
         event_base_loopbreak(g->base);
@@ -193,11 +186,11 @@ static void read_topic(got *g, struct event_base *base, const char *bootstrap,
     g->want = want;
     g->c = kfk_consumer_new(base, bootstrap, group, topic, 64, on_batch, g,
                             &err);
-    CHECK(g->c != NULL);
+    REQUIRE(g->c != NULL);
     run_until(base, &g->done, 20000);
     run_until(base, &never, 1000);
     kfk_consumer_free(g->c);
-    CHECK(g->n == want);
+    REQUIRE(g->n == want);
 }
 
 static void got_free(got *g)
@@ -212,13 +205,13 @@ static int find_host(const got *g, const char *host, sig *s)
     cs_err err = {{0}};
 
     for (int i = 0; i < g->n; i++) {
-        CHECK(sig_parse_msgpack(s, g->val[i], g->len[i], &err) == 0);
+        REQUIRE(sig_parse_msgpack(s, g->val[i], g->len[i], &err) == 0);
         if (s->host && strcmp(s->host, host) == 0)
             return i;
         sig_free(s);
     }
     fprintf(stderr, "no signal about %s\n", host);
-    CHECK(0);
+    REQUIRE(0);
     return -1;
 }
 
@@ -226,15 +219,15 @@ static void check_alert_sig(const sig *s, const char *cluster, const char *ts)
 {
     int64_t want;
 
-    CHECK(s->source == SRC_ALERTMANAGER);
-    CHECK(strcmp(s->cluster, cluster) == 0);
-    CHECK(json_array_size(json_object_get(s->body, "alerts")) == 1);
-    CHECK(strcmp(json_string_value(json_object_get(s->body, "receiver")),
+    REQUIRE(s->source == SRC_ALERTMANAGER);
+    REQUIRE(strcmp(s->cluster, cluster) == 0);
+    REQUIRE(json_array_size(json_object_get(s->body, "alerts")) == 1);
+    REQUIRE(strcmp(json_string_value(json_object_get(s->body, "receiver")),
                  "cascade") == 0);
     if (ts) {
-        CHECK(ts_parse_rfc3339(ts, &want) == 0 && s->ts == want);
+        REQUIRE(ts_parse_rfc3339(ts, &want) == 0 && s->ts == want);
     } else { /* Alertmanager's unset time: now instead */
-        CHECK(s->ts > ts_now() - 60 * TS_SEC && s->ts <= ts_now());
+        REQUIRE(s->ts > ts_now() - 60 * TS_SEC && s->ts <= ts_now());
     }
 }
 
@@ -247,11 +240,11 @@ static void check_published(struct event_base *base, const char *bootstrap)
     read_topic(&g, base, bootstrap, "wh-test", KFK_TOPIC_SIGNALS, 3);
     i = find_host(&g, "gpu-node-7", &s);
     check_alert_sig(&s, "c1", "2026-03-02T08:00:00Z");
-    CHECK(strcmp(g.key[i], "c1") == 0);
+    REQUIRE(strcmp(g.key[i], "c1") == 0);
     sig_free(&s);
     i = find_host(&g, "gpu-node-8", &s);
     check_alert_sig(&s, "default", "2026-03-02T09:00:00.5Z");
-    CHECK(strcmp(g.key[i], "default") == 0);
+    REQUIRE(strcmp(g.key[i], "default") == 0);
     sig_free(&s);
     find_host(&g, "gpu-node-9", &s);
     check_alert_sig(&s, "c2", NULL);
@@ -266,8 +259,8 @@ static void expect(resp *r, int code, const char *fragment)
     if (r->code != code || !strstr(r->body, fragment))
         fprintf(stderr, "got %d %s (wanted %d with '%s')\n", r->code, r->body,
                 code, fragment);
-    CHECK(r->code == code);
-    CHECK(strstr(r->body, fragment) != NULL);
+    REQUIRE(r->code == code);
+    REQUIRE(strstr(r->body, fragment) != NULL);
 }
 
 static void test_rejections(struct event_base *base, int port)
@@ -278,7 +271,7 @@ static void test_rejections(struct event_base *base, int port)
 
     request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts", NULL, valid_post);
     expect(&r, 401, "\"error\"");
-    CHECK(strcmp(r.www_auth, "Bearer") == 0);
+    REQUIRE(strcmp(r.www_auth, "Bearer") == 0);
     request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts",
             "Bearer s3cret-tokeN", valid_post);
     expect(&r, 401, "bearer token");
@@ -297,7 +290,7 @@ static void test_rejections(struct event_base *base, int port)
     memset(big, ' ', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts", bearer, big);
-    CHECK(r.code == 413);
+    REQUIRE(r.code == 413);
     request(base, port, &r, EVHTTP_REQ_GET, "/api/v1/alerts", bearer, NULL);
     expect(&r, 405, "\"error\"");
     request(base, port, &r, EVHTTP_REQ_GET, "/nope", NULL, NULL);
@@ -316,8 +309,8 @@ static void test_routes(struct event_base *base, int port, webhook *w)
             "bearer " TOKEN, valid_post);
     expect(&r, 200, "{\"accepted\":3}");
     wh_stats(w, &accepted, &rejected);
-    CHECK(accepted == 3);
-    CHECK(rejected == 7); /* 413 is evhttp's own answer */
+    REQUIRE(accepted == 3);
+    REQUIRE(rejected == 7); /* 413 is evhttp's own answer */
 }
 
 /* A producer whose queue is full (its broker is unreachable) makes the
@@ -331,16 +324,16 @@ static void test_queue_full(struct event_base *base)
     int rc = KFK_OK;
     resp r;
 
-    CHECK(dead != NULL);
+    REQUIRE(dead != NULL);
     for (int i = 0; i < 1000000 && rc == KFK_OK; i++)
         rc = kfk_produce(dead, KFK_TOPIC_SIGNALS, NULL, 0, "x", 1, &err);
-    CHECK(rc == KFK_QUEUE_FULL);
+    REQUIRE(rc == KFK_QUEUE_FULL);
     w = wh_start(base, &cfg, dead, &err);
-    CHECK(w != NULL);
+    REQUIRE(w != NULL);
     request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/api/v1/alerts",
             "Bearer " TOKEN, valid_post);
     expect(&r, 503, "retry");
-    CHECK(strcmp(r.retry_after, "1") == 0);
+    REQUIRE(strcmp(r.retry_after, "1") == 0);
     wh_free(w);
     kfk_producer_free(dead); /* gives up on the queue after 5 s */
 }
@@ -352,7 +345,7 @@ static void write_capture(char *path)
     int fd = mkstemp(path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 
-    CHECK(f != NULL);
+    REQUIRE(f != NULL);
     fputs("{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"kernel\","
           "\"host\":\"n1\",\"line\":\"NVRM: Xid 79\"}\n", f);
     fputs("\n", f);
@@ -364,7 +357,7 @@ static void write_capture(char *path)
         fputc('x', f);
     fputs("\n{\"ts\":1772438400,\"source\":\"metric\",\"name\":\"m\","
           "\"value\":1}", f); /* last line without a newline */
-    CHECK(fclose(f) == 0);
+    REQUIRE(fclose(f) == 0);
 }
 
 /* The dead letter for `line`, decoded. */
@@ -374,13 +367,13 @@ static json_t *dead_letter(const got *g, int line)
 
     for (int i = 0; i < g->n; i++) {
         o = json_loadb(g->val[i], g->len[i], 0, NULL);
-        CHECK(o != NULL);
+        REQUIRE(o != NULL);
         if (json_integer_value(json_object_get(o, "line")) == line)
             return o;
         json_decref(o);
     }
     fprintf(stderr, "no dead letter for line %d\n", line);
-    CHECK(0);
+    REQUIRE(0);
     return NULL;
 }
 
@@ -388,7 +381,7 @@ static const char *field(json_t *o, const char *key)
 {
     const char *v = json_string_value(json_object_get(o, key));
 
-    CHECK(v != NULL);
+    REQUIRE(v != NULL);
     return v;
 }
 
@@ -400,16 +393,16 @@ static void check_dead_letters(struct event_base *base, const char *bootstrap,
 
     read_topic(&g, base, bootstrap, "fin-dl", KFK_TOPIC_DEADLETTER, 3);
     o = dead_letter(&g, 3);
-    CHECK(strcmp(field(o, "source_file"), path) == 0);
-    CHECK(strstr(field(o, "reason"), "invalid JSON") != NULL);
-    CHECK(strcmp(field(o, "raw"), "{\"ts\":1,\"source\":\"kernel\"") == 0);
+    REQUIRE(strcmp(field(o, "source_file"), path) == 0);
+    REQUIRE(strstr(field(o, "reason"), "invalid JSON") != NULL);
+    REQUIRE(strcmp(field(o, "raw"), "{\"ts\":1,\"source\":\"kernel\"") == 0);
     json_decref(o);
     o = dead_letter(&g, 5); /* invalid UTF-8 kept readable */
-    CHECK(strcmp(field(o, "raw"), "\xEF\xBF\xBD\xEF\xBF\xBD{bad") == 0);
+    REQUIRE(strcmp(field(o, "raw"), "\xEF\xBF\xBD\xEF\xBF\xBD{bad") == 0);
     json_decref(o);
     o = dead_letter(&g, 6);
-    CHECK(strstr(field(o, "reason"), "longer than") != NULL);
-    CHECK(json_string_length(json_object_get(o, "raw")) == 64 * 1024);
+    REQUIRE(strstr(field(o, "reason"), "longer than") != NULL);
+    REQUIRE(json_string_length(json_object_get(o, "raw")) == 64 * 1024);
     json_decref(o);
     got_free(&g);
 }
@@ -424,12 +417,12 @@ static void check_file_signals(struct event_base *base, const char *bootstrap)
 
     read_topic(&g, base, bootstrap, "fin-sig", KFK_TOPIC_SIGNALS, 6);
     for (int i = 0; i < g.n; i++) {
-        CHECK(sig_parse_msgpack(&s, g.val[i], g.len[i], &err) == 0);
+        REQUIRE(sig_parse_msgpack(&s, g.val[i], g.len[i], &err) == 0);
         counts[s.source]++;
-        CHECK(strcmp(g.key[i], s.cluster) == 0);
+        REQUIRE(strcmp(g.key[i], s.cluster) == 0);
         sig_free(&s);
     }
-    CHECK(counts[SRC_ALERTMANAGER] == 3 && counts[SRC_KERNEL] == 2 &&
+    REQUIRE(counts[SRC_ALERTMANAGER] == 3 && counts[SRC_KERNEL] == 2 &&
           counts[SRC_METRIC] == 1);
     got_free(&g);
 }
@@ -437,15 +430,16 @@ static void check_file_signals(struct event_base *base, const char *bootstrap)
 static void test_filein(struct event_base *base, kfk_producer *p,
                         const char *bootstrap)
 {
-    char path[] = "/tmp/cascade-filein-XXXXXX";
+    char path[256];
     fin_stats st;
     cs_err err = {{0}};
 
+    check_tmp_template(path, sizeof path, "cascade-filein");
     write_capture(path);
-    CHECK(fin_publish(path, p, &st, &err) == 1);
-    CHECK(st.lines == 7 && st.published == 3 && st.rejected == 3);
-    CHECK(fin_publish("/nonexistent/cascade.jsonl", p, &st, &err) == -1);
-    CHECK(strstr(err.msg, "/nonexistent/cascade.jsonl") != NULL);
+    REQUIRE(fin_publish(path, p, &st, &err) == 1);
+    REQUIRE(st.lines == 7 && st.published == 3 && st.rejected == 3);
+    REQUIRE(fin_publish("/nonexistent/cascade.jsonl", p, &st, &err) == -1);
+    REQUIRE(strstr(err.msg, "/nonexistent/cascade.jsonl") != NULL);
     check_dead_letters(base, bootstrap, path);
     check_file_signals(base, bootstrap);
     unlink(path);
@@ -459,9 +453,9 @@ static int raw_connect(int port)
                              .sin_port = htons((uint16_t)port)};
     int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-    CHECK(fd >= 0);
+    REQUIRE(fd >= 0);
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    CHECK(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+    REQUIRE(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
     return fd;
 }
 
@@ -474,15 +468,15 @@ static void test_conn_limit(struct event_base *base, kfk_producer *p)
     int raw, never = 0;
     resp r;
 
-    CHECK(w != NULL);
+    REQUIRE(w != NULL);
     raw = raw_connect(wh_port(w));
     run_until(base, &never, 300); /* the server accepts it: now full */
     conn = start_request(base, wh_port(w), &r, EVHTTP_REQ_GET, "/healthz",
                          NULL, NULL, 0);
-    CHECK(!run_until(base, &r.done, 700));
+    REQUIRE(!run_until(base, &r.done, 700));
     close(raw);
-    CHECK(run_until(base, &r.done, 5000));
-    CHECK(r.code == 200);
+    REQUIRE(run_until(base, &r.done, 5000));
+    REQUIRE(r.code == 200);
     evhttp_connection_free(conn);
     wh_free(w);
 }
@@ -499,21 +493,21 @@ int main(void)
     /* libevent writes with plain write(): a peer that hangs up must not
      * kill the process (the daemon ignores SIGPIPE the same way). */
     signal(SIGPIPE, SIG_IGN);
-    CHECK(base && b);
+    REQUIRE(base && b);
     p = kfk_producer_new(kfk_broker_bootstrap(b), &err);
-    CHECK(p && kfk_producer_attach(p, base) == 0);
-    CHECK(wh_start(base, &cfg, p, &err) == NULL);
-    CHECK(strstr(err.msg, "token") != NULL);
+    REQUIRE(p && kfk_producer_attach(p, base) == 0);
+    REQUIRE(wh_start(base, &cfg, p, &err) == NULL);
+    REQUIRE(strstr(err.msg, "token") != NULL);
     cfg.token = TOKEN;
     w = wh_start(base, &cfg, p, &err);
-    CHECK(w != NULL && wh_port(w) > 0);
+    REQUIRE(w != NULL && wh_port(w) > 0);
 
     test_routes(base, wh_port(w), w);
     test_conn_limit(base, p);
     test_queue_full(base);
     check_published(base, kfk_broker_bootstrap(b));
     test_filein(base, p, kfk_broker_bootstrap(b));
-    CHECK(kfk_producer_failed(p) == 0);
+    REQUIRE(kfk_producer_failed(p) == 0);
 
     wh_free(w);
     kfk_producer_free(p);
