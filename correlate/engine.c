@@ -46,12 +46,13 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
 
     e->ops = ops;
     e->ctx = ctx;
-    e->cls = cls_new(err);
+    e->cat = pb_catalog_embedded();
+    e->cls = cls_new(e->cat, err);
     if (!e->cls) {
+        pb_catalog_free(e->cat);
         free(e);
         return NULL;
     }
-    e->cat = pb_catalog_embedded();
     e->nodes = strmap_new();
     e->inventory = strmap_new();
     e->jobs = strmap_new();
@@ -113,7 +114,8 @@ node_win *eng_win_of(engine *e, const char *host)
     return w;
 }
 
-const char eng_kind_code[] = "XDOAJIC"; /* indexed by fact_kind */
+/* Indexed by fact_kind; the letters are stored in Redis, never reuse one. */
+const char eng_kind_code[] = "XDOAJICFNMTSH";
 
 entry *eng_win_push(node_win *w)
 {
@@ -127,7 +129,8 @@ entry *eng_win_push(node_win *w)
 }
 
 static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
-                    const char *jobid, const char *scenario)
+                    const char *jobid, const char *scenario,
+                    const char *sig_id)
 {
     node_win *w = eng_win_of(e, host);
     char key[320], member[256];
@@ -150,14 +153,27 @@ static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
     en->source = s->source;
     str_copy(en->job, sizeof en->job, jobid);
     en->scenario = scenario;
+    en->sig_id = sig_id;
 
     eng_key(key, sizeof key, s->cluster, "w:node", host);
-    snprintf(member, sizeof member, "%016llx %c %s %s %s",
+    snprintf(member, sizeof member, "%016llx %c %s %s %s %s",
              (unsigned long long)s->id, eng_kind_code[kind],
              jobid && *jobid ? jobid : "-", scenario ? scenario : "-",
-             sig_source_name(s->source));
+             sig_source_name(s->source), sig_id ? sig_id : "-");
     e->ops->window_add(e->ctx, key, s->ts, member);
     e->ops->window_trim(e->ctx, key, e->now - HORIZON);
+}
+
+/* The window a fact goes to: its host's, or for a signal that names no
+ * host (a pod event before scheduling) its job's, "job:<id>" (host names
+ * cannot hold a colon). Every fact lands in some window, so a restart
+ * knows it was seen. */
+static const char *window_of(const fact *f, char *buf, size_t len)
+{
+    if (f->host[0])
+        return f->host;
+    snprintf(buf, len, "job:%s", f->job);
+    return buf;
 }
 
 /* Earliest anomaly on a host since `since`: the root cause of what
@@ -172,7 +188,7 @@ static const entry *earliest_anomaly(engine *e, const char *host, int64_t since)
         return NULL;
     for (size_t i = 0; i < w->n; i++) {
         const entry *en = &w->v[i];
-        if (en->ts < since || en->kind == FACT_CHECKPOINT)
+        if (en->ts < since || en->kind == FACT_CHECKPOINT || en->kind == FACT_MARK)
             continue;
         if (!best || en->ts < best->ts)
             best = en;
@@ -202,9 +218,14 @@ static const entry *earliest_node_fault(engine *e, const char *host,
 
 /* ---- incidents ------------------------------------------------------- */
 
+int64_t eng_fold_window(const incident *inc)
+{
+    return inc->cause.kind == FACT_SPOT ? SPOT_WINDOW : FOLD_WINDOW;
+}
+
 static int fresh(const engine *e, const incident *inc)
 {
-    return inc && e->now - inc->updated <= FOLD_WINDOW;
+    return inc && e->now - inc->updated <= eng_fold_window(inc);
 }
 
 static void touch(incident *inc, const sig *s)
@@ -254,7 +275,7 @@ incident *eng_incident_new(engine *e)
     return inc;
 }
 
-static size_t failed_children(const incident *inc)
+size_t eng_failed_children(const incident *inc)
 {
     size_t n = 0;
     for (size_t i = 0; i < inc->nchildren; i++)
@@ -296,11 +317,16 @@ static void maybe_escalate(engine *e, incident *inc)
 {
     const pb_scenario *crash = pb_find(e->cat, "cascade.node_crash");
 
-    if (crash && inc->sc->node_level && failed_children(inc) >= 2 &&
+    if (crash && inc->sc->node_level && eng_failed_children(inc) >= 2 &&
         inc->sc != crash) {
         inc->sc = crash;
         inc->dirty = 1;
     }
+}
+
+static int is_failure(const char *state)
+{
+    return strcmp(state, "FAILED") == 0 || strcmp(state, "NODE_FAIL") == 0;
 }
 
 static job *job_of(engine *e, const char *id)
@@ -320,6 +346,7 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
         entry *en = &w->v[i];
         job *j = job_of(e, en->job);
         if (en->kind != FACT_JOB_STATE || en->ts < e->now - CRASH_WINDOW || !j ||
+            !is_failure(j->state) ||
             (j->incident[0] && strcmp(j->incident, inc->id)))
             continue;
         add_child(inc, j->id, j->state, en->ts);
@@ -341,7 +368,7 @@ static void fold_earlier(engine *e, incident *inc, const sig *s,
         job *j = job_of(e, en->job);
         int dup = 0;
         if (en->ts < inc->root_ts || en->sig == s->id ||
-            en->kind == FACT_CHECKPOINT)
+            en->kind == FACT_CHECKPOINT || en->kind == FACT_MARK)
             continue;
         if (en->kind == FACT_JOB_STATE && j && j->incident[0] &&
             strcmp(j->incident, inc->id))
@@ -382,7 +409,7 @@ static void on_node_fault(engine *e, const sig *s, const fact *f,
 {
     incident *inc = strmap_get(e->open_node, host);
 
-    win_add(e, s, host, f->kind, s->job, f->scenario);
+    win_add(e, s, host, f->kind, s->job, f->scenario, f->sig_id);
     if (!fresh(e, inc))
         inc = open_node_incident(e, s, host, f->scenario, f);
     touch(inc, s);
@@ -401,7 +428,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
     incident *inc;
 
     json_array_foreach(j->nodes, i, n)
-        win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL);
+        win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
     inc = strmap_get(e->open_job, j->id);
     if (fresh(e, inc)) {
         touch(inc, s);
@@ -434,7 +461,8 @@ static void on_job_failed(engine *e, const sig *s, job *j)
         for (size_t k = 0; w && k < w->n; k++) {
             job *o = job_of(e, w->v[k].job);
             if (w->v[k].kind == FACT_JOB_STATE &&
-                w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0])
+                w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0] &&
+                is_failure(o->state))
                 failed++;
         }
         if (failed >= 2 && pb_find(e->cat, "cascade.node_crash")) {
@@ -448,10 +476,8 @@ static void on_job_failed(engine *e, const sig *s, job *j)
     }
 }
 
-static int is_failure(const char *state)
-{
-    return strcmp(state, "FAILED") == 0 || strcmp(state, "NODE_FAIL") == 0;
-}
+
+static void on_job_preempted(engine *e, const sig *s, job *j);
 
 static void on_job_state(engine *e, const sig *s)
 {
@@ -470,6 +496,8 @@ static void on_job_state(engine *e, const sig *s)
         str_copy(j->name, sizeof j->name, s->job_name);
     if ((v = json_object_get(s->obj, "team")) && json_is_string(v))
         str_copy(j->team, sizeof j->team, json_string_value(v));
+    if ((v = json_object_get(s->obj, "priority")) && json_is_string(v))
+        str_copy(j->priority, sizeof j->priority, json_string_value(v));
     if (s->nodes) {
         json_decref(j->nodes);
         j->nodes = json_incref(s->nodes);
@@ -485,6 +513,8 @@ static void on_job_state(engine *e, const sig *s)
 
     if (is_failure(j->state))
         on_job_failed(e, s, j);
+    else if (strcmp(j->state, "PREEMPTED") == 0)
+        on_job_preempted(e, s, j);
     eng_persist_job(e, j); /* after: it records the explanation */
 }
 
@@ -511,9 +541,10 @@ static void on_job_fault(engine *e, const sig *s, const fact *f)
 {
     incident *inc = strmap_get(e->open_job, f->job);
     job *j = job_of(e, f->job);
+    char wbuf[200];
 
-    if (f->host[0])
-        win_add(e, s, f->host, f->kind, f->job, f->scenario);
+    win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
+            f->scenario, f->sig_id);
     if (!fresh(e, inc)) {
         inc = open_incident(e, s, f->scenario, "job", f->job);
         str_copy(inc->job, sizeof inc->job, f->job);
@@ -522,6 +553,7 @@ static void on_job_fault(engine *e, const sig *s, const fact *f)
         str_copy(inc->root_node, sizeof inc->root_node, f->host);
         inc->cause = *f;
         inc->job_scope = 1;
+        str_copy(inc->key, sizeof inc->key, f->job);
         strmap_put(e->open_job, f->job, inc);
     }
     touch(inc, s);
@@ -539,7 +571,7 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
     json_t *n;
 
     if (f->host[0])
-        win_add(e, s, f->host, f->kind, f->job, NULL);
+        win_add(e, s, f->host, f->kind, f->job, NULL, f->sig_id);
     if (fresh(e, inc)) {
         touch(inc, s);
         return;
@@ -559,6 +591,123 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
         touch(inc, s);
         if (f->job[0])
             add_child(inc, f->job, NULL, s->ts);
+    }
+}
+
+/* Context only: the host's window keeps it for later decisions (a mark
+ * explains a later timeout, a kernel OOM kill backs a worker's death). */
+static void on_context(engine *e, const sig *s, const fact *f)
+{
+    char wbuf[200];
+
+    if (f->host[0] || f->job[0])
+        win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
+                f->scenario, f->sig_id);
+}
+
+/* The scenario a mark in this job's windows gives its collective timeouts:
+ * NCCL that bootstrapped on loopback explains every later hang. */
+static const char *marked_cause(engine *e, const job *j, const char *host)
+{
+    size_t i;
+    const char *best = NULL;
+    int64_t best_ts = 0;
+
+    for (i = 0; j && i <= json_array_size(j->nodes); i++) {
+        const char *h = i < json_array_size(j->nodes)
+            ? json_string_value(json_array_get(j->nodes, i)) : host;
+        node_win *w = h ? strmap_get(e->nodes, h) : NULL;
+        for (size_t k = 0; w && k < w->n; k++) {
+            const entry *en = &w->v[k];
+            if (en->kind != FACT_MARK || !en->scenario ||
+                strcmp(en->job, j->id) || (best && en->ts >= best_ts))
+                continue;
+            best = en->scenario;
+            best_ts = en->ts;
+        }
+    }
+    return best;
+}
+
+/* A collective timed out: the cause is what the job's evidence says (a
+ * mark); with none yet, the line is evidence like any fatal error. */
+static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
+{
+    const char *cause = marked_cause(e, job_of(e, f->job), f->host);
+
+    if (cause && pb_find(e->cat, cause)) {
+        fact g = *f;
+        g.scenario = cause;
+        on_job_fault(e, s, &g);
+        return;
+    }
+    on_app_error(e, s, f);
+}
+
+/* Spot reclaims follow the logical job (its name): repeats within a day
+ * are one incident, each reclaimed attempt one child. */
+static void spot_incident(engine *e, const sig *s, const fact *f, job *j,
+                          const char *state)
+{
+    char key[192];
+    incident *inc;
+
+    snprintf(key, sizeof key, "name:%s", j->name[0] ? j->name : j->id);
+    inc = strmap_get(e->open_job, key);
+    if (!fresh(e, inc)) {
+        inc = open_incident(e, s, f->scenario, "job", key);
+        inc->job_scope = 1;
+        inc->cause = *f;
+        inc->cause.kind = FACT_SPOT;
+        str_copy(inc->key, sizeof inc->key, key);
+        str_copy(inc->root_job, sizeof inc->root_job, j->id);
+        str_copy(inc->root_node, sizeof inc->root_node, f->host);
+        strmap_put(e->open_job, key, inc);
+    }
+    /* The newest attempt is the one to resubmit. */
+    str_copy(inc->job, sizeof inc->job, j->id);
+    str_copy(inc->node, sizeof inc->node, f->host);
+    touch(inc, s);
+    add_child(inc, j->id, state, s->ts);
+    str_copy(j->incident, sizeof j->incident, inc->id);
+}
+
+static void on_spot(engine *e, const sig *s, const fact *f)
+{
+    job *j = job_of(e, f->job);
+
+    on_context(e, s, f);
+    if (j && pb_find(e->cat, f->scenario))
+        spot_incident(e, s, f, j, NULL);
+}
+
+/* A preempted job whose node had a spot notice within minutes was
+ * reclaimed by the cloud. */
+static void on_job_preempted(engine *e, const sig *s, job *j)
+{
+    size_t i;
+    json_t *n;
+
+    json_array_foreach(j->nodes, i, n)
+        win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
+
+    json_array_foreach(j->nodes, i, n) {
+        node_win *w = strmap_get(e->nodes, json_string_value(n));
+        for (size_t k = 0; w && k < w->n; k++) {
+            const entry *en = &w->v[k];
+            fact f;
+            if (en->kind != FACT_SPOT || en->ts < e->now - CRASH_WINDOW ||
+                !pb_find(e->cat, en->scenario))
+                continue;
+            memset(&f, 0, sizeof f);
+            f.kind = FACT_SPOT;
+            f.scenario = en->scenario;
+            f.rank = -1;
+            str_copy(f.host, sizeof f.host, json_string_value(n));
+            str_copy(f.job, sizeof f.job, j->id);
+            spot_incident(e, s, &f, j, j->state);
+            return;
+        }
     }
 }
 
@@ -640,16 +789,34 @@ int eng_feed(engine *e, const sig *s)
             if (pb_find(e->cat, f->scenario))
                 on_node_fault(e, s, f, f->host);
             else if (f->host[0])
-                win_add(e, s, f->host, f->kind, s->job, NULL);
+                win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
             break;
         case FACT_CUDA_OOM:
+        case FACT_JOB_FAULT:
             if (f->job[0] && pb_find(e->cat, f->scenario))
                 on_job_fault(e, s, f);
+            else
+                on_context(e, s, f);
+            break;
+        case FACT_NODE_FAULT:
+            if (f->host[0] && pb_find(e->cat, f->scenario))
+                on_node_fault(e, s, f, f->host);
+            break;
+        case FACT_NCCL_TIMEOUT:
+            on_nccl_timeout(e, s, f);
+            break;
+        case FACT_SPOT:
+            on_spot(e, s, f);
+            break;
+        case FACT_MARK:
+        case FACT_HOST_OOM:
+            on_context(e, s, f);
             break;
         case FACT_APP_ERROR:
             on_app_error(e, s, f);
             break;
         case FACT_CHECKPOINT:
+        case FACT__COUNT:
             break; /* context only: never opens an incident (seed 004) */
         }
     }

@@ -14,6 +14,9 @@
 #define CRASH_WINDOW (10 * TS_MIN)
 /* An incident keeps absorbing related signals this long after its last. */
 #define FOLD_WINDOW (30 * TS_MIN)
+/* Repeated spot reclaims of one logical job within this are one incident
+ * (SCENARIOS.md, sched.spot_reclaimed). */
+#define SPOT_WINDOW (24 * TS_HOUR)
 /* How long window entries and seen ids are kept, in memory and in Redis. */
 #define HORIZON (2 * TS_HOUR)
 /* The seen-id set is pruned once it reaches this size (and then again
@@ -27,6 +30,7 @@ typedef struct entry {
     sig_source source;
     char job[64];
     const char *scenario; /* static catalog string or NULL */
+    const char *sig_id;   /* the signature that matched (catalog) or NULL */
 } entry;
 
 typedef struct node_win {
@@ -45,6 +49,7 @@ typedef struct job {
     char name[128];
     char team[64];
     char state[16];
+    char priority[16]; /* reserved or elastic (REPLAY.md) */
     json_t *nodes;  /* array of host names */
     json_t *config; /* launch parameters */
     char incident[24]; /* the incident that explains its failure */
@@ -61,6 +66,8 @@ typedef struct child {
 typedef struct incident {
     char id[24];
     int job_scope; /* opened for a job (else for a node) */
+    char key[192];  /* its key in open_job: the job id, or "name:<job_name>"
+                     * for faults that follow a logical job (spot) */
     const pb_scenario *sc;
     char cluster[64], node[128], gpu[16], job[64];
     const char *root_scenario;
@@ -109,6 +116,10 @@ void eng_persist_incident(engine *e, const incident *inc);
 void eng_persist_tracebacks(engine *e);
 
 json_t *eng_incident_json(engine *e, const incident *inc);
+/* Children that failed (not only seen erroring). */
+size_t eng_failed_children(const incident *inc);
+/* How long an incident keeps absorbing related signals after its last. */
+int64_t eng_fold_window(const incident *inc);
 json_t *eng_actions(engine *e, const incident *inc);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/str.h"
 #include "core/ts.h"
 #include "correlate/engine_internal.h"
 
@@ -63,6 +64,85 @@ static void fix_activation(json_t *params, const job *j)
         json_object_set_new(params, "fp16", json_true());
 }
 
+static json_int_t config_int(const job *j, const char *key)
+{
+    json_t *v = j && j->config ? json_object_get(j->config, key) : NULL;
+    return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* Host OOM in data loading: each worker holds a copy of the dataset
+ * state, so halving them halves that memory. */
+static void fix_workers(json_t *p, const job *j)
+{
+    json_int_t cur = config_int(j, "num_workers");
+
+    json_object_set_new(p, "num_workers",
+                        json_integer(cur > 1 ? cur / 2 : cur == 1 ? 0 : 2));
+}
+
+/* /dev/shm is 64 MiB by default in a container; DataLoader workers pass
+ * whole batches through it. Double what the job had, and give at least
+ * 1 GiB per worker and 8 GiB in all. */
+static void fix_shm(json_t *p, const job *j)
+{
+    const json_int_t gib = 1073741824;
+    json_int_t cur = config_int(j, "shm_size"), w = config_int(j, "num_workers");
+    json_int_t size = 8 * gib;
+
+    if (cur > 0 && 2 * cur > size)
+        size = 2 * cur;
+    if (w > 0 && w * gib > size)
+        size = w * gib;
+    json_object_set_new(p, "shm_size", json_integer(size));
+}
+
+/* The taint the scheduler named ("key: value", value may be empty). No
+ * effect given: a toleration without one matches every effect. */
+static void fix_tolerations(json_t *p, const incident *inc)
+{
+    char key[96];
+    const char *colon;
+    json_t *t;
+
+    str_copy(key, sizeof key, inc->cause.detail);
+    colon = strchr(key, ':');
+    if (!key[0] || key[0] == ':') {
+        json_object_set_new(p, "tolerations", json_array());
+        return;
+    }
+    if (colon) {
+        const char *val = colon + 1;
+        while (*val == ' ')
+            val++;
+        key[colon - key] = '\0';
+        t = *val ? json_pack("{s:s, s:s, s:s}", "key", key, "operator", "Equal",
+                             "value", val)
+                 : json_pack("{s:s, s:s}", "key", key, "operator", "Exists");
+    } else {
+        t = json_pack("{s:s, s:s}", "key", key, "operator", "Exists");
+    }
+    json_object_set_new(p, "tolerations", json_pack("[o]", t));
+}
+
+/* NCCL's exclusion syntax works on any cluster: everything but loopback
+ * and container bridges. NCCL_DEBUG=INFO shows the choice next time. */
+static void fix_socket_ifname(json_t *p)
+{
+    json_object_set_new(p, "env", json_pack("{s:s, s:s}", "NCCL_SOCKET_IFNAME",
+                                            "^lo,docker", "NCCL_DEBUG", "INFO"));
+}
+
+static void fix_worker_memory(json_t *p, const job *j)
+{
+    json_int_t gb = config_int(j, "worker_memory_gb");
+
+    if (gb > 0)
+        json_object_set_new(p, "config", json_pack("{s:I}", "worker_memory_gb",
+                                                   (json_int_t)(gb * 2)));
+    else
+        json_object_set_new(p, "gradient_checkpointing", json_true());
+}
+
 static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
 {
     json_t *p = json_object();
@@ -83,6 +163,25 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
         break;
     case PB_FIX_TICKET:
         json_object_set_new(p, "category", json_string(st->category));
+        break;
+    case PB_FIX_WORKERS:
+        fix_workers(p, j);
+        break;
+    case PB_FIX_SHM:
+        fix_shm(p, j);
+        break;
+    case PB_FIX_TOLERATIONS:
+        fix_tolerations(p, inc);
+        break;
+    case PB_FIX_SOCKET_IFNAME:
+        fix_socket_ifname(p);
+        break;
+    case PB_FIX_WORKER_MEMORY:
+        fix_worker_memory(p, j);
+        break;
+    case PB_FIX_SAME_CONFIG:
+        json_object_set_new(p, "config", j && j->config ? json_deep_copy(j->config)
+                                                        : json_object());
         break;
     case PB_FIX_NONE:
         break;
@@ -110,12 +209,33 @@ static json_t *job_target(const job *j, const char *id)
     return t;
 }
 
+/* Whether a step's `when` holds for this incident and its job. */
+static int step_applies(engine *e, const pb_step *st, const incident *inc)
+{
+    const job *j = inc->job[0] ? strmap_get(e->jobs, inc->job) : NULL;
+    int reserved = j && strcmp(j->priority, "reserved") == 0;
+
+    switch (st->when) {
+    case PB_WHEN_RESERVED:
+        return reserved;
+    case PB_WHEN_ELASTIC:
+        return !reserved;
+    case PB_WHEN_REPEATED:
+        return eng_failed_children(inc) >= 2;
+    case PB_WHEN_ALWAYS:
+        break;
+    }
+    return 1;
+}
+
 json_t *eng_actions(engine *e, const incident *inc)
 {
     json_t *out = json_array();
 
     for (int i = 0; i < inc->sc->nsteps; i++) {
         const pb_step *st = &inc->sc->steps[i];
+        if (!step_applies(e, st, inc))
+            continue;
         switch (st->target) {
         case PB_TARGET_NODE: {
             json_t *t = json_pack("{s:s}", "node", inc->node);
@@ -164,6 +284,8 @@ static json_t *scope_json(engine *e, const incident *inc)
         json_object_set_new(s, "job", json_string(inc->job));
     if (j && j->name[0])
         json_object_set_new(s, "job_name", json_string(j->name));
+    else if (strncmp(inc->key, "name:", 5) == 0)
+        json_object_set_new(s, "job_name", json_string(inc->key + 5));
     if (j && j->team[0])
         json_object_set_new(s, "team", json_string(j->team));
     return s;

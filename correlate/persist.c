@@ -35,23 +35,23 @@ static void put_json(engine *e, const char *cluster, const char *kind,
 void eng_persist_job(engine *e, const job *j)
 {
     put_json(e, j->cluster, "jobs", j->id,
-             json_pack("{s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I}", "job",
-                       j->id, "job_name", j->name, "team", j->team, "state",
-                       j->state, "nodes", j->nodes, "config", j->config,
-                       "incident", j->incident, "updated",
-                       (json_int_t)j->updated));
+             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I}",
+                       "job", j->id, "job_name", j->name, "team", j->team,
+                       "state", j->state, "priority", j->priority, "nodes",
+                       j->nodes, "config", j->config, "incident", j->incident,
+                       "updated", (json_int_t)j->updated));
 }
 
 static json_t *fact_json(const fact *f)
 {
     return json_pack("{s:i, s:s?, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, "
-                     "s:f, s:f, s:i, s:s}",
+                     "s:f, s:f, s:i, s:s, s:s}",
                      "kind", (int)f->kind, "scenario", f->scenario, "host",
                      f->host, "job", f->job, "gpu", f->gpu, "pci", f->pci,
                      "xid", f->xid, "rank", f->rank, "tried", f->tried, "free",
                      f->free_b, "capacity", f->capacity, "reserved",
                      f->reserved_unalloc, "pass", (int)f->pass, "excerpt",
-                     f->excerpt);
+                     f->excerpt, "detail", f->detail);
 }
 
 void eng_persist_incident(engine *e, const incident *inc)
@@ -65,7 +65,7 @@ void eng_persist_incident(engine *e, const incident *inc)
     }
     put_json(e, inc->cluster, "state", inc->id,
              json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
-                       "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O}",
+                       "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O, s:s}",
                        "v", STATE_VERSION, "scope",
                        inc->job_scope ? "job" : "node", "scenario", inc->sc->id,
                        "node", inc->node, "gpu", inc->gpu, "job", inc->job,
@@ -77,7 +77,8 @@ void eng_persist_incident(engine *e, const incident *inc)
                        (json_int_t)inc->first, "last", (json_int_t)inc->last,
                        "count", inc->count, "sources",
                        (json_int_t)inc->sources, "children", kids, "cause",
-                       fact_json(&inc->cause), "published", inc->published));
+                       fact_json(&inc->cause), "published", inc->published,
+                       "key", inc->key));
 }
 
 static void tb_change(void *arg, const char *key, const char *value)
@@ -121,13 +122,13 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
                        const char *member)
 {
     const char *host = strstr(key, ":w:node:");
-    char kc, jobid[64], scen[64], src[32] = "";
+    char kc, jobid[64], scen[64], src[32] = "", sid[64] = "";
     unsigned long long id;
     sig_source source = SRC__COUNT; /* unknown: older records lack it */
     node_win *w;
 
-    if (!host || sscanf(member, "%16llx %c %63s %63s %31s", &id, &kc, jobid,
-                        scen, src) < 4)
+    if (!host || sscanf(member, "%16llx %c %63s %63s %31s %63s", &id, &kc,
+                        jobid, scen, src, sid) < 4)
         return -1;
     const char *k = strchr(eng_kind_code, kc);
     if (!k || !kc)
@@ -145,6 +146,11 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     en->source = source;
     str_copy(en->job, sizeof en->job, strcmp(jobid, "-") ? jobid : "");
     en->scenario = NULL;
+    en->sig_id = NULL;
+    if (sid[0] && strcmp(sid, "-")) {
+        const pb_signature *g = pb_signature_find(e->cat, sid);
+        en->sig_id = g ? g->id : NULL;
+    }
     if (strcmp(scen, "-")) {
         const pb_scenario *sc = pb_find(e->cat, scen);
         en->scenario = sc ? sc->id : NULL;
@@ -199,6 +205,7 @@ static int restore_job(engine *e, const char *cluster, const char *field,
     str_copy(j->name, sizeof j->name, jstr(o, "job_name"));
     str_copy(j->team, sizeof j->team, jstr(o, "team"));
     str_copy(j->state, sizeof j->state, jstr(o, "state"));
+    str_copy(j->priority, sizeof j->priority, jstr(o, "priority"));
     str_copy(j->incident, sizeof j->incident, jstr(o, "incident"));
     j->updated = jint(o, "updated");
     j->nodes = json_incref(nodes);
@@ -234,6 +241,8 @@ static void restore_fact(engine *e, json_t *o, fact *f)
     str_copy(f->gpu, sizeof f->gpu, jstr(o, "gpu"));
     str_copy(f->pci, sizeof f->pci, jstr(o, "pci"));
     str_copy(f->excerpt, sizeof f->excerpt, jstr(o, "excerpt"));
+    str_copy(f->detail, sizeof f->detail, jstr(o, "detail"));
+    f->step = f->pid = -1;
     f->xid = (int)jint(o, "xid");
     f->rank = (int)jint(o, "rank");
     f->tried = json_number_value(json_object_get(o, "tried"));
@@ -290,6 +299,8 @@ static int restore_incident(engine *e, const char *field, json_t *o,
     str_copy(inc->node, sizeof inc->node, jstr(o, "node"));
     str_copy(inc->gpu, sizeof inc->gpu, jstr(o, "gpu"));
     str_copy(inc->job, sizeof inc->job, jstr(o, "job"));
+    str_copy(inc->key, sizeof inc->key,
+             *jstr(o, "key") ? jstr(o, "key") : inc->job);
     str_copy(inc->root_node, sizeof inc->root_node, jstr(o, "root_node"));
     str_copy(inc->root_job, sizeof inc->root_job, jstr(o, "root_job"));
     inc->root_ts = jint(o, "root_ts");
@@ -365,7 +376,7 @@ size_t eng_restore_done(engine *e)
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
         if (inc->job_scope && inc->job[0])
-            strmap_put(e->open_job, inc->job, inc);
+            strmap_put(e->open_job, inc->key, inc);
         else if (!inc->job_scope && inc->node[0])
             strmap_put(e->open_node, inc->node, inc);
         if (e->now - inc->updated <= FOLD_WINDOW)
@@ -379,8 +390,8 @@ size_t eng_restore_done(engine *e)
 
 static void unlink_incident(engine *e, const incident *inc)
 {
-    if (inc->job[0] && strmap_get(e->open_job, inc->job) == inc)
-        strmap_del(e->open_job, inc->job);
+    if (inc->key[0] && strmap_get(e->open_job, inc->key) == inc)
+        strmap_del(e->open_job, inc->key);
     if (inc->node[0] && strmap_get(e->open_node, inc->node) == inc)
         strmap_del(e->open_node, inc->node);
 }
@@ -392,7 +403,9 @@ static size_t prune_incidents(engine *e)
 
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
-        if (inc->dirty || e->now - inc->updated <= HORIZON) {
+        int64_t keep_for = eng_fold_window(inc) > HORIZON ? eng_fold_window(inc)
+                                                          : HORIZON;
+        if (inc->dirty || e->now - inc->updated <= keep_for) {
             e->incs[keep++] = inc;
             continue;
         }

@@ -15,9 +15,12 @@
  * was lost or the job printed something else. */
 #define TB_MAX_AGE (60 * TS_SEC)
 
+#include "rules/playbooks.h"
+
+/* The value extractors: numbers inside a message a signature already
+ * recognised, and the rank prefix torchrun puts on every line. What a
+ * message means lives in the rule files, not here. */
 enum re_id {
-    RE_XID,
-    RE_OFFBUS,
     RE_RANK,
     RE_TRIED,
     RE_CAP_NEW,
@@ -27,16 +30,11 @@ enum re_id {
     RE_RESV_NEW,
     RE_RESV_OLD,
     RE_ALLOC_OLD,
-    RE_NODE_NOTRESP,
-    RE_NODE_FAILED,
     RE__COUNT
 };
 
 #define SIZE "([0-9]+(?:\\.[0-9]+)?) ?([KMGT]i?B|bytes|B)"
 static const char *const re_src[RE__COUNT] = {
-    [RE_XID] = "NVRM: Xid \\((?:PCI:)?([0-9A-Fa-f:.]+)\\):\\s*([0-9]+)",
-    [RE_OFFBUS] = "NVRM: GPU (?:at PCI:)?([0-9A-Fa-f:.]+):\\s*GPU has fallen "
-                  "off the bus",
     [RE_RANK] = "^\\[(?:rank|RANK) ?([0-9]+)\\]:? ?",
     [RE_TRIED] = "Tried to allocate " SIZE,
     [RE_CAP_NEW] = "total capac(?:i)?ty of " SIZE,
@@ -46,9 +44,42 @@ static const char *const re_src[RE__COUNT] = {
     [RE_RESV_NEW] = "and " SIZE " is reserved\\s+by PyTorch but unallocated",
     [RE_RESV_OLD] = SIZE " reserved in total by PyTorch",
     [RE_ALLOC_OLD] = SIZE " already allocated",
-    [RE_NODE_NOTRESP] = "[Nn]odes? ([^ ,]+(?:,[^ ,]+)*) not responding",
-    [RE_NODE_FAILED] = "on failed node ([^ ,]+)",
 };
+
+static const char *const fact_names[FACT__COUNT] = {
+    [FACT_XID] = "xid",
+    [FACT_NODE_DOWN] = "node_down",
+    [FACT_CUDA_OOM] = "cuda_oom",
+    [FACT_APP_ERROR] = "app_error",
+    [FACT_JOB_STATE] = "job_state",
+    [FACT_INVENTORY] = "inventory",
+    [FACT_CHECKPOINT] = "checkpoint",
+    [FACT_JOB_FAULT] = "job_fault",
+    [FACT_NODE_FAULT] = "node_fault",
+    [FACT_MARK] = "mark",
+    [FACT_NCCL_TIMEOUT] = "nccl_timeout",
+    [FACT_SPOT] = "spot",
+    [FACT_HOST_OOM] = "host_oom",
+};
+
+const char *cls_fact_name(fact_kind k)
+{
+    return (unsigned)k < FACT__COUNT ? fact_names[k] : "?";
+}
+
+int cls_fact_parse(const char *name)
+{
+    for (int i = 0; name && i < FACT__COUNT; i++)
+        if (!strcmp(name, fact_names[i]))
+            return i;
+    return -1;
+}
+
+int cls_fact_from_text(int kind)
+{
+    return kind >= 0 && kind < FACT__COUNT && kind != FACT_JOB_STATE &&
+           kind != FACT_INVENTORY;
+}
 
 struct traceback {
     int64_t started;
@@ -57,13 +88,14 @@ struct traceback {
 };
 
 struct classifier {
+    const pb_catalog *cat;
     pcre2_code *re[RE__COUNT];
     pcre2_match_data *md;
     strmap *tracebacks; /* "cluster|host|job|rank" -> struct traceback */
     strmap *tb_gone;    /* keys ended since the last cls_tb_changes */
 };
 
-classifier *cls_new(cs_err *err)
+classifier *cls_new(const pb_catalog *cat, cs_err *err)
 {
     classifier *c = calloc(1, sizeof *c);
     int ec;
@@ -73,19 +105,20 @@ classifier *cls_new(cs_err *err)
         cs_err_set(err, "out of memory");
         return NULL;
     }
+    c->cat = cat;
     for (int i = 0; i < RE__COUNT; i++) {
         c->re[i] = pcre2_compile((PCRE2_SPTR)re_src[i], PCRE2_ZERO_TERMINATED,
                                  0, &ec, &eo, NULL);
         if (!c->re[i]) {
             PCRE2_UCHAR msg[128];
             pcre2_get_error_message(ec, msg, sizeof msg);
-            cs_err_set(err, "signature %d: %s at offset %zu", i, msg, eo);
+            cs_err_set(err, "extractor %d: %s at offset %zu", i, msg, eo);
             cls_free(c);
             return NULL;
         }
         pcre2_jit_compile(c->re[i], PCRE2_JIT_COMPLETE);
     }
-    c->md = pcre2_match_data_create(8, NULL);
+    c->md = pcre2_match_data_create(32, NULL);
     c->tracebacks = strmap_new();
     c->tb_gone = strmap_new();
     return c;
@@ -103,7 +136,7 @@ void cls_free(classifier *c)
     free(c);
 }
 
-/* Runs one signature; copies capture groups 1..n into caps (each cap_len). */
+/* Runs one extractor; copies capture groups 1..n into caps. */
 static int match(const classifier *c, enum re_id id, const char *s,
                  char caps[][64], int n)
 {
@@ -124,59 +157,120 @@ static int match(const classifier *c, enum re_id id, const char *s,
     return 1;
 }
 
-
 static void fact_init(fact *f, fact_kind kind, const sig *s)
 {
     memset(f, 0, sizeof *f);
     f->kind = kind;
     f->rank = s ? s->rank : -1;
     f->tried = f->free_b = f->capacity = f->reserved_unalloc = -1;
+    f->step = f->pid = -1;
     if (s) {
         str_copy(f->host, sizeof f->host, s->host);
         str_copy(f->job, sizeof f->job, s->job);
     }
 }
 
-/* Xid code -> the scenario it signals on its own (SCENARIOS.md, Hardware).
- * 13/31/43 name no scenario here: hardware or application is decided by the
- * engine from how the fault moves across GPUs and jobs. */
-static const char *xid_scenario(int xid)
+/* Copies the named fields of the last match into the fact. nodes (a
+ * hostlist) goes to nodes_out for the caller to expand. */
+static void take_fields(const classifier *c, const pb_signature *g,
+                        const char *text, fact *f, char *nodes_out,
+                        size_t nodes_len)
 {
-    switch (xid) {
-    case 79:
-        return "hw.gpu_off_bus";
-    case 48:
-    case 63:
-    case 64:
-    case 94:
-    case 95:
-        return "hw.ecc_uncorrectable";
-    case 74:
-        return "hw.nvlink";
-    default:
-        return NULL;
+    uint32_t count = 0, size = 0;
+    PCRE2_SPTR table;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
+
+    pcre2_pattern_info(g->re, PCRE2_INFO_NAMECOUNT, &count);
+    pcre2_pattern_info(g->re, PCRE2_INFO_NAMEENTRYSIZE, &size);
+    pcre2_pattern_info(g->re, PCRE2_INFO_NAMETABLE, &table);
+    for (uint32_t i = 0; i < count; i++) {
+        const unsigned char *e = table + i * size;
+        int grp = (e[0] << 8) | e[1];
+        const char *name = (const char *)(e + 2);
+        PCRE2_SIZE a = ov[2 * grp], b = ov[2 * grp + 1];
+        char v[256];
+        size_t l;
+
+        if (a == PCRE2_UNSET)
+            continue;
+        l = b - a < sizeof v - 1 ? b - a : sizeof v - 1;
+        memcpy(v, text + a, l);
+        v[l] = '\0';
+        if (!strcmp(name, "host"))
+            str_copy(f->host, sizeof f->host, v);
+        else if (!strcmp(name, "job"))
+            str_copy(f->job, sizeof f->job, v);
+        else if (!strcmp(name, "gpu"))
+            str_copy(f->gpu, sizeof f->gpu, v);
+        else if (!strcmp(name, "pci"))
+            str_copy(f->pci, sizeof f->pci, v);
+        else if (!strcmp(name, "xid"))
+            f->xid = atoi(v);
+        else if (!strcmp(name, "rank"))
+            f->rank = atoi(v);
+        else if (!strcmp(name, "step"))
+            f->step = atol(v);
+        else if (!strcmp(name, "pid"))
+            f->pid = atol(v);
+        else if (!strcmp(name, "detail"))
+            str_copy(f->detail, sizeof f->detail, v);
+        else if (!strcmp(name, "nodes") && nodes_out)
+            str_copy(nodes_out, nodes_len, v);
     }
 }
 
-int cls_parse_xid(const classifier *c, const char *line, fact *f)
+/* The first signature of this source that matches text; NULL when none.
+ * only >= 0 restricts the search to one fact kind. */
+static const pb_signature *first_match(const classifier *c, int source,
+                                       const char *text, int only)
 {
-    char cap[2][64];
+    size_t n;
+    const pb_signature *g = pb_signatures(c->cat, &n);
 
-    if (!strstr(line, "NVRM"))
-        return 0;
-    fact_init(f, FACT_XID, NULL);
-    if (match(c, RE_XID, line, cap, 2)) {
-        str_copy(f->pci, sizeof f->pci, cap[0]);
-        f->xid = atoi(cap[1]);
-    } else if (match(c, RE_OFFBUS, line, cap, 1)) {
-        /* Driver 570+ reports a lost GPU without the Xid token. */
-        str_copy(f->pci, sizeof f->pci, cap[0]);
-        f->xid = 79;
-    } else {
-        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].source != source ||
+            (only >= 0 && cls_fact_parse(g[i].fact) != only))
+            continue;
+        if (pcre2_match(g[i].re, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0,
+                        c->md, NULL) >= 0)
+            return &g[i];
     }
-    f->scenario = xid_scenario(f->xid);
-    str_copy(f->excerpt, sizeof f->excerpt, strstr(line, "NVRM"));
+    return NULL;
+}
+
+const char *cls_text(const sig *s, char *buf, size_t len)
+{
+    if (s->source == SRC_K8S) {
+        json_t *ev = s->body;
+        const char *reason = json_string_value(json_object_get(ev, "reason"));
+        const char *msg = json_string_value(json_object_get(ev, "message"));
+        snprintf(buf, len, "%s: %s", reason ? reason : "", msg ? msg : "");
+        return buf;
+    }
+    return s->line;
+}
+
+/* A fact from a signature that matched: kind, scenario, fields. */
+static void from_signature(const classifier *c, const pb_signature *g,
+                           const sig *s, const char *text, fact *f,
+                           char *nodes, size_t nodes_len)
+{
+    fact_init(f, (fact_kind)cls_fact_parse(g->fact), s);
+    take_fields(c, g, text, f, nodes, nodes_len);
+    f->sig_id = g->id;
+    f->scenario = g->scenario;
+    if (f->kind == FACT_XID && !f->scenario)
+        f->scenario = pb_xid_scenario(c->cat, f->xid);
+    str_copy(f->excerpt, sizeof f->excerpt, text);
+}
+
+int cls_parse_xid(classifier *c, const char *line, fact *f)
+{
+    const pb_signature *g = first_match(c, SRC_KERNEL, line, FACT_XID);
+
+    if (!g)
+        return 0;
+    from_signature(c, g, NULL, line, f, NULL, 0);
     return 1;
 }
 
@@ -201,15 +295,11 @@ static double size_of(const classifier *c, enum re_id id, const char *line)
     return match(c, id, line, cap, 2) ? to_bytes(cap[0], cap[1]) : -1;
 }
 
-int cls_parse_oom(const classifier *c, const char *line, fact *f)
+/* The sizes a CUDA OOM message gives, across PyTorch generations. */
+static void oom_sizes(const classifier *c, const char *line, fact *f)
 {
     double resv, alloc;
 
-    /* Every PyTorch generation keeps this phrase; the exception class and
-     * "capacity" (misspelt in 2.1) do not stay fixed. */
-    if (!strstr(line, "CUDA out of memory"))
-        return 0;
-    fact_init(f, FACT_CUDA_OOM, NULL);
     f->tried = size_of(c, RE_TRIED, line);
     f->capacity = size_of(c, RE_CAP_NEW, line);
     if (f->capacity < 0)
@@ -225,6 +315,16 @@ int cls_parse_oom(const classifier *c, const char *line, fact *f)
         if (resv >= 0 && alloc >= 0)
             f->reserved_unalloc = resv > alloc ? resv - alloc : 0;
     }
+}
+
+int cls_parse_oom(const classifier *c, const char *line, fact *f)
+{
+    /* Every PyTorch generation keeps this phrase; the exception class and
+     * "capacity" (misspelt in 2.1) do not stay fixed. */
+    if (!strstr(line, "CUDA out of memory"))
+        return 0;
+    fact_init(f, FACT_CUDA_OOM, NULL);
+    oom_sizes(c, line, f);
     str_copy(f->excerpt, sizeof f->excerpt, strstr(line, "CUDA out of memory"));
     return 1;
 }
@@ -317,24 +417,28 @@ int cls_expand_hostlist(const char *list, char names[][128], int max)
     return n;
 }
 
-static int classify_slurm(classifier *c, const sig *s, fact *out)
+/* One signal's text through its source's signatures. A (?<nodes>)
+ * hostlist makes one fact per node. */
+static int classify_text(classifier *c, const sig *s, const char *text,
+                         fact *out)
 {
-    char cap[1][64], names[CLS_MAX_FACTS][128];
-    int n = 0, k;
+    char nodes[512] = "", names[CLS_MAX_FACTS][128];
+    const pb_signature *g = first_match(c, s->source, text, -1);
+    int k;
 
-    if (!s->line)
+    if (!g)
         return 0;
-    if (match(c, RE_NODE_NOTRESP, s->line, cap, 1) ||
-        match(c, RE_NODE_FAILED, s->line, cap, 1)) {
-        k = cls_expand_hostlist(cap[0], names, CLS_MAX_FACTS);
-        for (int i = 0; i < k; i++, n++) {
-            fact_init(&out[n], FACT_NODE_DOWN, s);
-            str_copy(out[n].host, sizeof out[n].host, names[i]);
-            out[n].scenario = "node.down";
-            str_copy(out[n].excerpt, sizeof out[n].excerpt, s->line);
-        }
-    }
-    return n;
+    from_signature(c, g, s, text, out, nodes, sizeof nodes);
+    if (out->kind == FACT_CUDA_OOM)
+        oom_sizes(c, text, out);
+    if (!nodes[0])
+        return 1;
+    k = cls_expand_hostlist(nodes, names, CLS_MAX_FACTS);
+    for (int i = 1; i < k; i++)
+        out[i] = out[0];
+    for (int i = 0; i < k; i++)
+        str_copy(out[i].host, sizeof out[i].host, names[i]);
+    return k > 0 ? k : 0;
 }
 
 /* dcgm-exporter conventions first (Hostname, gpu, err_code), then the
@@ -354,37 +458,60 @@ static const char *alert_host(json_t *labels, char *buf, size_t len)
     return NULL;
 }
 
-static int classify_alerts(const sig *s, fact *out)
+/* One alert's labels: the alertname picks the signature, the labels give
+ * the fields (dcgm-exporter: Hostname, gpu, UUID, err_code, modelName). */
+static int classify_alert(classifier *c, const sig *s, json_t *labels,
+                          fact *f)
+{
+    const char *name = json_string_value(json_object_get(labels, "alertname"));
+    const char *code = json_string_value(json_object_get(labels, "err_code"));
+    const pb_signature *g;
+    char host[128];
+
+    if (!name || !(g = first_match(c, SRC_ALERTMANAGER, name, -1)))
+        return 0;
+    if (!code)
+        code = json_string_value(json_object_get(labels, "xid"));
+    from_signature(c, g, s, name, f, NULL, 0);
+    if (!alert_host(labels, host, sizeof host))
+        return 0;
+    str_copy(f->host, sizeof f->host, host);
+    str_copy(f->gpu, sizeof f->gpu,
+             json_string_value(json_object_get(labels, "gpu")));
+    if (f->kind == FACT_XID) {
+        f->xid = code ? atoi(code) : 0;
+        if (f->xid <= 0)
+            return 0;
+        if (!g->scenario)
+            f->scenario = pb_xid_scenario(c->cat, f->xid);
+        snprintf(f->excerpt, sizeof f->excerpt, "alert %s Xid %d", name, f->xid);
+    } else {
+        snprintf(f->excerpt, sizeof f->excerpt, "alert %s", name);
+    }
+    return 1;
+}
+
+static int classify_alerts(classifier *c, const sig *s, fact *out)
 {
     json_t *alerts = json_object_get(s->body, "alerts"), *a;
     size_t i;
     int n = 0;
 
     json_array_foreach(alerts, i, a) {
-        json_t *labels = json_object_get(a, "labels");
         const char *status = json_string_value(json_object_get(a, "status"));
-        const char *code = json_string_value(json_object_get(labels, "err_code"));
-        const char *name = json_string_value(json_object_get(labels, "alertname"));
-        char host[128];
-
         if (n == CLS_MAX_FACTS || (status && strcmp(status, "firing")))
             continue;
-        if (!code)
-            code = json_string_value(json_object_get(labels, "xid"));
-        if (!code || !name || !strcasestr(name, "xid"))
-            continue;
-        fact_init(&out[n], FACT_XID, s);
-        out[n].xid = atoi(code);
-        if (out[n].xid <= 0 || !alert_host(labels, host, sizeof host))
-            continue;
-        str_copy(out[n].host, sizeof out[n].host, host);
-        str_copy(out[n].gpu, sizeof out[n].gpu,
-             json_string_value(json_object_get(labels, "gpu")));
-        out[n].scenario = xid_scenario(out[n].xid);
-        snprintf(out[n].excerpt, sizeof out[n].excerpt, "alert %s Xid %d", name,
-                 out[n].xid);
-        n++;
+        n += classify_alert(c, s, json_object_get(a, "labels"), &out[n]);
     }
+    return n;
+}
+
+int cls_classify_labels(classifier *c, const char *labels_json, fact *out)
+{
+    json_t *labels = json_loads(labels_json, 0, NULL);
+    int n = labels ? classify_alert(c, NULL, labels, out) : 0;
+
+    json_decref(labels);
     return n;
 }
 
@@ -452,23 +579,16 @@ static int classify_app(classifier *c, const sig *s, fact *out)
             tb->dirty = 1;
         return 0;
     }
-    if (cls_parse_oom(c, line, out)) {
-        str_copy(out->host, sizeof out->host, s->host);
-        str_copy(out->job, sizeof out->job, s->job);
+    if (classify_text(c, s, line, out)) {
         out->rank = rank;
-        if (tb)
-            out->pass = tb->backward ? OOM_PASS_BACKWARD
-                        : tb->forward ? OOM_PASS_FORWARD
-                                      : OOM_PASS_UNKNOWN;
-        out->scenario = oom_scenario(out);
-    } else if (strstr(line, "CUDA error: ") || strstr(line, "NCCL error") ||
-               strstr(line, "DistBackendError")) {
-        fact_init(out, FACT_APP_ERROR, s);
-        out->rank = rank;
-        str_copy(out->excerpt, sizeof out->excerpt, line);
-    } else if (strcasestr(line, "saving") && strcasestr(line, "checkpoint")) {
-        fact_init(out, FACT_CHECKPOINT, s);
-        str_copy(out->excerpt, sizeof out->excerpt, line);
+        if (out->kind == FACT_CUDA_OOM) {
+            if (tb)
+                out->pass = tb->backward ? OOM_PASS_BACKWARD
+                            : tb->forward ? OOM_PASS_FORWARD
+                                          : OOM_PASS_UNKNOWN;
+            if (!out->scenario)
+                out->scenario = oom_scenario(out);
+        }
     } else {
         out = NULL;
     }
@@ -530,18 +650,22 @@ int cls_tb_restore(classifier *c, const char *key, const char *value)
 
 int cls_classify(classifier *c, const sig *s, fact *out)
 {
+    char buf[2048];
+    int n;
+
     switch (s->source) {
     case SRC_KERNEL:
-        if (!cls_parse_xid(c, s->line, out))
-            return 0;
-        str_copy(out->host, sizeof out->host, s->host);
-        return out->host[0] ? 1 : 0;
+        n = classify_text(c, s, s->line, out);
+        return n == 1 && !out->host[0] ? 0 : n; /* a kernel fact needs a host */
     case SRC_APP:
         return classify_app(c, s, out);
+    case SRC_RAY:
     case SRC_SLURM:
-        return classify_slurm(c, s, out);
+        return s->line ? classify_text(c, s, s->line, out) : 0;
+    case SRC_K8S:
+        return classify_text(c, s, cls_text(s, buf, sizeof buf), out);
     case SRC_ALERTMANAGER:
-        return classify_alerts(s, out);
+        return classify_alerts(c, s, out);
     case SRC_JOB:
         fact_init(out, FACT_JOB_STATE, s);
         return 1;
@@ -549,8 +673,7 @@ int cls_classify(classifier *c, const sig *s, fact *out)
         fact_init(out, FACT_INVENTORY, s);
         return 1;
     default:
-        /* ray, k8s and metric signals are parsed and validated; their
-         * signatures arrive with the scenario catalog. */
+        /* metrics are read as rates over windows by the engine */
         return 0;
     }
 }

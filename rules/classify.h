@@ -10,6 +10,8 @@
 #include "core/err.h"
 #include "core/signal.h"
 
+/* Fact kinds. A signature (rules/<family>.yaml) names the kind it makes;
+ * what the engine decides from a fact is keyed by its kind. */
 typedef enum {
     FACT_XID,        /* GPU fault reported by the driver or an exporter */
     FACT_NODE_DOWN,  /* the scheduler lost a node */
@@ -18,6 +20,14 @@ typedef enum {
     FACT_JOB_STATE,  /* scheduler job lifecycle */
     FACT_INVENTORY,  /* node topology and policy */
     FACT_CHECKPOINT, /* context only: a checkpoint is being written */
+    FACT_JOB_FAULT,  /* the text alone names a job-level scenario */
+    FACT_NODE_FAULT, /* the text alone names a node-level scenario */
+    FACT_MARK,       /* evidence for a later decision: its scenario is the
+                      * cause of the job's next collective timeout */
+    FACT_NCCL_TIMEOUT, /* a collective timed out: cause from the evidence */
+    FACT_SPOT,       /* the cloud is reclaiming a node or its pods */
+    FACT_HOST_OOM,   /* the kernel's OOM killer ended a process */
+    FACT__COUNT
 } fact_kind;
 
 enum oom_pass { OOM_PASS_UNKNOWN, OOM_PASS_FORWARD, OOM_PASS_BACKWARD };
@@ -36,11 +46,23 @@ typedef struct fact {
     double tried, free_b, capacity, reserved_unalloc;
     enum oom_pass pass;
     char excerpt[160]; /* the line that made the fact, for summaries */
+    char detail[96];   /* the signature's (?<detail>) field: taint, iface, op */
+    long step, pid;    /* -1 when the text does not say */
+    const char *sig_id; /* the signature that matched (catalog string) */
 } fact;
 
 typedef struct classifier classifier;
+struct pb_catalog;
 
-classifier *cls_new(cs_err *err);
+/* Kind names as rule files spell them ("xid", "job_fault", ...). */
+const char *cls_fact_name(fact_kind k);
+int cls_fact_parse(const char *name); /* -1 when unknown */
+/* Whether a signature may make this kind (job_state, inventory: no). */
+int cls_fact_from_text(int kind);
+
+/* The classifier reads the catalog's signatures; it borrows the catalog,
+ * which must outlive it. */
+classifier *cls_new(const struct pb_catalog *cat, cs_err *err);
 void cls_free(classifier *c);
 
 #define CLS_MAX_FACTS 16
@@ -59,9 +81,16 @@ typedef void (*cls_tb_fn)(void *arg, const char *key, const char *value);
 void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg);
 int cls_tb_restore(classifier *c, const char *key, const char *value);
 
-/* Exposed for tests and fuzzers: the per-format parsers. */
-int cls_parse_xid(const classifier *c, const char *line, fact *f);
+/* Exposed for tests and fuzzers: the per-format parsers. cls_parse_xid
+ * runs the kernel signatures that make xid facts. */
+int cls_parse_xid(classifier *c, const char *line, fact *f);
 int cls_parse_oom(const classifier *c, const char *line, fact *f);
+/* The text a signature of this signal's source reads: the line, or for a
+ * Kubernetes event "Reason: message". buf backs it when needed. */
+const char *cls_text(const sig *s, char *buf, size_t len);
+/* One alert given by its labels (a JSON object), as `rules test` runs an
+ * alert example; returns the number of facts (0 or 1). */
+int cls_classify_labels(classifier *c, const char *labels_json, fact *out);
 /* Expands a SLURM hostlist ("gpu-[001-003,007],cpu-1") into at most max
  * names of at most 128 bytes; returns the count or -1 when malformed. */
 int cls_expand_hostlist(const char *list, char names[][128], int max);

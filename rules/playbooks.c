@@ -7,12 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
+#include "core/signal.h"
+#include "rules/classify.h"
 #include "rules/rules_embedded.h"
+
+typedef struct xid_map {
+    int code;
+    const char *scenario;
+    char where[160]; /* FILE:LINE:COL, for the checks after loading */
+} xid_map;
 
 struct pb_catalog {
     pb_scenario *v;
     size_t n, cap;
+    pb_signature *sigs;
+    size_t nsigs, capsigs;
+    xid_map *xids;
+    size_t nxids;
 };
 
 /* One file being read: its document and where problems go. */
@@ -62,14 +76,58 @@ static void free_scenario(pb_scenario *s)
     free((char *)s->todo);
 }
 
+static void free_signature(pb_signature *g)
+{
+    for (int i = 0; i < g->nexamples; i++) {
+        free((char *)g->examples[i].text);
+        free((char *)g->examples[i].scenario);
+        free((char *)g->examples[i].fact);
+    }
+    free(g->examples);
+    pcre2_code_free(g->re);
+    free((char *)g->id);
+    free((char *)g->fact);
+    free((char *)g->scenario);
+    free((char *)g->match);
+    free((char *)g->file);
+}
+
 void pb_catalog_free(pb_catalog *c)
 {
     if (!c)
         return;
     for (size_t i = 0; i < c->n; i++)
         free_scenario(&c->v[i]);
+    for (size_t i = 0; i < c->nsigs; i++)
+        free_signature(&c->sigs[i]);
+    for (size_t i = 0; i < c->nxids; i++)
+        free((char *)c->xids[i].scenario);
     free(c->v);
+    free(c->sigs);
+    free(c->xids);
     free(c);
+}
+
+const pb_signature *pb_signatures(const pb_catalog *c, size_t *n)
+{
+    *n = c->nsigs;
+    return c->sigs;
+}
+
+const pb_signature *pb_signature_find(const pb_catalog *c, const char *id)
+{
+    for (size_t i = 0; id && i < c->nsigs; i++)
+        if (!strcmp(c->sigs[i].id, id))
+            return &c->sigs[i];
+    return NULL;
+}
+
+const char *pb_xid_scenario(const pb_catalog *c, int code)
+{
+    for (size_t i = 0; i < c->nxids; i++)
+        if (c->xids[i].code == code)
+            return pb_find(c, c->xids[i].scenario) ? c->xids[i].scenario : NULL;
+    return NULL;
 }
 
 size_t pb_catalog_count(const pb_catalog *c)
@@ -144,16 +202,33 @@ static int pick(const char *v, const char *const *names, int n)
 
 static const char *const approvals[] = {"auto", "hitl", "canary"};
 static const char *const targets[] = {"node", "job", "each_job", "none"};
-static const char *const fixes[] = {"none", "exclude_node", "batch",
-                                    "activation", "alloc_conf", "ticket"};
+static const char *const fixes[] = {
+    "none",    "exclude_node", "batch",       "activation",
+    "alloc_conf", "ticket",    "workers",     "shm",
+    "tolerations", "socket_ifname", "worker_memory", "same_config"};
+static const char *const whens[] = {"always", "reserved", "elastic",
+                                    "repeated"};
+
+/* Playbook ids: "family.name", or one word for the generic ones
+ * (notify, recommend). */
+static int playbook_id_ok(const char *v)
+{
+    if (!v || !*v || *v == '.')
+        return 0;
+    for (const char *p = v; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || *p == '_' || *p == '.' ||
+              (*p >= '0' && *p <= '9')))
+            return 0;
+    return v[strlen(v) - 1] != '.';
+}
 #define N(a) ((int)(sizeof a / sizeof *a))
 
 static int read_step(reader *r, yaml_node_t *n, pb_step *st)
 {
     static const char *const keys[] = {"playbook", "approval", "target", "fix",
-                                       "category", NULL};
+                                       "category", "when", NULL};
     const char *pbk, *v;
-    int a, t, f = PB_FIX_NONE, before = r->errors;
+    int a, t, f = PB_FIX_NONE, w = PB_WHEN_ALWAYS, before = r->errors;
 
     if (!n || n->type != YAML_MAPPING_NODE) {
         problem(r, n, "an action must be a mapping (playbook, approval, target)");
@@ -161,8 +236,9 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
     }
     only_keys(r, n, "an action", keys);
     pbk = scalar(get(r, n, "playbook"));
-    if (!pbk || !strchr(pbk, '.'))
-        problem(r, n, "action: playbook missing or not 'family.name'");
+    if (!playbook_id_ok(pbk))
+        problem(r, node_or(get(r, n, "playbook"), n),
+                "action: playbook missing or not 'family.name'");
     v = scalar(get(r, n, "approval"));
     if ((a = pick(v, approvals, N(approvals))) < 0)
         problem(r, node_or(get(r, n, "approval"), n),
@@ -173,7 +249,12 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
                 "target '%s' is not node, job, each_job or none", v ? v : "");
     if ((v = scalar(get(r, n, "fix"))) && (f = pick(v, fixes, N(fixes))) < 0)
         problem(r, get(r, n, "fix"), "fix '%s' is not one of none, "
-                "exclude_node, batch, activation, alloc_conf, ticket", v);
+                "exclude_node, batch, activation, alloc_conf, ticket, workers, "
+                "shm, tolerations, socket_ifname, worker_memory, same_config",
+                v);
+    if ((v = scalar(get(r, n, "when"))) && (w = pick(v, whens, N(whens))) < 0)
+        problem(r, get(r, n, "when"), "when '%s' is not always, reserved, "
+                "elastic or repeated", v);
     v = scalar(get(r, n, "category"));
     if (f == PB_FIX_TICKET && !v)
         problem(r, n, "fix: ticket needs a category");
@@ -184,6 +265,7 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
     st->target = (pb_target)t;
     st->fix = (pb_fix)f;
     st->category = v ? strdup(v) : NULL;
+    st->when = (pb_when)w;
     return 0;
 }
 
@@ -242,9 +324,235 @@ static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
     c->v[c->n++] = s;
 }
 
+/* Field names a signature may capture; the classifier fills the fact's
+ * field of the same name. */
+static const char *const field_names[] = {"host", "job",  "gpu",  "pci",
+                                          "xid",  "rank", "nodes", "step",
+                                          "pid",  "detail", NULL};
+
+static int check_groups(reader *r, yaml_node_t *at, pcre2_code *re)
+{
+    uint32_t count = 0, size = 0;
+    PCRE2_SPTR table;
+    int bad = 0;
+
+    pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count);
+    pcre2_pattern_info(re, PCRE2_INFO_NAMEENTRYSIZE, &size);
+    pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &table);
+    for (uint32_t i = 0; i < count; i++) {
+        const char *name = (const char *)(table + i * size + 2);
+        int ok = 0;
+        for (int k = 0; field_names[k]; k++)
+            ok |= !strcmp(name, field_names[k]);
+        if (!ok) {
+            problem(r, at, "match: field (?<%s>...) is not one of host, job, "
+                    "gpu, pci, xid, rank, nodes, step, pid, detail", name);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+/* An alert example's labels, as the JSON object the classifier reads. */
+static char *labels_json(reader *r, yaml_node_t *map)
+{
+    json_t *o = json_object();
+    char *out;
+
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+         p < map->data.mapping.pairs.top; p++) {
+        const char *k = scalar(yaml_document_get_node(&r->doc, p->key));
+        const char *v = scalar(yaml_document_get_node(&r->doc, p->value));
+        if (k && v)
+            json_object_set_new(o, k, json_string(v));
+    }
+    out = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return out;
+}
+
+static int read_example(reader *r, yaml_node_t *n, int source, pb_example *ex)
+{
+    static const char *const keys[] = {"line", "alert", "scenario", "fact",
+                                       NULL};
+    yaml_node_t *alert = get(r, n, "alert");
+    const char *line = scalar(get(r, n, "line"));
+    const char *sc = scalar(get(r, n, "scenario"));
+    const char *kind = scalar(get(r, n, "fact"));
+    int before = r->errors;
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "an example is a mapping: line (or alert) and scenario");
+        return -1;
+    }
+    only_keys(r, n, "an example", keys);
+    if (source == SRC_ALERTMANAGER && (!alert || alert->type != YAML_MAPPING_NODE))
+        problem(r, n, "an alert signature's example needs 'alert': its labels");
+    else if (source != SRC_ALERTMANAGER && !line)
+        problem(r, n, "an example needs 'line': the text it must recognise");
+    if (!sc && !kind)
+        problem(r, n, "an example needs 'scenario' (or 'fact'): what it must "
+                      "produce ('none' for a line that must open nothing)");
+    if (kind && cls_fact_parse(kind) < 0)
+        problem(r, get(r, n, "fact"), "fact '%s' is not a fact kind", kind);
+    if (r->errors != before)
+        return -1;
+    ex->text = line ? strdup(line) : labels_json(r, alert);
+    ex->scenario = sc ? strdup(sc) : NULL;
+    ex->fact = kind ? strdup(kind) : NULL;
+    ex->line = (int)n->start_mark.line + 1;
+    return 0;
+}
+
+static void push_signature(pb_catalog *c, const pb_signature *g)
+{
+    if (c->nsigs == c->capsigs) {
+        c->capsigs = c->capsigs ? c->capsigs * 2 : 32;
+        c->sigs = realloc(c->sigs, c->capsigs * sizeof *c->sigs);
+        if (!c->sigs)
+            abort();
+    }
+    c->sigs[c->nsigs++] = *g;
+}
+
+
+static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
+{
+    static const char *const keys[] = {"id", "source", "fact", "scenario",
+                                       "match", "examples", NULL};
+    const char *id = scalar(get(r, n, "id")), *src, *kind, *sc, *pat;
+    yaml_node_t *exs = get(r, n, "examples");
+    pb_signature g = {0};
+    sig_source source = SRC_APP;
+    int before = r->errors, ec;
+    PCRE2_SIZE eo;
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "a signature is a mapping (id, source, fact, match, "
+                      "examples)");
+        return;
+    }
+    only_keys(r, n, "a signature", keys);
+    src = scalar(get(r, n, "source"));
+    kind = scalar(get(r, n, "fact"));
+    sc = scalar(get(r, n, "scenario"));
+    pat = scalar(get(r, n, "match"));
+    if (!id || !*id)
+        problem(r, n, "signature: 'id' is required");
+    else if (pb_signature_find(c, id))
+        problem(r, get(r, n, "id"), "signature '%s' defined twice", id);
+    if (!src || sig_source_parse(src, &source) || source == SRC_METRIC ||
+        source == SRC_JOB || source == SRC_INVENTORY)
+        problem(r, node_or(get(r, n, "source"), n), "signature %s: source '%s' "
+                "is not kernel, app, ray, slurm, k8s or alertmanager",
+                id ? id : "?", src ? src : "");
+    if (!kind || !cls_fact_from_text(cls_fact_parse(kind)))
+        problem(r, node_or(get(r, n, "fact"), n), "signature %s: fact '%s' is "
+                "not a fact kind a signature can make", id ? id : "?",
+                kind ? kind : "");
+    if (!pat) {
+        problem(r, n, "signature %s: 'match' (a PCRE2 pattern) is required",
+                id ? id : "?");
+    } else if (!(g.re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                                      0, &ec, &eo, NULL))) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        problem(r, get(r, n, "match"), "signature %s: match: %s at offset %zu",
+                id ? id : "?", (char *)msg, (size_t)eo);
+    } else if (check_groups(r, get(r, n, "match"), g.re) == 0) {
+        pcre2_jit_compile(g.re, PCRE2_JIT_COMPLETE);
+    }
+    if (!exs || exs->type != YAML_SEQUENCE_NODE ||
+        exs->data.sequence.items.top == exs->data.sequence.items.start) {
+        problem(r, node_or(exs, n), "signature %s: 'examples' must list at "
+                "least one line and what it produces", id ? id : "?");
+    } else {
+        g.examples = calloc((size_t)(exs->data.sequence.items.top -
+                                     exs->data.sequence.items.start),
+                            sizeof *g.examples);
+        if (!g.examples)
+            abort();
+        for (yaml_node_item_t *i = exs->data.sequence.items.start;
+             i < exs->data.sequence.items.top; i++)
+            if (read_example(r, yaml_document_get_node(&r->doc, *i), (int)source,
+                             &g.examples[g.nexamples]) == 0)
+                g.nexamples++;
+    }
+    if (r->errors != before) {
+        free_signature(&g);
+        return;
+    }
+    g.id = strdup(id);
+    g.source = (int)source;
+    g.fact = strdup(kind);
+    g.scenario = sc ? strdup(sc) : NULL;
+    g.match = strdup(pat);
+    g.file = strdup(r->name);
+    g.line = (int)n->start_mark.line + 1;
+    push_signature(c, &g);
+}
+
+/* xid_codes: [{codes: [79], scenario: hw.gpu_off_bus}, ...] */
+static void read_xids(reader *r, pb_catalog *c, yaml_node_t *list)
+{
+    if (list->type != YAML_SEQUENCE_NODE) {
+        problem(r, list, "'xid_codes' must be a list of {codes, scenario}");
+        return;
+    }
+    for (yaml_node_item_t *i = list->data.sequence.items.start;
+         i < list->data.sequence.items.top; i++) {
+        static const char *const keys[] = {"codes", "scenario", NULL};
+        yaml_node_t *n = yaml_document_get_node(&r->doc, *i), *codes;
+        const char *sc;
+        if (!n || n->type != YAML_MAPPING_NODE) {
+            problem(r, n, "an xid_codes entry is {codes: [..], scenario: id}");
+            continue;
+        }
+        only_keys(r, n, "an xid_codes entry", keys);
+        sc = scalar(get(r, n, "scenario"));
+        codes = get(r, n, "codes");
+        if (!sc) {
+            problem(r, n, "xid_codes: 'scenario' is required");
+            continue;
+        }
+        if (!codes || codes->type != YAML_SEQUENCE_NODE) {
+            problem(r, node_or(codes, n), "xid_codes: 'codes' must be a list of "
+                                          "numbers");
+            continue;
+        }
+        for (yaml_node_item_t *k = codes->data.sequence.items.start;
+             k < codes->data.sequence.items.top; k++) {
+            yaml_node_t *cn = yaml_document_get_node(&r->doc, *k);
+            const char *v = scalar(cn);
+            char *end;
+            long code = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || code <= 0 || code > 1000) {
+                problem(r, cn, "xid_codes: '%s' is not an Xid code", v ? v : "");
+                continue;
+            }
+            for (size_t x = 0; x < c->nxids; x++)
+                if (c->xids[x].code == code) {
+                    problem(r, cn, "xid_codes: Xid %ld mapped twice", code);
+                    code = 0;
+                }
+            if (!code)
+                continue;
+            c->xids = realloc(c->xids, (c->nxids + 1) * sizeof *c->xids);
+            if (!c->xids)
+                abort();
+            snprintf(c->xids[c->nxids].where, sizeof c->xids[c->nxids].where,
+                     "%s:%zu:%zu", r->name, cn->start_mark.line + 1,
+                     cn->start_mark.column + 1);
+            c->xids[c->nxids].code = (int)code;
+            c->xids[c->nxids++].scenario = strdup(sc);
+        }
+    }
+}
+
 static void read_doc(reader *r, pb_catalog *c)
 {
-    static const char *const keys[] = {"family", "scenarios", NULL};
+    static const char *const keys[] = {"family", "scenarios", "signatures",
+                                       "xid_codes", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc);
     yaml_node_t *list;
 
@@ -257,13 +565,21 @@ static void read_doc(reader *r, pb_catalog *c)
     if (!scalar(get(r, root, "family")))
         problem(r, root, "'family' is required");
     list = get(r, root, "scenarios");
-    if (!list || list->type != YAML_SEQUENCE_NODE) {
-        problem(r, node_or(list, root), "'scenarios' must be a list");
-        return;
-    }
-    for (yaml_node_item_t *i = list->data.sequence.items.start;
-         i < list->data.sequence.items.top; i++)
-        read_scenario(r, c, yaml_document_get_node(&r->doc, *i));
+    if (list && list->type != YAML_SEQUENCE_NODE)
+        problem(r, list, "'scenarios' must be a list");
+    else if (list)
+        for (yaml_node_item_t *i = list->data.sequence.items.start;
+             i < list->data.sequence.items.top; i++)
+            read_scenario(r, c, yaml_document_get_node(&r->doc, *i));
+    if ((list = get(r, root, "xid_codes")))
+        read_xids(r, c, list);
+    list = get(r, root, "signatures");
+    if (list && list->type != YAML_SEQUENCE_NODE)
+        problem(r, list, "'signatures' must be a list");
+    else if (list)
+        for (yaml_node_item_t *i = list->data.sequence.items.start;
+             i < list->data.sequence.items.top; i++)
+            read_signature(r, c, yaml_document_get_node(&r->doc, *i));
 }
 
 int pb_catalog_add(pb_catalog *c, const char *name, const char *text,
@@ -288,6 +604,47 @@ int pb_catalog_add(pb_catalog *c, const char *name, const char *text,
     yaml_document_delete(&r.doc);
     yaml_parser_delete(&p);
     return r.errors;
+}
+
+/* Checks what crosses files: every scenario a signature, an example or an
+ * Xid code names must exist once all files are read. */
+int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
+{
+    int errors = 0;
+    char where[600], msg[300];
+
+    for (size_t i = 0; i < c->nsigs; i++) {
+        const pb_signature *g = &c->sigs[i];
+        if (g->scenario && !pb_find(c, g->scenario)) {
+            snprintf(where, sizeof where, "%s:%d:1", g->file, g->line);
+            snprintf(msg, sizeof msg, "signature %s: scenario '%s' is not in "
+                     "the catalog", g->id, g->scenario);
+            errors++;
+            if (fn)
+                fn(arg, where, msg);
+        }
+        for (int k = 0; k < g->nexamples; k++) {
+            const char *sc = g->examples[k].scenario;
+            if (sc && strcmp(sc, "none") && !pb_find(c, sc)) {
+                snprintf(where, sizeof where, "%s:%d:1", g->file,
+                         g->examples[k].line);
+                snprintf(msg, sizeof msg, "example of %s: scenario '%s' is not "
+                         "in the catalog", g->id, sc);
+                errors++;
+                if (fn)
+                    fn(arg, where, msg);
+            }
+        }
+    }
+    for (size_t i = 0; i < c->nxids; i++)
+        if (!pb_find(c, c->xids[i].scenario)) {
+            snprintf(msg, sizeof msg, "xid_codes: scenario '%s' is not in the "
+                     "catalog", c->xids[i].scenario);
+            errors++;
+            if (fn)
+                fn(arg, c->xids[i].where, msg);
+        }
+    return errors;
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)
@@ -338,7 +695,7 @@ int pb_catalog_load_dir(pb_catalog *c, const char *dir, pb_error_fn fn,
         free(text);
     }
     free(names);
-    return errors;
+    return errors + pb_catalog_link(c, fn, arg);
 }
 
 static void embedded_error(void *arg, const char *where, const char *msg)
@@ -355,5 +712,7 @@ pb_catalog *pb_catalog_embedded(void)
         if (pb_catalog_add(c, rules_embedded[i].name, rules_embedded[i].text,
                            rules_embedded[i].len, embedded_error, NULL))
             abort(); /* unit.rules guards this at build time */
+    if (pb_catalog_link(c, embedded_error, NULL))
+        abort();
     return c;
 }

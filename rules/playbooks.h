@@ -25,7 +25,21 @@ typedef enum {
     PB_FIX_ACTIVATION,    /* gradient_checkpointing + fp16 */
     PB_FIX_ALLOC_CONF,    /* env PYTORCH_CUDA_ALLOC_CONF */
     PB_FIX_TICKET,        /* params.category */
+    PB_FIX_WORKERS,       /* fewer DataLoader workers (num_workers) */
+    PB_FIX_SHM,           /* a larger /dev/shm (shm_size, bytes) */
+    PB_FIX_TOLERATIONS,   /* tolerations for the taint that blocked it */
+    PB_FIX_SOCKET_IFNAME, /* env NCCL_SOCKET_IFNAME (+ NCCL_DEBUG=INFO) */
+    PB_FIX_WORKER_MEMORY, /* more memory per Ray worker */
+    PB_FIX_SAME_CONFIG,   /* the job's own config, unchanged */
 } pb_fix;
+
+/* When a step applies, decided from the job the incident is about. */
+typedef enum {
+    PB_WHEN_ALWAYS,
+    PB_WHEN_RESERVED, /* the job's priority is reserved */
+    PB_WHEN_ELASTIC,  /* the job's priority is elastic (or unknown) */
+    PB_WHEN_REPEATED, /* the incident recurred (same logical job again) */
+} pb_when;
 
 typedef struct pb_step {
     const char *playbook;
@@ -33,6 +47,7 @@ typedef struct pb_step {
     pb_target target;
     pb_fix fix;
     const char *category; /* PB_FIX_TICKET */
+    pb_when when;
 } pb_step;
 
 typedef struct pb_scenario {
@@ -43,6 +58,30 @@ typedef struct pb_scenario {
     const pb_step *steps;
     int nsteps;
 } pb_scenario;
+
+/* A signature: a pattern over one source's text, with named fields
+ * (host, job, gpu, pci, xid, rank, nodes, step, pid, detail), the fact
+ * kind it makes and, where the text alone decides it, the scenario.
+ * Examples travel with it: `cascade rules test` runs them. */
+typedef struct pb_example {
+    const char *text;     /* a line, or an alert's labels as JSON */
+    const char *scenario; /* what it must produce, or NULL: no scenario */
+    const char *fact;     /* the fact kind it must produce, or NULL */
+    int line;             /* where it is written, for reports */
+} pb_example;
+
+typedef struct pb_signature {
+    const char *id;
+    int source;           /* sig_source */
+    const char *fact;     /* fact kind name (see classify.h) */
+    const char *scenario; /* NULL: the engine decides from evidence */
+    const char *match;    /* PCRE2 pattern; for alerts, over alertname */
+    void *re;             /* compiled pattern (pcre2_code) */
+    const char *file;
+    int line;
+    pb_example *examples;
+    int nexamples;
+} pb_signature;
 
 typedef struct pb_catalog pb_catalog;
 
@@ -58,6 +97,9 @@ int pb_catalog_add(pb_catalog *c, const char *name, const char *text,
 /* Every *.yaml in dir, in name order; -1 when dir cannot be read. */
 int pb_catalog_load_dir(pb_catalog *c, const char *dir, pb_error_fn fn,
                         void *arg);
+/* Cross-file checks (scenarios named by signatures, examples, Xid codes);
+ * load_dir runs it. Returns the number of problems. */
+int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg);
 /* The rule files built into the binary (validated by the test suite). */
 pb_catalog *pb_catalog_embedded(void);
 size_t pb_catalog_count(const pb_catalog *c);
@@ -65,5 +107,13 @@ size_t pb_catalog_count(const pb_catalog *c);
 /* NULL for an id the catalog does not have. */
 const pb_scenario *pb_find(const pb_catalog *c, const char *scenario);
 const char *pb_approval_name(pb_approval a);
+
+/* Signatures in file order (the order they are tried in). */
+const pb_signature *pb_signatures(const pb_catalog *c, size_t *n);
+/* NULL for an id the catalog does not have. */
+const pb_signature *pb_signature_find(const pb_catalog *c, const char *id);
+/* The scenario an Xid code signals on its own (hardware.yaml xid_codes),
+ * or NULL: decided from evidence (13/31/43) or not a fault. */
+const char *pb_xid_scenario(const pb_catalog *c, int code);
 
 #endif

@@ -1,9 +1,11 @@
-/* Log lines through every line signature (kernel, app with traceback
- * assembly, slurm): the first byte picks the source. */
+/* Log lines through every signature of the built-in catalog (kernel, app
+ * with traceback assembly, slurm, ray, and Kubernetes event messages):
+ * the first byte picks the source. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rules/classify.h"
+#include "rules/playbooks.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
@@ -11,19 +13,24 @@ static classifier *cls;
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    static const char *const src[] = {"kernel", "app", "slurm"};
+    static const char *const src[] = {"kernel", "app", "slurm", "ray", "k8s"};
     fact facts[CLS_MAX_FACTS];
     cs_err err;
     sig s;
 
-    if (!cls && !(cls = cls_new(&err)))
+    if (!cls && !(cls = cls_new(pb_catalog_embedded(), &err)))
         abort();
     if (size < 1)
         return 0;
     char *line = strndup((const char *)data + 1, size - 1);
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts",
-                          "2026-03-02T08:00:00Z", "source", src[data[0] % 3],
-                          "host", "g1", "job", "1", "line", line);
+    int k = data[0] % 5;
+    json_t *o = k == 4
+        ? json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "ts",
+                    "2026-03-02T08:00:00Z", "source", "k8s", "host", "g1",
+                    "job", "1", "event", "reason", "FailedScheduling",
+                    "message", line)
+        : json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", "2026-03-02T08:00:00Z",
+                    "source", src[k], "host", "g1", "job", "1", "line", line);
     if (o && sig_from_json(&s, o, &err) == 0) {
         int n = cls_classify(cls, &s, facts);
         if (n < 0 || n > CLS_MAX_FACTS)

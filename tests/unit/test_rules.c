@@ -63,12 +63,12 @@ static void test_errors(void)
                      "    todo: t\n    actions:\n"
                      "      - {playbook: ticket.create, approval: auto, "
                      "target: node, fix: ticket}\n"
-                     "      - {playbook: drain, approval: auto, target: rack}\n"),
+                     "      - {playbook: Node.Drain, approval: auto, target: rack}\n"),
               3);
     CHECK(strstr(errs, "t.yaml:7:9: fix: ticket needs a category\n") != NULL);
-    CHECK(strstr(errs, "t.yaml:8:9: action: playbook missing or not "
+    CHECK(strstr(errs, "t.yaml:8:20: action: playbook missing or not "
                        "'family.name'\n") != NULL);
-    CHECK(strstr(errs, "t.yaml:8:51: target 'rack' is not node, job, each_job "
+    CHECK(strstr(errs, "t.yaml:8:56: target 'rack' is not node, job, each_job "
                        "or none\n") != NULL);
     CHECK_INT(add(c, "family: f\nscenarios: [\n"), 1);
     CHECK(strncmp(errs, "t.yaml:3:1: YAML: ", 18) == 0);
@@ -84,9 +84,50 @@ static void test_errors(void)
     pb_catalog_free(c);
 }
 
+/* Signature mistakes: a pattern that does not compile, a field name the
+ * classifier does not know, a fact kind a signature cannot make, a source
+ * without text, a scenario missing from the catalog (found by link). */
+static void test_signature_errors(void)
+{
+    pb_catalog *c = pb_catalog_new();
+
+    CHECK_INT(add(c, "family: f\nsignatures:\n"
+                     "  - id: s1\n    source: app\n    fact: job_fault\n"
+                     "    match: 'a(b'\n"
+                     "    examples: [{line: x, scenario: none}]\n"), 1);
+    CHECK(strstr(errs, "t.yaml:6:12: signature s1: match: missing closing "
+                       "parenthesis at offset 3\n") != NULL);
+    CHECK_INT(add(c, "family: f\nsignatures:\n"
+                     "  - id: s2\n    source: metric\n    fact: telepathy\n"
+                     "    match: '(?<colour>red)'\n"
+                     "    examples: [{line: red, fact: job_fault}]\n"), 3);
+    CHECK(strstr(errs, "t.yaml:4:13: signature s2: source 'metric' is not "
+                       "kernel, app, ray, slurm, k8s or alertmanager\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:5:11: signature s2: fact 'telepathy' is not a "
+                       "fact kind a signature can make\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:6:12: match: field (?<colour>...) is not one "
+                       "of host") != NULL);
+    CHECK_INT(add(c, "family: f\nsignatures:\n"
+                     "  - id: s3\n    source: k8s\n    fact: job_fault\n"
+                     "    scenario: no.such\n    match: 'x'\n"
+                     "    examples: [{line: x, scenario: no.such}]\n"
+                     "xid_codes:\n  - {codes: [79, 79], scenario: no.such}\n"),
+              1);
+    CHECK(strstr(errs, "t.yaml:10:18: xid_codes: Xid 79 mapped twice\n") != NULL);
+    errs[0] = '\0';
+    CHECK_INT(pb_catalog_link(c, collect, NULL), 3);
+    CHECK(strstr(errs, "t.yaml:3:1: signature s3: scenario 'no.such' is not "
+                       "in the catalog\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:8:1: example of s3: scenario 'no.such'") != NULL);
+    CHECK(strstr(errs, "t.yaml:10:14: xid_codes: scenario 'no.such' is not in "
+                       "the catalog\n") != NULL);
+    pb_catalog_free(c);
+}
+
 int main(void)
 {
     test_embedded();
     test_errors();
+    test_signature_errors();
     return check_report();
 }
