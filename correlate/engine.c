@@ -128,6 +128,11 @@ entry *eng_win_push(node_win *w)
     return &w->v[w->n++];
 }
 
+static int64_t win_horizon(const char *host)
+{
+    return strncmp(host, "hist:", 5) == 0 ? NAME_WINDOW : HORIZON;
+}
+
 static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
                     const char *jobid, const char *scenario,
                     const char *sig_id)
@@ -143,7 +148,7 @@ static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
     }
     /* Drop entries past the horizon before growing. */
     for (size_t i = 0; i < w->n; i++)
-        if (w->v[i].ts >= e->now - HORIZON)
+        if (w->v[i].ts >= e->now - win_horizon(host))
             w->v[keep++] = w->v[i];
     w->n = keep;
     entry *en = eng_win_push(w);
@@ -161,7 +166,7 @@ static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
              jobid && *jobid ? jobid : "-", scenario ? scenario : "-",
              sig_source_name(s->source), sig_id ? sig_id : "-");
     e->ops->window_add(e->ctx, key, s->ts, member);
-    e->ops->window_trim(e->ctx, key, e->now - HORIZON);
+    e->ops->window_trim(e->ctx, key, e->now - win_horizon(host));
 }
 
 /* The window a fact goes to: its host's, or for a signal that names no
@@ -220,12 +225,21 @@ static const entry *earliest_node_fault(engine *e, const char *host,
 
 int64_t eng_fold_window(const incident *inc)
 {
-    return inc->cause.kind == FACT_SPOT ? SPOT_WINDOW : FOLD_WINDOW;
+    return strncmp(inc->key, "name:", 5) == 0 || strncmp(inc->key, "gpu:", 4) == 0
+               ? NAME_WINDOW : FOLD_WINDOW;
 }
 
 static int fresh(const engine *e, const incident *inc)
 {
     return inc && e->now - inc->updated <= eng_fold_window(inc);
+}
+
+static incident *incident_by_id(engine *e, const char *id)
+{
+    for (size_t i = 0; i < e->ninc; i++)
+        if (!strcmp(e->incs[i]->id, id))
+            return e->incs[i];
+    return NULL;
 }
 
 static void touch(incident *inc, const sig *s)
@@ -311,14 +325,25 @@ static void add_child(incident *inc, const char *jobid, const char *state,
     inc->dirty = 1;
 }
 
-/* A node fault that explains two or more job failures is a node crash
- * cascade; the fault stays its root cause (SCENARIOS.md). */
+/* A node fault that explains two or more job failures within minutes of
+ * each other is a node crash cascade; the fault stays its root cause
+ * (SCENARIOS.md). Failures hours apart (a GPU faulting job after job) are
+ * not one crash. */
 static void maybe_escalate(engine *e, incident *inc)
 {
     const pb_scenario *crash = pb_find(e->cat, "cascade.node_crash");
+    int64_t last = 0;
+    size_t near = 0;
 
-    if (crash && inc->sc->node_level && eng_failed_children(inc) >= 2 &&
-        inc->sc != crash) {
+    if (!crash || !inc->sc->node_level || inc->sc == crash)
+        return;
+    for (size_t i = 0; i < inc->nchildren; i++)
+        if (inc->children[i].state[0] && inc->children[i].ts > last)
+            last = inc->children[i].ts;
+    for (size_t i = 0; i < inc->nchildren; i++)
+        near += inc->children[i].state[0] &&
+                inc->children[i].ts >= last - CRASH_WINDOW;
+    if (near >= 2) {
         inc->sc = crash;
         inc->dirty = 1;
     }
@@ -410,6 +435,11 @@ static void on_node_fault(engine *e, const sig *s, const fact *f,
     incident *inc = strmap_get(e->open_node, host);
 
     win_add(e, s, host, f->kind, s->job, f->scenario, f->sig_id);
+    /* A long-lived incident (a GPU faulting job after job) absorbs only
+     * its own scenario past the usual fold window. */
+    if (inc && e->now - inc->updated > FOLD_WINDOW &&
+        strcmp(inc->sc->id, f->scenario ? f->scenario : ""))
+        inc = NULL;
     if (!fresh(e, inc))
         inc = open_node_incident(e, s, host, f->scenario, f);
     touch(inc, s);
@@ -433,6 +463,13 @@ static void on_job_failed(engine *e, const sig *s, job *j)
     if (fresh(e, inc)) {
         touch(inc, s);
         str_copy(j->incident, sizeof j->incident, inc->id);
+        return;
+    }
+    /* Already explained by an incident that follows its logical job. */
+    inc = j->incident[0] ? incident_by_id(e, j->incident) : NULL;
+    if (fresh(e, inc)) {
+        touch(inc, s);
+        add_child(inc, j->id, j->state, s->ts);
         return;
     }
     json_array_foreach(j->nodes, i, n) {
@@ -557,8 +594,10 @@ static void on_job_fault(engine *e, const sig *s, const fact *f)
         strmap_put(e->open_job, f->job, inc);
     }
     touch(inc, s);
-    if (j)
+    if (j && strcmp(j->incident, inc->id)) {
         str_copy(j->incident, sizeof j->incident, inc->id);
+        eng_persist_job(e, j);
+    }
 }
 
 /* A job's error line: evidence for whatever explains it, or an anomaly on
@@ -644,9 +683,10 @@ static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
     on_app_error(e, s, f);
 }
 
-/* Spot reclaims follow the logical job (its name): repeats within a day
- * are one incident, each reclaimed attempt one child. */
-static void spot_incident(engine *e, const sig *s, const fact *f, job *j,
+/* Faults that follow the logical job (its name): spot reclaims, a program
+ * faulting GPU after GPU. Repeats within a day are one incident, each
+ * attempt one child. */
+static void name_incident(engine *e, const sig *s, const fact *f, job *j,
                           const char *state)
 {
     char key[192];
@@ -658,7 +698,6 @@ static void spot_incident(engine *e, const sig *s, const fact *f, job *j,
         inc = open_incident(e, s, f->scenario, "job", key);
         inc->job_scope = 1;
         inc->cause = *f;
-        inc->cause.kind = FACT_SPOT;
         str_copy(inc->key, sizeof inc->key, key);
         str_copy(inc->root_job, sizeof inc->root_job, j->id);
         str_copy(inc->root_node, sizeof inc->root_node, f->host);
@@ -670,6 +709,7 @@ static void spot_incident(engine *e, const sig *s, const fact *f, job *j,
     touch(inc, s);
     add_child(inc, j->id, state, s->ts);
     str_copy(j->incident, sizeof j->incident, inc->id);
+    eng_persist_job(e, j); /* a restart must know what explains it */
 }
 
 static void on_spot(engine *e, const sig *s, const fact *f)
@@ -678,7 +718,7 @@ static void on_spot(engine *e, const sig *s, const fact *f)
 
     on_context(e, s, f);
     if (j && pb_find(e->cat, f->scenario))
-        spot_incident(e, s, f, j, NULL);
+        name_incident(e, s, f, j, NULL);
 }
 
 /* A preempted job whose node had a spot notice within minutes was
@@ -705,9 +745,100 @@ static void on_job_preempted(engine *e, const sig *s, job *j)
             f.rank = -1;
             str_copy(f.host, sizeof f.host, json_string_value(n));
             str_copy(f.job, sizeof f.job, j->id);
-            spot_incident(e, s, &f, j, j->state);
+            name_incident(e, s, &f, j, j->state);
             return;
         }
+    }
+}
+
+/* The job running on a host now (the latest to start), or NULL. */
+static job *job_on(engine *e, const char *host)
+{
+    size_t pos = 0, i;
+    const char *k;
+    void *v;
+    job *best = NULL;
+    json_t *n;
+
+    while (strmap_next(e->jobs, &pos, &k, &v)) {
+        job *j = v;
+        if (strcmp(j->state, "RUNNING") || (best && j->updated < best->updated))
+            continue;
+        json_array_foreach(j->nodes, i, n)
+            if (!strcmp(json_string_value(n), host))
+                best = j;
+    }
+    return best;
+}
+
+/* Distinct logical jobs in one GPU's history. */
+static size_t jobs_on_gpu(engine *e, const char *gpu_win)
+{
+    node_win *w = strmap_get(e->nodes, gpu_win);
+    size_t n = 0;
+
+    for (size_t i = 0; w && i < w->n; i++) {
+        int dup = 0;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = strcmp(w->v[k].job, w->v[i].job) == 0;
+        n += !dup && w->v[i].ts >= e->now - NAME_WINDOW;
+    }
+    return n;
+}
+
+/* Distinct GPUs whose history holds this logical job. */
+static size_t gpus_of_job(engine *e, const char *name)
+{
+    size_t pos = 0, n = 0;
+    const char *k;
+    void *v;
+
+    while (strmap_next(e->nodes, &pos, &k, &v)) {
+        node_win *w = v;
+        int hit = 0;
+        if (strncmp(k, "hist:", 5))
+            continue;
+        for (size_t i = 0; i < w->n && !hit; i++)
+            hit = !strcmp(w->v[i].job, name) && w->v[i].ts >= e->now - NAME_WINDOW;
+        n += hit;
+    }
+    return n;
+}
+
+/* Xid 13/31/43: the GPU's fault or the program's. Each one goes to its
+ * GPU's day-long history under the logical job running there; the same GPU
+ * under two or more jobs is the GPU's fault, the same job on two or more
+ * GPUs is the program's (seed 002). One occurrence decides nothing. */
+static void on_tracked_xid(engine *e, const sig *s, const fact *f,
+                           const char *same_gpu, const char *same_job)
+{
+    job *j = job_on(e, f->host);
+    char gpu_win[300];
+    fact g = *f;
+
+    if (!j) {
+        win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
+        return;
+    }
+    snprintf(gpu_win, sizeof gpu_win, "hist:%s/%s", f->host,
+             f->pci[0] ? f->pci : f->gpu[0] ? f->gpu : "?");
+    win_add(e, s, gpu_win, f->kind, j->name[0] ? j->name : j->id, NULL,
+            f->sig_id);
+    if (jobs_on_gpu(e, gpu_win) >= 2 && pb_find(e->cat, same_gpu)) {
+        incident *inc;
+        g.scenario = same_gpu;
+        on_node_fault(e, s, &g, f->host);
+        inc = strmap_get(e->open_node, f->host);
+        if (inc && !inc->key[0])
+            snprintf(inc->key, sizeof inc->key, "gpu:%.180s", gpu_win + 5);
+        return;
+    }
+    win_add(e, s, f->host, f->kind, j->id, NULL, f->sig_id);
+    if (gpus_of_job(e, j->name[0] ? j->name : j->id) >= 2 &&
+        pb_find(e->cat, same_job)) {
+        g.scenario = same_job;
+        str_copy(g.job, sizeof g.job, j->id);
+        name_incident(e, s, &g, j, NULL);
     }
 }
 
@@ -766,6 +897,7 @@ void eng_mark_seen(engine *e, uint64_t id, int64_t ts)
 int eng_feed(engine *e, const sig *s)
 {
     fact facts[CLS_MAX_FACTS];
+    const char *same_gpu, *same_job;
     int n;
 
     if (s->ts > e->now)
@@ -785,6 +917,12 @@ int eng_feed(engine *e, const sig *s)
             on_job_state(e, s);
             break;
         case FACT_XID:
+            if (!f->scenario && f->host[0] &&
+                pb_xid_tracked(e->cat, f->xid, &same_gpu, &same_job)) {
+                on_tracked_xid(e, s, f, same_gpu, same_job);
+                break;
+            }
+            /* fall through */
         case FACT_NODE_DOWN:
             if (pb_find(e->cat, f->scenario))
                 on_node_fault(e, s, f, f->host);

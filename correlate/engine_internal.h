@@ -14,9 +14,11 @@
 #define CRASH_WINDOW (10 * TS_MIN)
 /* An incident keeps absorbing related signals this long after its last. */
 #define FOLD_WINDOW (30 * TS_MIN)
-/* Repeated spot reclaims of one logical job within this are one incident
- * (SCENARIOS.md, sched.spot_reclaimed). */
-#define SPOT_WINDOW (24 * TS_HOUR)
+/* Faults that follow a logical job (spot reclaims, one program faulting
+ * GPU after GPU) or one GPU (faulting under job after job) are one
+ * incident within this (SCENARIOS.md: "within a day"). Windows named
+ * "hist:<host>/<gpu>" keep their entries this long. */
+#define NAME_WINDOW (24 * TS_HOUR)
 /* How long window entries and seen ids are kept, in memory and in Redis. */
 #define HORIZON (2 * TS_HOUR)
 /* The seen-id set is pruned once it reaches this size (and then again

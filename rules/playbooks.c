@@ -27,6 +27,10 @@ struct pb_catalog {
     size_t nsigs, capsigs;
     xid_map *xids;
     size_t nxids;
+    int tracked[16];
+    int ntracked;
+    char *same_gpu, *same_job;
+    char tracked_where[160];
 };
 
 /* One file being read: its document and where problems go. */
@@ -105,7 +109,21 @@ void pb_catalog_free(pb_catalog *c)
     free(c->v);
     free(c->sigs);
     free(c->xids);
+    free(c->same_gpu);
+    free(c->same_job);
     free(c);
+}
+
+int pb_xid_tracked(const pb_catalog *c, int code, const char **same_gpu,
+                   const char **same_job)
+{
+    for (int i = 0; i < c->ntracked; i++)
+        if (c->tracked[i] == code) {
+            *same_gpu = c->same_gpu;
+            *same_job = c->same_job;
+            return 1;
+        }
+    return 0;
 }
 
 const pb_signature *pb_signatures(const pb_catalog *c, size_t *n)
@@ -549,10 +567,48 @@ static void read_xids(reader *r, pb_catalog *c, yaml_node_t *list)
     }
 }
 
+/* xid_tracked: {codes: [13, 31, 43], same_gpu: id, same_job: id} */
+static void read_tracked(reader *r, pb_catalog *c, yaml_node_t *n)
+{
+    static const char *const keys[] = {"codes", "same_gpu", "same_job", NULL};
+    yaml_node_t *codes = get(r, n, "codes");
+    const char *g = scalar(get(r, n, "same_gpu")), *j = scalar(get(r, n, "same_job"));
+
+    if (n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "'xid_tracked' is {codes: [..], same_gpu: id, same_job: id}");
+        return;
+    }
+    only_keys(r, n, "xid_tracked", keys);
+    if (!g || !j || !codes || codes->type != YAML_SEQUENCE_NODE) {
+        problem(r, n, "xid_tracked needs codes (a list), same_gpu and same_job");
+        return;
+    }
+    if (c->same_gpu) {
+        problem(r, n, "xid_tracked given twice");
+        return;
+    }
+    for (yaml_node_item_t *k = codes->data.sequence.items.start;
+         k < codes->data.sequence.items.top; k++) {
+        yaml_node_t *cn = yaml_document_get_node(&r->doc, *k);
+        const char *v = scalar(cn);
+        char *end;
+        long code = v ? strtol(v, &end, 10) : 0;
+        if (!v || *end || code <= 0 || code > 1000 || c->ntracked == 16) {
+            problem(r, cn, "xid_tracked: '%s' is not an Xid code", v ? v : "");
+            continue;
+        }
+        c->tracked[c->ntracked++] = (int)code;
+    }
+    c->same_gpu = strdup(g);
+    c->same_job = strdup(j);
+    snprintf(c->tracked_where, sizeof c->tracked_where, "%s:%zu:%zu", r->name,
+             n->start_mark.line + 1, n->start_mark.column + 1);
+}
+
 static void read_doc(reader *r, pb_catalog *c)
 {
     static const char *const keys[] = {"family", "scenarios", "signatures",
-                                       "xid_codes", NULL};
+                                       "xid_codes", "xid_tracked", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc);
     yaml_node_t *list;
 
@@ -573,6 +629,8 @@ static void read_doc(reader *r, pb_catalog *c)
             read_scenario(r, c, yaml_document_get_node(&r->doc, *i));
     if ((list = get(r, root, "xid_codes")))
         read_xids(r, c, list);
+    if ((list = get(r, root, "xid_tracked")))
+        read_tracked(r, c, list);
     list = get(r, root, "signatures");
     if (list && list->type != YAML_SEQUENCE_NODE)
         problem(r, list, "'signatures' must be a list");
@@ -635,6 +693,13 @@ int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
                     fn(arg, where, msg);
             }
         }
+    }
+    if (c->same_gpu && (!pb_find(c, c->same_gpu) || !pb_find(c, c->same_job))) {
+        snprintf(msg, sizeof msg, "xid_tracked: scenario '%s' or '%s' is not "
+                 "in the catalog", c->same_gpu, c->same_job);
+        errors++;
+        if (fn)
+            fn(arg, c->tracked_where, msg);
     }
     for (size_t i = 0; i < c->nxids; i++)
         if (!pb_find(c, c->xids[i].scenario)) {

@@ -110,6 +110,13 @@ const char *pb_approval_name(pb_approval a);
 
 /* Signatures in file order (the order they are tried in). */
 const pb_signature *pb_signatures(const pb_catalog *c, size_t *n);
+/* Xid codes that name a fault of either the GPU or the program running
+ * on it (13, 31, 43): where they recur decides which (hardware.yaml
+ * xid_tracked). Returns the scenario for "one GPU, several jobs" in
+ * *same_gpu and for "one job, several GPUs" in *same_job; 0 when the code
+ * is not tracked. */
+int pb_xid_tracked(const pb_catalog *c, int code, const char **same_gpu,
+                   const char **same_job);
 /* NULL for an id the catalog does not have. */
 const pb_signature *pb_signature_find(const pb_catalog *c, const char *id);
 /* The scenario an Xid code signals on its own (hardware.yaml xid_codes),
