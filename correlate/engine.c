@@ -638,10 +638,18 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
 static void on_context(engine *e, const sig *s, const fact *f)
 {
     char wbuf[200];
+    incident *inc = f->host[0] ? strmap_get(e->open_node, f->host) : NULL;
 
     if (f->host[0] || f->job[0])
         win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
                 f->scenario, f->sig_id);
+    /* A mark of the node's open fault (NCCL fell back to sockets on a node
+     * whose IB link is down) names a job that fault degrades. */
+    if (f->kind == FACT_MARK && f->scenario && f->job[0] && fresh(e, inc) &&
+        strcmp(inc->sc->id, f->scenario) == 0) {
+        touch(inc, s);
+        add_child(inc, f->job, NULL, s->ts);
+    }
 }
 
 /* The scenario a mark in this job's windows gives its collective timeouts:

@@ -251,10 +251,11 @@ json_t *eng_actions(engine *e, const incident *inc)
             break;
         }
         case PB_TARGET_EACH_JOB:
+        case PB_TARGET_EACH_AFFECTED:
             for (size_t k = 0; k < inc->nchildren; k++) {
                 const child *c = &inc->children[k];
                 const job *j = strmap_get(e->jobs, c->job);
-                if (!c->state[0])
+                if (!c->state[0] && st->target == PB_TARGET_EACH_JOB)
                     continue; /* only the jobs that actually failed */
                 json_array_append_new(out, action(e, st, inc, j,
                                                   job_target(j, c->job)));

@@ -11,11 +11,13 @@
 
 typedef enum { APPR_AUTO, APPR_HITL, APPR_CANARY } pb_approval;
 
+/* Same order as the names in playbooks.c. */
 typedef enum {
     PB_TARGET_NODE,     /* the incident's node */
     PB_TARGET_JOB,      /* the incident's job */
-    PB_TARGET_EACH_JOB, /* every job the incident explains */
+    PB_TARGET_EACH_JOB, /* every job the incident explains (failed) */
     PB_TARGET_NONE,
+    PB_TARGET_EACH_AFFECTED, /* every job it names, failed or degraded */
 } pb_target;
 
 typedef enum {
