@@ -229,7 +229,7 @@ static const pb_signature *first_match(const classifier *c, int source,
 
     for (size_t i = 0; i < n; i++) {
         if (g[i].source != source ||
-            (only >= 0 && cls_fact_parse(g[i].fact) != only))
+            (only >= 0 && g[i].kind != only))
             continue;
         if (pcre2_match(g[i].re, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0,
                         c->md, NULL) >= 0)
@@ -255,7 +255,7 @@ static void from_signature(const classifier *c, const pb_signature *g,
                            const sig *s, const char *text, fact *f,
                            char *nodes, size_t nodes_len)
 {
-    fact_init(f, (fact_kind)cls_fact_parse(g->fact), s);
+    fact_init(f, (fact_kind)g->kind, s);
     take_fields(c, g, text, f, nodes, nodes_len);
     f->sig_id = g->id;
     f->scenario = g->scenario;

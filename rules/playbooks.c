@@ -505,11 +505,26 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
     g.id = strdup(id);
     g.source = (int)source;
     g.fact = strdup(kind);
+    g.kind = cls_fact_parse(kind);
     g.scenario = sc ? strdup(sc) : NULL;
     g.match = strdup(pat);
     g.file = strdup(r->name);
     g.line = (int)n->start_mark.line + 1;
     push_signature(c, &g);
+}
+
+/* One Xid code of a list, or 0 after reporting why it is not one. */
+static long xid_code(reader *r, yaml_node_t *cn, const char *what)
+{
+    const char *v = scalar(cn);
+    char *end;
+    long code = v ? strtol(v, &end, 10) : 0;
+
+    if (!v || *end || code <= 0 || code > 1000) {
+        problem(r, cn, "%s: '%s' is not an Xid code", what, v ? v : "");
+        return 0;
+    }
+    return code;
 }
 
 /* xid_codes: [{codes: [79], scenario: hw.gpu_off_bus}, ...] */
@@ -543,13 +558,9 @@ static void read_xids(reader *r, pb_catalog *c, yaml_node_t *list)
         for (yaml_node_item_t *k = codes->data.sequence.items.start;
              k < codes->data.sequence.items.top; k++) {
             yaml_node_t *cn = yaml_document_get_node(&r->doc, *k);
-            const char *v = scalar(cn);
-            char *end;
-            long code = v ? strtol(v, &end, 10) : 0;
-            if (!v || *end || code <= 0 || code > 1000) {
-                problem(r, cn, "xid_codes: '%s' is not an Xid code", v ? v : "");
+            long code = xid_code(r, cn, "xid_codes");
+            if (!code)
                 continue;
-            }
             for (size_t x = 0; x < c->nxids; x++)
                 if (c->xids[x].code == code) {
                     problem(r, cn, "xid_codes: Xid %ld mapped twice", code);
@@ -592,11 +603,11 @@ static void read_tracked(reader *r, pb_catalog *c, yaml_node_t *n)
     for (yaml_node_item_t *k = codes->data.sequence.items.start;
          k < codes->data.sequence.items.top; k++) {
         yaml_node_t *cn = yaml_document_get_node(&r->doc, *k);
-        const char *v = scalar(cn);
-        char *end;
-        long code = v ? strtol(v, &end, 10) : 0;
-        if (!v || *end || code <= 0 || code > 1000 || c->ntracked == 16) {
-            problem(r, cn, "xid_tracked: '%s' is not an Xid code", v ? v : "");
+        long code = xid_code(r, cn, "xid_tracked");
+        if (!code)
+            continue;
+        if (c->ntracked == 16) {
+            problem(r, cn, "xid_tracked: at most 16 codes");
             continue;
         }
         c->tracked[c->ntracked++] = (int)code;

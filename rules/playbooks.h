@@ -76,6 +76,7 @@ typedef struct pb_signature {
     const char *id;
     int source;           /* sig_source */
     const char *fact;     /* fact kind name (see classify.h) */
+    int kind;             /* the same, parsed (fact_kind) */
     const char *scenario; /* NULL: the engine decides from evidence */
     const char *match;    /* PCRE2 pattern; for alerts, over alertname */
     void *re;             /* compiled pattern (pcre2_code) */
