@@ -60,6 +60,7 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
     e->open_job = strmap_new();
     e->seen = strmap_new();
     e->seen_limit = SEEN_FLOOR;
+    e->series = strmap_new();
     return e;
 }
 
@@ -75,6 +76,7 @@ void eng_free(engine *e)
     strmap_free(e->open_node, NULL);
     strmap_free(e->open_job, NULL);
     strmap_free(e->seen, free);
+    strmap_free(e->series, eng_series_free);
     for (size_t i = 0; i < e->ninc; i++) {
         free(e->incs[i]->children);
         json_decref(e->incs[i]->published);
@@ -115,7 +117,7 @@ node_win *eng_win_of(engine *e, const char *host)
 }
 
 /* Indexed by fact_kind; the letters are stored in Redis, never reuse one. */
-const char eng_kind_code[] = "XDOAJICFNMTSH";
+const char eng_kind_code[] = "XDOAJICFNMTSHP";
 
 entry *eng_win_push(node_win *w)
 {
@@ -133,7 +135,7 @@ static int64_t win_horizon(const char *host)
     return strncmp(host, "hist:", 5) == 0 ? NAME_WINDOW : HORIZON;
 }
 
-static void win_add(engine *e, const sig *s, const char *host, fact_kind kind,
+void eng_win_add(engine *e, const sig *s, const char *host, fact_kind kind,
                     const char *jobid, const char *scenario,
                     const char *sig_id)
 {
@@ -229,7 +231,7 @@ int64_t eng_fold_window(const incident *inc)
                ? NAME_WINDOW : FOLD_WINDOW;
 }
 
-static int fresh(const engine *e, const incident *inc)
+int eng_fresh(const engine *e, const incident *inc)
 {
     return inc && e->now - inc->updated <= eng_fold_window(inc);
 }
@@ -242,7 +244,7 @@ static incident *incident_by_id(engine *e, const char *id)
     return NULL;
 }
 
-static void touch(incident *inc, const sig *s)
+void eng_touch(incident *inc, const sig *s)
 {
     inc->count++;
     inc->sources |= 1u << s->source;
@@ -255,7 +257,7 @@ static void touch(incident *inc, const sig *s)
     inc->dirty = 1;
 }
 
-static incident *open_incident(engine *e, const sig *s, const char *scenario,
+incident *eng_open_incident(engine *e, const sig *s, const char *scenario,
                                const char *scope_kind, const char *scope_key)
 {
     incident *inc = eng_incident_new(e);
@@ -413,7 +415,7 @@ static void fold_earlier(engine *e, incident *inc, const sig *s,
 static incident *open_node_incident(engine *e, const sig *s, const char *host,
                                     const char *scenario, const fact *f)
 {
-    incident *inc = open_incident(e, s, scenario, "node", host);
+    incident *inc = eng_open_incident(e, s, scenario, "node", host);
     const entry *first = earliest_anomaly(e, host, e->now - CRASH_WINDOW);
 
     str_copy(inc->node, sizeof inc->node, host);
@@ -429,20 +431,20 @@ static incident *open_node_incident(engine *e, const sig *s, const char *host,
     return inc;
 }
 
-static void on_node_fault(engine *e, const sig *s, const fact *f,
+void eng_on_node_fault(engine *e, const sig *s, const fact *f,
                           const char *host)
 {
     incident *inc = strmap_get(e->open_node, host);
 
-    win_add(e, s, host, f->kind, s->job, f->scenario, f->sig_id);
+    eng_win_add(e, s, host, f->kind, s->job, f->scenario, f->sig_id);
     /* A long-lived incident (a GPU faulting job after job) absorbs only
      * its own scenario past the usual fold window. */
     if (inc && e->now - inc->updated > FOLD_WINDOW &&
         strcmp(inc->sc->id, f->scenario ? f->scenario : ""))
         inc = NULL;
-    if (!fresh(e, inc))
+    if (!eng_fresh(e, inc))
         inc = open_node_incident(e, s, host, f->scenario, f);
-    touch(inc, s);
+    eng_touch(inc, s);
     if (!inc->gpu[0] && f->gpu[0])
         str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
     absorb_failed_jobs(e, inc, host);
@@ -458,24 +460,24 @@ static void on_job_failed(engine *e, const sig *s, job *j)
     incident *inc;
 
     json_array_foreach(j->nodes, i, n)
-        win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
+        eng_win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
     inc = strmap_get(e->open_job, j->id);
-    if (fresh(e, inc)) {
-        touch(inc, s);
+    if (eng_fresh(e, inc)) {
+        eng_touch(inc, s);
         str_copy(j->incident, sizeof j->incident, inc->id);
         return;
     }
     /* Already explained by an incident that follows its logical job. */
     inc = j->incident[0] ? incident_by_id(e, j->incident) : NULL;
-    if (fresh(e, inc)) {
-        touch(inc, s);
+    if (eng_fresh(e, inc)) {
+        eng_touch(inc, s);
         add_child(inc, j->id, j->state, s->ts);
         return;
     }
     json_array_foreach(j->nodes, i, n) {
         inc = strmap_get(e->open_node, json_string_value(n));
-        if (fresh(e, inc)) {
-            touch(inc, s);
+        if (eng_fresh(e, inc)) {
+            eng_touch(inc, s);
             add_child(inc, j->id, j->state, s->ts);
             str_copy(j->incident, sizeof j->incident, inc->id);
             maybe_escalate(e, inc);
@@ -488,7 +490,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
         memset(&f, 0, sizeof f);
         f.kind = FACT_NODE_DOWN;
         f.scenario = "node.down";
-        on_node_fault(e, s, &f, json_string_value(json_array_get(j->nodes, 0)));
+        eng_on_node_fault(e, s, &f, json_string_value(json_array_get(j->nodes, 0)));
         return;
     }
     json_array_foreach(j->nodes, i, n) {
@@ -506,7 +508,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
             const entry *nf = earliest_node_fault(e, host, e->now - CRASH_WINDOW);
             inc = open_node_incident(e, s, host, "cascade.node_crash", NULL);
             inc->root_scenario = nf ? nf->scenario : "cascade.node_crash";
-            touch(inc, s);
+            eng_touch(inc, s);
             absorb_failed_jobs(e, inc, host);
             return;
         }
@@ -527,6 +529,8 @@ static void on_job_state(engine *e, const sig *s)
         str_copy(j->cluster, sizeof j->cluster, s->cluster);
         strmap_put(e->jobs, s->job, j);
     }
+    if (strcmp(s->state, "RUNNING") == 0 && strcmp(j->state, "RUNNING"))
+        eng_job_started(e, j);
     str_copy(j->state, sizeof j->state, s->state);
     j->updated = s->ts;
     if (s->job_name)
@@ -574,16 +578,16 @@ static void on_inventory(engine *e, const sig *s)
     free(txt);
 }
 
-static void on_job_fault(engine *e, const sig *s, const fact *f)
+void eng_on_job_fault(engine *e, const sig *s, const fact *f)
 {
     incident *inc = strmap_get(e->open_job, f->job);
     job *j = job_of(e, f->job);
     char wbuf[200];
 
-    win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
+    eng_win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
             f->scenario, f->sig_id);
-    if (!fresh(e, inc)) {
-        inc = open_incident(e, s, f->scenario, "job", f->job);
+    if (!eng_fresh(e, inc)) {
+        inc = eng_open_incident(e, s, f->scenario, "job", f->job);
         str_copy(inc->job, sizeof inc->job, f->job);
         str_copy(inc->node, sizeof inc->node, f->host);
         str_copy(inc->root_job, sizeof inc->root_job, f->job);
@@ -593,7 +597,7 @@ static void on_job_fault(engine *e, const sig *s, const fact *f)
         str_copy(inc->key, sizeof inc->key, f->job);
         strmap_put(e->open_job, f->job, inc);
     }
-    touch(inc, s);
+    eng_touch(inc, s);
     if (j && strcmp(j->incident, inc->id)) {
         str_copy(j->incident, sizeof j->incident, inc->id);
         eng_persist_job(e, j);
@@ -610,24 +614,24 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
     json_t *n;
 
     if (f->host[0])
-        win_add(e, s, f->host, f->kind, f->job, NULL, f->sig_id);
-    if (fresh(e, inc)) {
-        touch(inc, s);
+        eng_win_add(e, s, f->host, f->kind, f->job, NULL, f->sig_id);
+    if (eng_fresh(e, inc)) {
+        eng_touch(inc, s);
         return;
     }
     inc = f->host[0] ? strmap_get(e->open_node, f->host) : NULL;
-    if (!fresh(e, inc) && j) {
+    if (!eng_fresh(e, inc) && j) {
         inc = NULL;
         json_array_foreach(j->nodes, i, n) {
             incident *c = strmap_get(e->open_node, json_string_value(n));
-            if (fresh(e, c)) {
+            if (eng_fresh(e, c)) {
                 inc = c;
                 break;
             }
         }
     }
-    if (fresh(e, inc)) {
-        touch(inc, s);
+    if (eng_fresh(e, inc)) {
+        eng_touch(inc, s);
         if (f->job[0])
             add_child(inc, f->job, NULL, s->ts);
     }
@@ -641,13 +645,17 @@ static void on_context(engine *e, const sig *s, const fact *f)
     incident *inc = f->host[0] ? strmap_get(e->open_node, f->host) : NULL;
 
     if (f->host[0] || f->job[0])
-        win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
+        eng_win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
                 f->scenario, f->sig_id);
+    /* A throttle alert is a hot host: its rack may be the cause. */
+    if (f->kind == FACT_MARK && f->host[0] && f->scenario &&
+        strcmp(f->scenario, "thermal.fleet_throttle") == 0)
+        eng_rack_evidence(e, s, f->host);
     /* A mark of the node's open fault (NCCL fell back to sockets on a node
      * whose IB link is down) names a job that fault degrades. */
-    if (f->kind == FACT_MARK && f->scenario && f->job[0] && fresh(e, inc) &&
+    if (f->kind == FACT_MARK && f->scenario && f->job[0] && eng_fresh(e, inc) &&
         strcmp(inc->sc->id, f->scenario) == 0) {
-        touch(inc, s);
+        eng_touch(inc, s);
         add_child(inc, f->job, NULL, s->ts);
     }
 }
@@ -685,7 +693,7 @@ static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
     if (cause && pb_find(e->cat, cause)) {
         fact g = *f;
         g.scenario = cause;
-        on_job_fault(e, s, &g);
+        eng_on_job_fault(e, s, &g);
         return;
     }
     on_app_error(e, s, f);
@@ -702,8 +710,8 @@ static void name_incident(engine *e, const sig *s, const fact *f, job *j,
 
     snprintf(key, sizeof key, "name:%s", j->name[0] ? j->name : j->id);
     inc = strmap_get(e->open_job, key);
-    if (!fresh(e, inc)) {
-        inc = open_incident(e, s, f->scenario, "job", key);
+    if (!eng_fresh(e, inc)) {
+        inc = eng_open_incident(e, s, f->scenario, "job", key);
         inc->job_scope = 1;
         inc->cause = *f;
         str_copy(inc->key, sizeof inc->key, key);
@@ -714,7 +722,7 @@ static void name_incident(engine *e, const sig *s, const fact *f, job *j,
     /* The newest attempt is the one to resubmit. */
     str_copy(inc->job, sizeof inc->job, j->id);
     str_copy(inc->node, sizeof inc->node, f->host);
-    touch(inc, s);
+    eng_touch(inc, s);
     add_child(inc, j->id, state, s->ts);
     str_copy(j->incident, sizeof j->incident, inc->id);
     eng_persist_job(e, j); /* a restart must know what explains it */
@@ -737,7 +745,7 @@ static void on_job_preempted(engine *e, const sig *s, job *j)
     json_t *n;
 
     json_array_foreach(j->nodes, i, n)
-        win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
+        eng_win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
 
     json_array_foreach(j->nodes, i, n) {
         node_win *w = strmap_get(e->nodes, json_string_value(n));
@@ -760,7 +768,7 @@ static void on_job_preempted(engine *e, const sig *s, job *j)
 }
 
 /* The job running on a host now (the latest to start), or NULL. */
-static job *job_on(engine *e, const char *host)
+job *eng_job_on(engine *e, const char *host)
 {
     size_t pos = 0, i;
     const char *k;
@@ -820,28 +828,28 @@ static size_t gpus_of_job(engine *e, const char *name)
 static void on_tracked_xid(engine *e, const sig *s, const fact *f,
                            const char *same_gpu, const char *same_job)
 {
-    job *j = job_on(e, f->host);
+    job *j = eng_job_on(e, f->host);
     char gpu_win[300];
     fact g = *f;
 
     if (!j) {
-        win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
+        eng_win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
         return;
     }
     snprintf(gpu_win, sizeof gpu_win, "hist:%s/%s", f->host,
              f->pci[0] ? f->pci : f->gpu[0] ? f->gpu : "?");
-    win_add(e, s, gpu_win, f->kind, j->name[0] ? j->name : j->id, NULL,
+    eng_win_add(e, s, gpu_win, f->kind, j->name[0] ? j->name : j->id, NULL,
             f->sig_id);
     if (jobs_on_gpu(e, gpu_win) >= 2 && pb_find(e->cat, same_gpu)) {
         incident *inc;
         g.scenario = same_gpu;
-        on_node_fault(e, s, &g, f->host);
+        eng_on_node_fault(e, s, &g, f->host);
         inc = strmap_get(e->open_node, f->host);
         if (inc && !inc->key[0])
             snprintf(inc->key, sizeof inc->key, "gpu:%.180s", gpu_win + 5);
         return;
     }
-    win_add(e, s, f->host, f->kind, j->id, NULL, f->sig_id);
+    eng_win_add(e, s, f->host, f->kind, j->id, NULL, f->sig_id);
     if (gpus_of_job(e, j->name[0] ? j->name : j->id) >= 2 &&
         pb_find(e->cat, same_job)) {
         g.scenario = same_job;
@@ -910,7 +918,13 @@ int eng_feed(engine *e, const sig *s)
 
     if (s->ts > e->now)
         e->now = s->ts;
+    if (s->source == SRC_METRIC) {
+        n = eng_on_metric(e, s);
+        eng_timers(e);
+        return n;
+    }
     n = cls_classify(e->cls, s, facts);
+    eng_timers(e);
     if (n == 0)
         return 0;
     if (seen_before(e, s))
@@ -933,20 +947,20 @@ int eng_feed(engine *e, const sig *s)
             /* fall through */
         case FACT_NODE_DOWN:
             if (pb_find(e->cat, f->scenario))
-                on_node_fault(e, s, f, f->host);
+                eng_on_node_fault(e, s, f, f->host);
             else if (f->host[0])
-                win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
+                eng_win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
             break;
         case FACT_CUDA_OOM:
         case FACT_JOB_FAULT:
             if (f->job[0] && pb_find(e->cat, f->scenario))
-                on_job_fault(e, s, f);
+                eng_on_job_fault(e, s, f);
             else
                 on_context(e, s, f);
             break;
         case FACT_NODE_FAULT:
             if (f->host[0] && pb_find(e->cat, f->scenario))
-                on_node_fault(e, s, f, f->host);
+                eng_on_node_fault(e, s, f, f->host);
             break;
         case FACT_NCCL_TIMEOUT:
             on_nccl_timeout(e, s, f);
@@ -960,6 +974,10 @@ int eng_feed(engine *e, const sig *s)
             break;
         case FACT_APP_ERROR:
             on_app_error(e, s, f);
+            break;
+        case FACT_PROGRESS:
+            if (f->step >= 0)
+                eng_progress(e, f->job, s->ts, (double)f->step);
             break;
         case FACT_CHECKPOINT:
         case FACT__COUNT:
@@ -1016,6 +1034,16 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         json_decref(js);
     }
     eng_persist_tracebacks(e);
+}
+
+void eng_tick(engine *e, int64_t wall)
+{
+    /* Wall clock drives timers only once the stream has caught up: while
+     * a backlog is read, event time decides, as in replay. */
+    if (wall > e->now && wall - e->now <= LIVE_SKEW) {
+        e->live_clock = wall;
+        eng_timers(e);
+    }
 }
 
 json_t *eng_incidents(engine *e)

@@ -38,6 +38,11 @@ void eng_free(engine *e);
  * nothing the rules use. */
 int eng_feed(engine *e, const sig *s);
 
+/* Live: the wall clock (us), so that timers (a job's absent progress)
+ * fire when nothing arrives. Ignored while the stream lags behind it by
+ * more than a minute: then event time decides, as in replay. */
+void eng_tick(engine *e, int64_t wall);
+
 /* Restart: the state records read back from Redis, in any order, then
  * eng_restore_done once. Windows are sorted sets (cascade:{C}:w:node:H);
  * jobs, inventory, incident state and open multi-line assemblies are

@@ -21,6 +21,9 @@
 #define NAME_WINDOW (24 * TS_HOUR)
 /* How long window entries and seen ids are kept, in memory and in Redis. */
 #define HORIZON (2 * TS_HOUR)
+/* eng_tick: how far behind the wall clock the stream may be for the wall
+ * clock to drive timers. */
+#define LIVE_SKEW TS_MIN
 /* The seen-id set is pruned once it reaches this size (and then again
  * each time it doubles). */
 #define SEEN_FLOOR 65536
@@ -56,6 +59,11 @@ typedef struct job {
     json_t *config; /* launch parameters */
     char incident[24]; /* the incident that explains its failure */
     int64_t updated;   /* event time of its last state change */
+    /* Training progress (metrics.c): the last step number seen, when it
+     * last changed, the latest sample that repeated it, and when the stall
+     * rule looks at the job next (0: at progress + STALL_AFTER). */
+    double step;
+    int64_t progress_ts, stale_ts, stall_check;
 } job;
 
 typedef struct child {
@@ -99,6 +107,9 @@ struct engine {
     incident **incs;
     size_t ninc, capinc;
     int64_t now; /* event-time watermark */
+    strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
+    int64_t next_check; /* earliest stall check due (0: none) */
+    int64_t live_clock; /* wall clock, once caught up (eng_tick) */
 };
 
 /* Window entry kinds as one letter, indexed by fact_kind. */
@@ -116,6 +127,33 @@ void eng_job_free(void *p);
 void eng_persist_job(engine *e, const job *j);
 void eng_persist_incident(engine *e, const incident *inc);
 void eng_persist_tracebacks(engine *e);
+
+/* metrics.c: metric samples as series (gauges and counter rates) and the
+ * rules read from them; event-time timers for absent progress. */
+typedef struct series series;
+int eng_on_metric(engine *e, const sig *s);
+void eng_progress(engine *e, const char *jobid, int64_t ts, double step);
+void eng_timers(engine *e);
+/* After a restart: the next stall check due, from the jobs read back. */
+void eng_timers_rearm(engine *e);
+void eng_rack_evidence(engine *e, const sig *s, const char *host);
+void eng_job_started(engine *e, job *j);
+int eng_restore_series(engine *e, const char *cluster, const char *field,
+                       const char *value, cs_err *err);
+void eng_series_free(void *p);
+size_t eng_prune_series(engine *e);
+
+/* engine.c handlers that metric rules reuse. */
+void eng_on_job_fault(engine *e, const sig *s, const fact *f);
+void eng_on_node_fault(engine *e, const sig *s, const fact *f,
+                       const char *host);
+job *eng_job_on(engine *e, const char *host);
+incident *eng_open_incident(engine *e, const sig *s, const char *scenario,
+                            const char *scope_kind, const char *scope_key);
+void eng_touch(incident *inc, const sig *s);
+int eng_fresh(const engine *e, const incident *inc);
+void eng_win_add(engine *e, const sig *s, const char *host, fact_kind kind,
+                 const char *jobid, const char *scenario, const char *sig_id);
 
 json_t *eng_incident_json(engine *e, const incident *inc);
 /* Children that failed (not only seen erroring). */

@@ -201,6 +201,12 @@ static json_t *action(engine *e, const pb_step *st, const incident *inc,
                      "params", step_params(st, inc, j), "state", "proposed");
 }
 
+/* A rack incident's rack (its key is "rack:<name>"), or "". */
+static const char *rack_of(const incident *inc)
+{
+    return strncmp(inc->key, "rack:", 5) == 0 ? inc->key + 5 : "";
+}
+
 static json_t *job_target(const job *j, const char *id)
 {
     json_t *t = json_pack("{s:s}", "job", id);
@@ -264,6 +270,11 @@ json_t *eng_actions(engine *e, const incident *inc)
         case PB_TARGET_NONE:
             json_array_append_new(out, action(e, st, inc, NULL, json_object()));
             break;
+        case PB_TARGET_RACK:
+            json_array_append_new(out, action(e, st, inc, NULL,
+                                              json_pack("{s:s}", "rack",
+                                                        rack_of(inc))));
+            break;
         }
     }
     return out;
@@ -281,6 +292,8 @@ static json_t *scope_json(engine *e, const incident *inc)
         json_object_set_new(s, "gpu", json_string(inc->gpu));
     if (ni && ni->rack[0] && inc->sc->node_level)
         json_object_set_new(s, "rack", json_string(ni->rack));
+    else if (*rack_of(inc))
+        json_object_set_new(s, "rack", json_string(rack_of(inc)));
     if (inc->job[0])
         json_object_set_new(s, "job", json_string(inc->job));
     if (j && j->name[0])
@@ -321,7 +334,8 @@ static json_t *children_json(const incident *inc)
 static void summary(const incident *inc, char *buf, size_t len)
 {
     size_t n = 0, off;
-    const char *where = inc->node[0] ? inc->node : "?";
+    const char *where = inc->node[0] ? inc->node
+                        : *rack_of(inc) ? rack_of(inc) : "?";
 
     if (!inc->sc->node_level) {
         snprintf(buf, len, "Job %s on %s: %s; %s.", inc->job, where,

@@ -35,11 +35,15 @@ static void put_json(engine *e, const char *cluster, const char *kind,
 void eng_persist_job(engine *e, const job *j)
 {
     put_json(e, j->cluster, "jobs", j->id,
-             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I}",
+             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I, s:f, "
+                       "s:I, s:I, s:I}",
                        "job", j->id, "job_name", j->name, "team", j->team,
                        "state", j->state, "priority", j->priority, "nodes",
                        j->nodes, "config", j->config, "incident", j->incident,
-                       "updated", (json_int_t)j->updated));
+                       "updated", (json_int_t)j->updated, "step", j->step,
+                       "progress", (json_int_t)j->progress_ts, "stale",
+                       (json_int_t)j->stale_ts, "check",
+                       (json_int_t)j->stall_check));
 }
 
 static json_t *fact_json(const fact *f)
@@ -171,7 +175,8 @@ int eng_restore_wants(const char *key)
     if (split_key(key, cluster, sizeof cluster, &kind))
         return 0;
     return !strcmp(kind, "jobs") || !strcmp(kind, "inventory") ||
-           !strcmp(kind, "state") || !strcmp(kind, "tb");
+           !strcmp(kind, "state") || !strcmp(kind, "tb") ||
+           !strcmp(kind, "series");
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -208,6 +213,10 @@ static int restore_job(engine *e, const char *cluster, const char *field,
     str_copy(j->priority, sizeof j->priority, jstr(o, "priority"));
     str_copy(j->incident, sizeof j->incident, jstr(o, "incident"));
     j->updated = jint(o, "updated");
+    j->step = json_number_value(json_object_get(o, "step"));
+    j->progress_ts = jint(o, "progress");
+    j->stale_ts = jint(o, "stale");
+    j->stall_check = jint(o, "check");
     j->nodes = json_incref(nodes);
     j->config = json_is_object(config) ? json_incref(config) : NULL;
     eng_job_free(strmap_put(e->jobs, field, j));
@@ -340,6 +349,8 @@ int eng_restore_hash(engine *e, const char *key, const char *field,
         cs_err_set(err, "%s %s: malformed assembly '%s'", key, field, value);
         return -1;
     }
+    if (strcmp(kind, "series") == 0)
+        return eng_restore_series(e, cluster, field, value, err);
     o = json_loads(value, 0, &je);
     if (!json_is_object(o)) {
         cs_err_set(err, "%s %s: not a JSON object (%s)", key, field, je.text);
@@ -379,10 +390,13 @@ size_t eng_restore_done(engine *e)
             strmap_put(e->open_job, inc->key, inc);
         else if (!inc->job_scope && inc->node[0])
             strmap_put(e->open_node, inc->node, inc);
+        else if (!inc->job_scope && strncmp(inc->key, "rack:", 5) == 0)
+            strmap_put(e->open_node, inc->key, inc);
         if (e->now - inc->updated <= FOLD_WINDOW)
             open++;
     }
     eng_prune(e);
+    eng_timers_rearm(e);
     return open;
 }
 
@@ -394,6 +408,8 @@ static void unlink_incident(engine *e, const incident *inc)
         strmap_del(e->open_job, inc->key);
     if (inc->node[0] && strmap_get(e->open_node, inc->node) == inc)
         strmap_del(e->open_node, inc->node);
+    if (inc->key[0] && strmap_get(e->open_node, inc->key) == inc)
+        strmap_del(e->open_node, inc->key);
 }
 
 static size_t prune_incidents(engine *e)
@@ -455,5 +471,5 @@ static size_t prune_jobs(engine *e)
 
 size_t eng_prune(engine *e)
 {
-    return prune_incidents(e) + prune_jobs(e);
+    return prune_incidents(e) + prune_jobs(e) + eng_prune_series(e);
 }

@@ -60,6 +60,7 @@ static const char *const fact_names[FACT__COUNT] = {
     [FACT_NCCL_TIMEOUT] = "nccl_timeout",
     [FACT_SPOT] = "spot",
     [FACT_HOST_OOM] = "host_oom",
+    [FACT_PROGRESS] = "progress",
 };
 
 const char *cls_fact_name(fact_kind k)

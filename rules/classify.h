@@ -27,6 +27,7 @@ typedef enum {
     FACT_NCCL_TIMEOUT, /* a collective timed out: cause from the evidence */
     FACT_SPOT,       /* the cloud is reclaiming a node or its pods */
     FACT_HOST_OOM,   /* the kernel's OOM killer ended a process */
+    FACT_PROGRESS,   /* a training step completed (its number in step) */
     FACT__COUNT
 } fact_kind;
 

@@ -220,7 +220,7 @@ static int pick(const char *v, const char *const *names, int n)
 
 static const char *const approvals[] = {"auto", "hitl", "canary"};
 static const char *const targets[] = {"node", "job", "each_job", "none",
-                                     "each_affected"};
+                                     "each_affected", "rack"};
 static const char *const fixes[] = {
     "none",    "exclude_node", "batch",       "activation",
     "alloc_conf", "ticket",    "workers",     "shm",
@@ -265,8 +265,8 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
     v = scalar(get(r, n, "target"));
     if ((t = pick(v, targets, N(targets))) < 0)
         problem(r, node_or(get(r, n, "target"), n),
-                "target '%s' is not node, job, each_job, each_affected or "
-                "none", v ? v : "");
+                "target '%s' is not node, job, each_job, each_affected, "
+                "rack or none", v ? v : "");
     if ((v = scalar(get(r, n, "fix"))) && (f = pick(v, fixes, N(fixes))) < 0)
         problem(r, get(r, n, "fix"), "fix '%s' is not one of none, "
                 "exclude_node, batch, activation, alloc_conf, ticket, workers, "

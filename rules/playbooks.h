@@ -18,6 +18,7 @@ typedef enum {
     PB_TARGET_EACH_JOB, /* every job the incident explains (failed) */
     PB_TARGET_NONE,
     PB_TARGET_EACH_AFFECTED, /* every job it names, failed or degraded */
+    PB_TARGET_RACK,     /* the incident's rack */
 } pb_target;
 
 typedef enum {

@@ -63,13 +63,13 @@ static void test_errors(void)
                      "    todo: t\n    actions:\n"
                      "      - {playbook: ticket.create, approval: auto, "
                      "target: node, fix: ticket}\n"
-                     "      - {playbook: Node.Drain, approval: auto, target: rack}\n"),
+                     "      - {playbook: Node.Drain, approval: auto, target: room}\n"),
               3);
     CHECK(strstr(errs, "t.yaml:7:9: fix: ticket needs a category\n") != NULL);
     CHECK(strstr(errs, "t.yaml:8:20: action: playbook missing or not "
                        "'family.name'\n") != NULL);
-    CHECK(strstr(errs, "t.yaml:8:56: target 'rack' is not node, job, each_job, "
-                       "each_affected or none\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:8:56: target 'room' is not node, job, each_job, "
+                       "each_affected, rack or none\n") != NULL);
     CHECK_INT(add(c, "family: f\nscenarios: [\n"), 1);
     CHECK(strncmp(errs, "t.yaml:3:1: YAML: ", 18) == 0);
     CHECK_INT(add(c, "scenarios: {}\n"), 2);

@@ -1,0 +1,325 @@
+/* Rules read from metric series (correlate/metrics.c): rates, not values;
+ * stalls by event-time timers and by the wall clock; thermal by node and
+ * by rack. Each rule is checked on the case that must fire and on the
+ * near misses that must not. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "core/ts.h"
+#include "correlate/engine.h"
+
+static void nop_add(void *c, const char *k, int64_t t, const char *m)
+{
+    (void)c, (void)k, (void)t, (void)m;
+}
+static void nop_trim(void *c, const char *k, int64_t b)
+{
+    (void)c, (void)k, (void)b;
+}
+static void nop_put(void *c, const char *k, const char *f, const char *v)
+{
+    (void)c, (void)k, (void)f, (void)v;
+}
+static void nop_del(void *c, const char *k, const char *f)
+{
+    (void)c, (void)k, (void)f;
+}
+static const eng_store_ops ops = {nop_add, nop_trim, nop_put, nop_del};
+
+static int64_t ts_of(const char *text)
+{
+    int64_t t = 0;
+    CHECK_INT(ts_parse_rfc3339(text, &t), 0);
+    return t;
+}
+
+/* 2026-03-02T08:00:00Z plus `sec` seconds. */
+static void ts_at(char *buf, size_t len, int sec)
+{
+    ts_format(ts_of("2026-03-02T08:00:00Z") + (int64_t)sec * TS_SEC, buf, len);
+}
+
+static void feed_line(engine *e, const char *line)
+{
+    sig s;
+    cs_err err;
+
+    if (sig_parse_json(&s, line, strlen(line), &err)) {
+        fprintf(stderr, "bad test line: %s: %s\n", err.msg, line);
+        CHECK(0);
+        return;
+    }
+    eng_feed(e, &s);
+    sig_free(&s);
+}
+
+static void metric(engine *e, int sec, const char *host, const char *name,
+                   double v, const char *lk, const char *lv)
+{
+    char ts[40], line[512];
+
+    ts_at(ts, sizeof ts, sec);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"%s\",\"source\":\"metric\",\"host\":\"%s\",\"name\":"
+             "\"%s\",\"value\":%g,\"labels\":{\"%s\":\"%s\"}}",
+             ts, host, name, v, lk, lv);
+    feed_line(e, line);
+}
+
+static void job(engine *e, int sec, const char *id, const char *state,
+                const char *nodes)
+{
+    char ts[40], line[512];
+
+    ts_at(ts, sizeof ts, sec);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"%s\",\"source\":\"job\",\"job\":\"%s\",\"state\":"
+             "\"%s\",\"nodes\":%s}", ts, id, state, nodes);
+    feed_line(e, line);
+}
+
+static void inventory(engine *e, const char *host, const char *rack)
+{
+    char line[256];
+
+    snprintf(line, sizeof line,
+             "{\"ts\":\"2026-03-02T07:00:00Z\",\"source\":\"inventory\","
+             "\"host\":\"%s\",\"rack\":\"%s\",\"canary\":false}", host, rack);
+    feed_line(e, line);
+}
+
+/* The scenarios of all incidents, space-separated ("" for none). */
+static void scenarios(engine *e, char *buf, size_t len)
+{
+    json_t *all = eng_incidents(e), *inc;
+    size_t i, off = 0;
+
+    buf[0] = '\0';
+    json_array_foreach(all, i, inc)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? " " : "",
+                                json_string_value(json_object_get(inc, "scenario")));
+    json_decref(all);
+}
+
+#define EXPECT(e, want)                                   \
+    do {                                                  \
+        char got_[256];                                   \
+        scenarios(e, got_, sizeof got_);                  \
+        CHECK_STR(got_, want);                            \
+    } while (0)
+
+/* ---- RDMA counters --------------------------------------------------- */
+
+/* Ten minutes of samples; each counter grows by its step per minute from
+ * minute `from` on (a step of 0: constant). */
+static engine *rdma_run(double retx_step, double ack_step, int from,
+                        int reset_at)
+{
+    cs_err err;
+    engine *e = eng_new(&ops, NULL, &err);
+    double retx = 9e7, ack = 0;
+
+    inventory(e, "n1", "r1");
+    for (int m = 0; m <= 12; m++) {
+        if (m > from) {
+            retx += retx_step;
+            ack += ack_step;
+        }
+        if (m == reset_at)
+            retx = ack = 0;
+        metric(e, m * 60, "n1", "hw_rdma_tx_retx_pkts_total", retx, "device",
+               "mlx5_0");
+        metric(e, m * 60, "n1", "hw_rdma_tx_ack_timeout_total", ack, "device",
+               "mlx5_0");
+    }
+    return e;
+}
+
+static void test_rdma(void)
+{
+    engine *e;
+
+    e = rdma_run(4200, 35, 2, -1); /* both rising for 10 minutes */
+    EXPECT(e, "net.rdma_degraded");
+    eng_free(e);
+    e = rdma_run(0, 0, 0, -1); /* 90M retransmits, none new */
+    EXPECT(e, "");
+    eng_free(e);
+    e = rdma_run(4200, 0, 2, -1); /* retransmits without ACK timeouts */
+    EXPECT(e, "");
+    eng_free(e);
+    e = rdma_run(4200, 35, 8, -1); /* rising for 4 minutes only */
+    EXPECT(e, "");
+    eng_free(e);
+    /* An exporter restart at minute 8 resets both counters: the runs of
+     * increases start over and last 4 minutes by minute 12. */
+    e = rdma_run(4200, 35, 3, 8); /* 4 minutes before it, 4 after */
+    EXPECT(e, "");
+    eng_free(e);
+    e = rdma_run(4200, 35, 2, 6); /* 6 minutes after it: sustained again */
+    EXPECT(e, "net.rdma_degraded");
+    eng_free(e);
+}
+
+/* ---- stalls ------------------------------------------------------------ */
+
+/* A job on n1 logs steps for 10 minutes, then stops; GPU 0 reports util
+ * and power every minute until minute `until`. */
+static engine *stall_run(double util, double power, int until)
+{
+    cs_err err;
+    engine *e = eng_new(&ops, NULL, &err);
+    char ts[40], line[512];
+
+    inventory(e, "n1", "r1");
+    job(e, 0, "7", "RUNNING", "[\"n1\"]");
+    for (int m = 0; m <= until; m++) {
+        if (m <= 10) {
+            ts_at(ts, sizeof ts, m * 60 + 30);
+            snprintf(line, sizeof line,
+                     "{\"ts\":\"%s\",\"source\":\"app\",\"host\":\"n1\","
+                     "\"job\":\"7\",\"line\":\"step %d | loss 2.1 | lr 3e-4\"}",
+                     ts, 100 + m * 10);
+            feed_line(e, line);
+        }
+        metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_UTIL", m <= 10 ? 98 : util,
+               "gpu", "0");
+        metric(e, m * 60, "n1", "DCGM_FI_DEV_POWER_USAGE",
+               m <= 10 ? 700 : power, "gpu", "0");
+    }
+    return e;
+}
+
+static void test_stalls(void)
+{
+    engine *e;
+
+    e = stall_run(0.5, 110, 50);
+    EXPECT(e, "job.stalled");
+    eng_free(e);
+    e = stall_run(100, 120, 50); /* busy at idle power */
+    EXPECT(e, "nccl.hang_busy_wait");
+    eng_free(e);
+    e = stall_run(97, 690, 50); /* computing: only the log went quiet */
+    EXPECT(e, "");
+    eng_free(e);
+    e = stall_run(0.5, 110, 35); /* 25 minutes without progress */
+    EXPECT(e, "");
+    eng_free(e);
+
+    /* A job that ends is not stalled. */
+    e = stall_run(0.5, 110, 20);
+    job(e, 21 * 60, "7", "COMPLETED", "[\"n1\"]");
+    metric(e, 50 * 60, "n2", "DCGM_FI_DEV_GPU_UTIL", 1, "gpu", "0");
+    EXPECT(e, "");
+    eng_free(e);
+}
+
+/* Live: nothing arrives after minute 40; the wall clock fires the timer,
+ * but only when the stream is caught up with it. */
+static void test_wall_clock(void)
+{
+    engine *e = stall_run(0.5, 110, 40);
+    int64_t last = ts_of("2026-03-02T08:40:00Z");
+
+    EXPECT(e, ""); /* due at 08:40:30 (30 min after the last step) */
+    eng_tick(e, last + 2 * 3600 * TS_SEC); /* far ahead: a backlog */
+    EXPECT(e, "");
+    eng_tick(e, last + 45 * TS_SEC);
+    EXPECT(e, "job.stalled");
+    eng_free(e);
+}
+
+/* ---- thermal ----------------------------------------------------------- */
+
+/* A 2-node job; n1's GPU 0 heats to `hot1` from minute 5, n2's to `hot2`;
+ * the job's step time grows by `slow` per minute. */
+static engine *straggler_run(double hot1, double hot2, double slow)
+{
+    cs_err err;
+    engine *e = eng_new(&ops, NULL, &err);
+
+    inventory(e, "n1", "r1");
+    inventory(e, "n2", "r2");
+    job(e, 0, "9", "RUNNING", "[\"n1\",\"n2\"]");
+    for (int m = 0; m <= 20; m++) {
+        metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_TEMP", m >= 5 ? hot1 : 70,
+               "gpu", "0");
+        metric(e, m * 60, "n2", "DCGM_FI_DEV_GPU_TEMP", m >= 5 ? hot2 : 70,
+               "gpu", "0");
+        metric(e, m * 60 + 1, "n1", "tb_perf_step_time_seconds",
+               6.0 + slow * m, "job", "9");
+    }
+    return e;
+}
+
+static void test_straggler(void)
+{
+    engine *e;
+    json_t *all, *acts;
+
+    e = straggler_run(93, 68, 0.1);
+    EXPECT(e, "thermal.straggler");
+    all = eng_incidents(e);
+    acts = json_object_get(json_array_get(all, 0), "actions");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(json_object_get(
+                  json_array_get(acts, 1), "params"), "exclude_nodes"), 0)),
+              "n1");
+    json_decref(all);
+    eng_free(e);
+    e = straggler_run(93, 68, 0); /* hot but not slower */
+    EXPECT(e, "");
+    eng_free(e);
+    e = straggler_run(93, 90, 0.1); /* both nodes hot: not one straggler */
+    EXPECT(e, "");
+    eng_free(e);
+}
+
+static void test_fleet(void)
+{
+    static const char *const hosts[] = {"h1", "h2", "h3", "h4"};
+    cs_err err;
+    engine *e;
+
+    /* Two hot hosts in a rack: not yet the rack. */
+    e = eng_new(&ops, NULL, &err);
+    for (int i = 0; i < 4; i++)
+        inventory(e, hosts[i], "r1");
+    metric(e, 0, "h1", "DCGM_FI_DEV_GPU_TEMP", 88, "gpu", "0");
+    metric(e, 60, "h2", "DCGM_FI_DEV_GPU_TEMP", 89, "gpu", "1");
+    metric(e, 120, "h3", "DCGM_FI_DEV_GPU_TEMP", 70, "gpu", "1");
+    EXPECT(e, "");
+    /* A third (by its throttle bitmask: HW thermal slowdown) opens it;
+     * a fourth folds in. */
+    metric(e, 180, "h3", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 64, "gpu", "2");
+    metric(e, 240, "h4", "DCGM_FI_DEV_GPU_TEMP", 87, "gpu", "0");
+    EXPECT(e, "thermal.fleet_throttle");
+    json_t *all = eng_incidents(e);
+    json_t *inc = json_array_get(all, 0);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(inc, "scope"),
+                                                "rack")), "r1");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(inc,
+                                                "root_cause"), "node")), "h1");
+    json_decref(all);
+    eng_free(e);
+
+    /* Three hot hosts in three racks: three hot GPUs, no rack incident. */
+    e = eng_new(&ops, NULL, &err);
+    inventory(e, "h1", "r1");
+    inventory(e, "h2", "r2");
+    inventory(e, "h3", "r3");
+    for (int i = 0; i < 3; i++)
+        metric(e, i * 60, hosts[i], "DCGM_FI_DEV_GPU_TEMP", 90, "gpu", "0");
+    EXPECT(e, "");
+    eng_free(e);
+}
+
+int main(void)
+{
+    test_rdma();
+    test_stalls();
+    test_wall_clock();
+    test_straggler();
+    test_fleet();
+    return check_report();
+}
