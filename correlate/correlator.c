@@ -8,6 +8,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/signal.h"
+#include "core/ts.h"
 #include "correlate/engine.h"
 #include "correlate/store.h"
 
@@ -333,6 +334,10 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
         sig_free(&s);
         c->signals++;
     }
+    /* Timers (a job's absent progress) by the wall clock once caught up.
+     * They ride on batches: a cluster's metrics arrive every scrape, so a
+     * silent topic is the one case where a stall waits for the next one. */
+    eng_tick(c->eng, ts_now());
     eng_flush(c->eng, on_change, c);
     c->phase = PH_STORING;
     store_flush(c->st, on_stored, c);
