@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/redisproc.h"
 #include "correlate/correlator.h"
+#include "rules/playbooks.h"
 #include "ingest/filein.h"
 #include "ingest/webhook.h"
 
@@ -40,6 +41,59 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)what;
     log_info("cascade", "%s: stopping", fd >= 0 ? "signal" : "time is up");
     event_base_loopbreak(l->base);
+}
+
+/* Problems of a rule folder go to the log, one per line, FILE:LINE:COL. */
+static void rules_problem(void *arg, const char *where, const char *msg)
+{
+    log_error("cascade", "%s: %s: %s", (const char *)arg, where, msg);
+}
+
+/* The rule set of rules.dir, or NULL (with the problems logged and counted
+ * in err) when the folder cannot be read or any file has a problem: a
+ * half-valid rule set is never used. Empty dir: the built-in set. */
+static pb_catalog *load_rules(const char *dir, const char *who, cs_err *err)
+{
+    pb_catalog *c;
+    int n;
+
+    if (!dir[0])
+        return pb_catalog_embedded();
+    c = pb_catalog_new();
+    n = pb_catalog_load_dir(c, dir, rules_problem, (void *)who);
+    if (n < 0)
+        cs_err_set(err, "rules.dir %s: cannot read the folder", dir);
+    else if (n > 0)
+        cs_err_set(err, "rules.dir %s: %d problem%s (above)", dir, n,
+                   n == 1 ? "" : "s");
+    if (n != 0) {
+        pb_catalog_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* SIGHUP: the rule set, swapped whole or not at all. */
+static void reload_rules(live *l, const char *dir)
+{
+    cs_err err;
+    pb_catalog *c;
+
+    if (!l->corr)
+        return;
+    if (!(c = load_rules(dir, "SIGHUP", &err))) {
+        log_error("cascade", "SIGHUP: rules not reloaded, keeping the running "
+                             "set: %s", err.msg);
+        return;
+    }
+    size_t n = pb_catalog_count(c);
+    if (corr_set_catalog(l->corr, c, &err)) {
+        log_error("cascade", "SIGHUP: rules not reloaded, keeping the running "
+                             "set: %s", err.msg);
+        return;
+    }
+    log_info("cascade", "SIGHUP: rules reloaded from %s: %zu scenarios",
+             dir[0] ? dir : "the built-in set", n);
 }
 
 /* SIGHUP re-reads the config file. What can change in place does (log
@@ -75,6 +129,8 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
         log_info("cascade", "SIGHUP: webhook token replaced");
     }
     explicit_bzero(next.token, sizeof next.token);
+    memcpy(l->cfg.rules_dir, next.rules_dir, sizeof l->cfg.rules_dir);
+    reload_rules(l, l->cfg.rules_dir);
     log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
 }
 
@@ -157,6 +213,28 @@ static int fail(live *l, const char *cmd, const cs_err *err)
     fprintf(stderr, "cascade %s: %s\n", cmd, err->msg);
     live_free(l);
     return 2;
+}
+
+/* The rule set first (a bad one is a usage error: exit 2, nothing
+ * started), then the embedded services; o is ready for corr_start. */
+static int correlator_start(live *l, const char *who, corr_opts *o,
+                            cs_err *err)
+{
+    memset(o, 0, sizeof *o);
+    o->group = l->cfg.group;
+    o->batch = (size_t)l->cfg.batch;
+    if (!(o->rules = load_rules(l->cfg.rules_dir, who, err))) {
+        fprintf(stderr, "%s: %s\n", who, err->msg);
+        live_free(l);
+        return 2;
+    }
+    if (defaults_start(l, err)) {
+        pb_catalog_free(o->rules);
+        return fail(l, who, err);
+    }
+    o->brokers = l->brokers;
+    o->redis = l->redis_addr;
+    return 0;
 }
 
 enum { OPT_BROKERS = 1, OPT_REDIS, OPT_GROUP, OPT_FOR, OPT_TOKEN, OPT_LISTEN,
@@ -317,10 +395,10 @@ int cmd_correlate(int argc, char **argv)
     }
     if (live_config(&l, &a, "correlate"))
         return 2;
-    if (defaults_start(&l, &err))
-        return fail(&l, "correlate", &err);
-    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr,
-                   .group = l.cfg.group, .batch = (size_t)l.cfg.batch};
+    corr_opts o;
+    int rc;
+    if ((rc = correlator_start(&l, "correlate", &o, &err)))
+        return rc;
     if (!(l.corr = corr_start(l.base, &o, l.prod, &err)))
         return fail(&l, "correlate", &err);
     printf("correlate: consuming %s\n", KFK_TOPIC_SIGNALS);
@@ -397,10 +475,10 @@ int cmd_dev(int argc, char **argv)
         return 2;
     if ((dev_token = !l.cfg.token[0]))
         str_copy(l.cfg.token, sizeof l.cfg.token, "dev-token");
-    if (defaults_start(&l, &err))
-        return fail(&l, "dev", &err);
-    corr_opts o = {.brokers = l.brokers, .redis = l.redis_addr,
-                   .group = l.cfg.group, .batch = (size_t)l.cfg.batch};
+    corr_opts o;
+    int rc;
+    if ((rc = correlator_start(&l, "dev", &o, &err)))
+        return rc;
     wh_config wc = webhook_config(&l);
     if (!(l.corr = corr_start(l.base, &o, l.prod, &err)) ||
         !(l.printer = act_printer_start(l.base, l.brokers, stdout, &err)) ||
@@ -545,7 +623,8 @@ int cmd_config(int argc, char **argv)
                "  webhook: listen, port, token | token_file, max_body,\n"
                "           max_headers (sizes: 65536, 64KiB, 1MiB),\n"
                "           max_connections, timeout_s\n"
-               "  log:     level (error, warn, info, debug)\n\n"
+               "  log:     level (error, warn, info, debug)\n"
+               "  rules:   dir (a folder of rule files; \"\" = built-in set)\n\n"
                "exit: 0 valid, 1 invalid, 2 usage\n");
         return argc < 2 ? 2 : 0;
     }

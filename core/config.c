@@ -53,6 +53,7 @@ static const key keys[] = {
     INT("webhook", "max_connections", max_connections, 1, 65535),
     INT("webhook", "timeout_s", timeout_s, 1, 3600),
     {"log", "level", K_LEVEL, offsetof(cs_config, log_level), 0, 0, 0},
+    STR("rules", "dir", rules_dir),
 };
 
 typedef struct loader {
@@ -313,4 +314,6 @@ void cfg_print(const cs_config *c, void *stdio_file)
             c->max_headers, c->max_connections, c->timeout_s);
     fprintf(f, "log:\n  level: %s\n",
             c->log_level >= 0 && c->log_level <= 3 ? lvl[c->log_level] : "?");
+    fprintf(f, "rules:\n  dir: \"%s\"%s\n", c->rules_dir,
+            c->rules_dir[0] ? "" : "   # built-in rule set");
 }

@@ -7,6 +7,7 @@
  *   webhook: listen, port, token | token_file, max_body, max_headers,
  *            max_connections, timeout_s
  *   log:     level
+ *   rules:   dir (a folder of rule files; empty: the built-in set)
  *
  * Empty brokers or redis address means "start the embedded one". */
 #ifndef CS_CONFIG_H
@@ -27,6 +28,7 @@ typedef struct cs_config {
     size_t max_body, max_headers;
     int max_connections, timeout_s;
     int log_level; /* enum log_level */
+    char rules_dir[512];
 } cs_config;
 
 void cfg_defaults(cs_config *c);

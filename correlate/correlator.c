@@ -11,6 +11,7 @@
 #include "core/ts.h"
 #include "correlate/engine.h"
 #include "correlate/store.h"
+#include "rules/playbooks.h"
 
 /* How often delivery reports are polled while a batch waits for them, and
  * how often finished state is pruned (wall time). */
@@ -451,13 +452,16 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
 {
     correlator *c = calloc(1, sizeof *c);
     struct timeval every = {PRUNE_EVERY_S, 0};
+    pb_catalog *rules = o->rules; /* ours until the engine takes it */
 
     if (!c) {
         cs_err_set(err, "out of memory");
+        pb_catalog_free(rules);
         return NULL;
     }
     c->base = base;
     c->opts = *o;
+    c->opts.rules = NULL;
     crash_setup(c);
     c->out = out;
     c->trk = kfk_tracker_new();
@@ -468,7 +472,15 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
         goto fail;
     }
     if (!(c->st = store_new(base, o->redis, "", err)) ||
-        !(c->eng = eng_new(store_ops(), c->st, err)) || restore(c, err))
+        !(c->eng = eng_new(store_ops(), c->st, err)))
+        goto fail;
+    if (rules) {
+        pb_catalog *r = rules;
+        rules = NULL;
+        if (eng_set_catalog(c->eng, r, err))
+            goto fail;
+    }
+    if (restore(c, err))
         goto fail;
     if (c->npend > 0) {
         /* Outputs of the last run that Kafka may not have: first. */
@@ -485,8 +497,14 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
         goto fail;
     return c;
 fail:
+    pb_catalog_free(rules);
     corr_free(c);
     return NULL;
+}
+
+int corr_set_catalog(correlator *c, struct pb_catalog *cat, cs_err *err)
+{
+    return eng_set_catalog(c->eng, cat, err);
 }
 
 void corr_stats(const correlator *c, unsigned long *signals,

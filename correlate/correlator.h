@@ -16,13 +16,17 @@ typedef struct corr_opts {
     const char *redis;
     const char *group;   /* consumer group; default "cascade-correlate" */
     size_t batch;        /* max signals per batch; default 1000 */
+    struct pb_catalog *rules; /* rule set (taken over); NULL: built-in */
 } corr_opts;
 
 typedef struct correlator correlator;
+struct pb_catalog;
 
 /* out: where incidents, actions and dead letters go. */
 correlator *corr_start(struct event_base *base, const corr_opts *o,
                        kfk_producer *out, cs_err *err);
+/* Swaps the rule set (SIGHUP); takes cat over. See eng_set_catalog. */
+int corr_set_catalog(correlator *c, struct pb_catalog *cat, cs_err *err);
 void corr_stats(const correlator *c, unsigned long *signals,
                 unsigned long *dead, unsigned long *incidents);
 void corr_free(correlator *c);

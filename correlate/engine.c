@@ -70,6 +70,9 @@ void eng_free(engine *e)
         return;
     cls_free(e->cls);
     pb_catalog_free(e->cat);
+    for (size_t i = 0; i < e->nold; i++)
+        pb_catalog_free(e->old_cats[i]);
+    free(e->old_cats);
     strmap_free(e->nodes, free_win);
     strmap_free(e->inventory, free);
     strmap_free(e->jobs, eng_job_free);
@@ -84,6 +87,36 @@ void eng_free(engine *e)
     }
     free(e->incs);
     free(e);
+}
+
+int eng_set_catalog(engine *e, pb_catalog *cat, cs_err *err)
+{
+    classifier *cls = cls_new(cat, err);
+
+    if (!cls) {
+        pb_catalog_free(cat);
+        return -1;
+    }
+    cls_take_state(cls, e->cls);
+    cls_free(e->cls);
+    e->cls = cls;
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        const pb_scenario *sc = pb_find(cat, inc->sc->id);
+        const pb_scenario *root = pb_find(cat, inc->root_scenario);
+        int same = inc->root_scenario == inc->sc->id;
+        if (sc)
+            inc->sc = sc;
+        /* summary() tells a root cause apart by pointer */
+        inc->root_scenario = same ? inc->sc->id : root ? root->id
+                                                       : inc->root_scenario;
+    }
+    e->old_cats = realloc(e->old_cats, (e->nold + 1) * sizeof *e->old_cats);
+    if (!e->old_cats)
+        abort();
+    e->old_cats[e->nold++] = e->cat;
+    e->cat = cat;
+    return 0;
 }
 
 size_t eng_incident_count(const engine *e)

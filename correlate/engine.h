@@ -29,9 +29,19 @@ typedef struct eng_store_ops {
 } eng_store_ops;
 
 typedef struct engine engine;
+struct pb_catalog;
 
+/* Starts on the rule set built into the binary. */
 engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err);
 void eng_free(engine *e);
+
+/* Swaps the whole rule set (a catalog that loaded without a problem) and
+ * takes ownership of it. Open incidents move to the new set's scenario of
+ * the same id (keeping the old one when the new set lacks it); the old
+ * set stays alive until eng_free, since windows and incidents still name
+ * its strings. Open multi-line assemblies carry over. On error (the new
+ * set's patterns do not compile) nothing changes and cat is freed. */
+int eng_set_catalog(engine *e, struct pb_catalog *cat, cs_err *err);
 
 /* Feeds one signal. Returns 1 when it changed state, 0 when it was a
  * duplicate (same signal id seen within the window horizon) or carried

@@ -110,6 +110,8 @@ struct engine {
     strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
     int64_t next_check; /* earliest stall check due (0: none) */
     int64_t live_clock; /* wall clock, once caught up (eng_tick) */
+    pb_catalog **old_cats; /* replaced rule sets, still referenced */
+    size_t nold;
 };
 
 /* Window entry kinds as one letter, indexed by fact_kind. */

@@ -96,6 +96,16 @@ struct classifier {
     strmap *tb_gone;    /* keys ended since the last cls_tb_changes */
 };
 
+void cls_take_state(classifier *to, classifier *from)
+{
+    strmap *tb = to->tracebacks, *gone = to->tb_gone;
+
+    to->tracebacks = from->tracebacks;
+    to->tb_gone = from->tb_gone;
+    from->tracebacks = tb;
+    from->tb_gone = gone;
+}
+
 classifier *cls_new(const pb_catalog *cat, cs_err *err)
 {
     classifier *c = calloc(1, sizeof *c);

@@ -65,6 +65,9 @@ int cls_fact_from_text(int kind);
  * which must outlive it. */
 classifier *cls_new(const struct pb_catalog *cat, cs_err *err);
 void cls_free(classifier *c);
+/* Moves the open multi-line assemblies of `from` into `to` (a rule set
+ * swap keeps what was half-read). */
+void cls_take_state(classifier *to, classifier *from);
 
 #define CLS_MAX_FACTS 16
 /* Writes up to CLS_MAX_FACTS facts for s into out; returns their count.

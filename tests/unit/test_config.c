@@ -89,7 +89,7 @@ static void test_errors(void)
               "got '80a'");
     CHECK_STR(load(&c, "logs:\n  level: info\n"),
               "c.yaml:1:1: unknown section 'logs' (known: kafka, redis, "
-              "webhook, log)");
+              "webhook, log, rules)");
     CHECK_STR(load(&c, "log:\n  level: loud\n"),
               "c.yaml:2:10: log.level: 'loud' is not one of error, warn, info, "
               "debug");

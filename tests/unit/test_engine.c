@@ -3,6 +3,8 @@
 
 #include "check.h"
 #include "correlate/engine.h"
+#include "rules/playbooks.h"
+#include "rules/rules_embedded.h"
 
 typedef struct rec {
     int zadd, trim, hset;
@@ -215,6 +217,72 @@ static void test_flush_new_actions(void)
     eng_free(e);
 }
 
+/* The embedded rule set with one change: cascade.node_crash drains with
+ * approval auto instead of hitl. */
+static pb_catalog *changed_rules(void)
+{
+    pb_catalog *c = pb_catalog_new();
+    int changed = 0;
+
+    for (size_t i = 0; i < rules_embedded_count; i++) {
+        const rules_file *f = &rules_embedded[i];
+        char *text = strndup(f->text, f->len);
+        if (strcmp(f->name, "rules/cascades.yaml") == 0) {
+            char *at = strstr(text, "{playbook: node.drain, approval: hitl");
+            CHECK(at != NULL);
+            if (at && ++changed)
+                memcpy(strstr(at, "hitl"), "auto", 4);
+        }
+        CHECK_INT(pb_catalog_add(c, f->name, text, strlen(text), NULL, NULL), 0);
+        free(text);
+    }
+    CHECK_INT(pb_catalog_link(c, NULL, NULL), 0);
+    CHECK_INT(changed, 1);
+    return c;
+}
+
+static const char *drain_approval(engine *e)
+{
+    static char buf[16];
+    json_t *inc = only_incident(e), *a;
+    size_t i;
+
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(inc, "actions"), i, a)
+        if (!strcmp(json_string_value(json_object_get(a, "playbook")), "node.drain"))
+            snprintf(buf, sizeof buf, "%s",
+                     json_string_value(json_object_get(a, "approval")));
+    json_decref(inc);
+    return buf;
+}
+
+/* A rule set swapped mid-stream: the open incident answers with the new
+ * set's response and keeps folding what follows. */
+static void test_swap_rules(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+
+    feed(e, JOB("2026-03-02T08:00:00Z", "1", "RUNNING", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:00:00Z", "2", "RUNNING", "[\"g1\"]"));
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1"));
+    feed(e, JOB("2026-03-02T08:11:00Z", "1", "FAILED", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:11:05Z", "2", "FAILED", "[\"g1\"]"));
+    CHECK_STR(drain_approval(e), "hitl");
+    CHECK_INT(eng_set_catalog(e, changed_rules(), &err), 0);
+    CHECK_STR(drain_approval(e), "auto");
+    /* the window entries made under the old set still count */
+    feed(e, JOB("2026-03-02T08:12:00Z", "3", "RUNNING", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:13:00Z", "3", "FAILED", "[\"g1\"]"));
+    json_t *inc = only_incident(e);
+    CHECK_INT(json_array_size(json_object_get(inc, "children")), 3);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(inc, "root_cause"),
+                                                "scenario")), "hw.gpu_off_bus");
+    json_decref(inc);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -223,5 +291,6 @@ int main(void)
     test_idempotent();
     test_restore();
     test_flush_new_actions();
+    test_swap_rules();
     return check_report();
 }
