@@ -127,6 +127,7 @@ void eng_job_free(void *p);
 
 /* persist.c: the state records that let a restarted correlator go on. */
 void eng_persist_job(engine *e, const job *j);
+void eng_persist_progress(engine *e, const job *j);
 void eng_persist_incident(engine *e, const incident *inc);
 void eng_persist_tracebacks(engine *e);
 
@@ -134,7 +135,8 @@ void eng_persist_tracebacks(engine *e);
  * rules read from them; event-time timers for absent progress. */
 typedef struct series series;
 int eng_on_metric(engine *e, const sig *s);
-void eng_progress(engine *e, const char *jobid, int64_t ts, double step);
+/* 1 when the sample changed the job's progress state. */
+int eng_progress(engine *e, const char *jobid, int64_t ts, double step);
 void eng_timers(engine *e);
 /* After a restart: the next stall check due, from the jobs read back. */
 void eng_timers_rearm(engine *e);

@@ -16,11 +16,13 @@
  *   at RACK_HOT, or a thermal-throttle alert) within RACK_WINDOW: cooling,
  *   one incident for the rack.
  *
- * A series keeps its last sample and what the rules need (extremes of a
- * gauge, the start of a counter's current run of increases). It is stored
- * whole after every sample, so a restarted engine goes on from it; a
- * sample not newer than the series' last is a redelivery and changes
- * nothing. Part of the engine (shares engine_internal.h). */
+ * Only the metrics a rule reads get a series (kept()). A series keeps its
+ * last sample and what the rules need (extremes of a gauge, the start of a
+ * counter's current run of increases). It is stored whole after every
+ * sample, so a restarted engine goes on from it; a sample not newer than
+ * the series' last is a redelivery and changes nothing. The step counter
+ * (tb_step) is no series: it is the job's progress. Part of the engine
+ * (shares engine_internal.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,12 +186,12 @@ static int watched(const job *j)
     return j->progress_ts && !j->incident[0] && strcmp(j->state, "RUNNING") == 0;
 }
 
-void eng_progress(engine *e, const char *jobid, int64_t ts, double step)
+int eng_progress(engine *e, const char *jobid, int64_t ts, double step)
 {
     job *j = jobid && *jobid ? strmap_get(e->jobs, jobid) : NULL;
 
     if (!j || ts <= j->progress_ts)
-        return;
+        return 0;
     if (!j->progress_ts || step != j->step) {
         j->step = step; /* a lower step is a restart from a checkpoint */
         j->progress_ts = ts;
@@ -198,19 +200,22 @@ void eng_progress(engine *e, const char *jobid, int64_t ts, double step)
     } else if (ts > j->stale_ts) {
         j->stale_ts = ts;
     } else {
-        return;
+        return 0;
     }
-    eng_persist_job(e, j);
+    eng_persist_progress(e, j);
     if (watched(j))
         schedule(e, stall_due(j));
+    return 1;
 }
 
 /* A new attempt of a job: its progress starts over. */
 void eng_job_started(engine *e, job *j)
 {
-    (void)e;
+    if (!j->progress_ts && !j->stall_check)
+        return; /* nothing to forget */
     j->step = 0;
     j->progress_ts = j->stale_ts = j->stall_check = 0;
+    eng_persist_progress(e, j);
 }
 
 /* What the GPUs of a job's nodes did since its last progress. */
@@ -280,7 +285,7 @@ static void stall_eval(engine *e, job *j, int64_t now)
         scen = NULL; /* nothing says it stopped: wait for evidence */
     if (!scen || !pb_find(e->cat, scen)) {
         j->stall_check = now + STALL_RECHECK;
-        eng_persist_job(e, j);
+        eng_persist_progress(e, j);
         return;
     }
     timer_sig(&s, j, j->progress_ts + STALL_AFTER);
@@ -431,9 +436,9 @@ static void straggler_check(engine *e, const sig *s, const char *gpu)
     eng_on_job_fault(e, s, &f);
 }
 
-/* The time of the host's latest mark of scen since `since`, or 0. */
-static int64_t has_mark(engine *e, const char *host, const char *scen,
-                        int64_t since)
+/* The time of the host's earliest mark of scen since `since`, or 0. */
+static int64_t first_mark(engine *e, const char *host, const char *scen,
+                          int64_t since)
 {
     node_win *w = strmap_get(e->nodes, host);
     int64_t at = 0;
@@ -441,7 +446,7 @@ static int64_t has_mark(engine *e, const char *host, const char *scen,
     for (size_t i = 0; w && i < w->n; i++)
         if (w->v[i].kind == FACT_MARK && w->v[i].ts >= since &&
             w->v[i].scenario && strcmp(w->v[i].scenario, scen) == 0 &&
-            w->v[i].ts > at)
+            (!at || w->v[i].ts < at))
             at = w->v[i].ts;
     return at;
 }
@@ -470,21 +475,16 @@ void eng_rack_evidence(engine *e, const sig *s, const char *host)
     }
     while (strmap_next(e->inventory, &pos, &k, &v)) {
         const node_info *o = v;
-        node_win *w = strmap_get(e->nodes, k);
-        if (strcmp(o->rack, ni->rack) ||
-            !has_mark(e, k, scen, e->now - RACK_WINDOW))
+        int64_t at = strcmp(o->rack, ni->rack)
+                         ? 0 : first_mark(e, k, scen, e->now - RACK_WINDOW);
+        if (!at)
             continue;
         hot++;
         /* The rack's first hot host is where the root cause showed. */
-        for (size_t i = 0; w && i < w->n; i++)
-            if (w->v[i].kind == FACT_MARK && w->v[i].scenario &&
-                !strcmp(w->v[i].scenario, scen) &&
-                w->v[i].ts >= e->now - RACK_WINDOW &&
-                (!first || w->v[i].ts < first ||
-                 (w->v[i].ts == first && strcmp(k, first_host) < 0))) {
-                first = w->v[i].ts;
-                str_copy(first_host, sizeof first_host, k);
-            }
+        if (!first || at < first || (at == first && strcmp(k, first_host) < 0)) {
+            first = at;
+            str_copy(first_host, sizeof first_host, k);
+        }
     }
     if (hot < RACK_HOSTS)
         return;
@@ -506,7 +506,8 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
                   : s->value >= RACK_HOT;
 
     if (hot &&
-        !has_mark(e, s->host, "thermal.fleet_throttle", e->now - RACK_WINDOW / 3)) {
+        !first_mark(e, s->host, "thermal.fleet_throttle",
+                    e->now - RACK_WINDOW / 3)) {
         eng_win_add(e, s, s->host, FACT_MARK, NULL, "thermal.fleet_throttle",
                     NULL);
         eng_rack_evidence(e, s, s->host);
@@ -517,19 +518,37 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
 
 /* ---- samples in -------------------------------------------------------- */
 
+/* The metrics a rule reads back later; samples of any other name are not
+ * kept (no memory, no Redis write). */
+static int kept(const char *name)
+{
+    const char *const names[] = {M_UTIL, M_POWER, M_TEMP, M_CLOCK, M_THROTTLE,
+                                 M_STEP_TIME, M_RETX, M_ACK};
+
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 int eng_on_metric(engine *e, const sig *s)
 {
     const char *dev;
-    series *se;
 
     if (!s->host || !s->name)
         return 0;
-    dev = dev_of(s);
-    if (!(se = series_take(e, s, dev)))
+    /* The step counter is progress, kept in the job (redeliveries of it
+     * change nothing there). */
+    if (!strcmp(s->name, M_STEP)) {
+        dev = dev_of(s);
+        return eng_progress(e, *dev ? dev : s->job, s->ts, s->value);
+    }
+    if (!kept(s->name))
         return 0;
-    if (!strcmp(s->name, M_STEP))
-        eng_progress(e, *dev ? dev : s->job, s->ts, s->value);
-    else if (!strcmp(s->name, M_TEMP) || !strcmp(s->name, M_THROTTLE))
+    dev = dev_of(s);
+    if (!series_take(e, s, dev))
+        return 0;
+    if (!strcmp(s->name, M_TEMP) || !strcmp(s->name, M_THROTTLE))
         temp_sample(e, s, dev);
     else if (!strcmp(s->name, M_RETX) || !strcmp(s->name, M_ACK))
         rdma_check(e, s, dev);

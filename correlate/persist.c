@@ -1,10 +1,11 @@
 /* The engine's state in Redis, and reading it back after a restart.
  *
  * A correlator keeps nothing it cannot rebuild from Redis and Kafka
- * (ARCHITECTURE.md). Besides the windows, four hashes per cluster hold the
+ * (ARCHITECTURE.md). Besides the windows, hashes per cluster hold the
  * rest: jobs, inventory, the internal state of each incident (its cause,
  * children and the actions already published, which the public record
- * does not carry) and the open multi-line assemblies. Every record holds
+ * does not carry), the open multi-line assemblies, each job's training
+ * progress and the metric series (metrics.c). Every record holds
  * the full current value, so writing it again is harmless. Part of the
  * engine (shares its private types through engine_internal.h). */
 #include <stdio.h>
@@ -35,15 +36,24 @@ static void put_json(engine *e, const char *cluster, const char *kind,
 void eng_persist_job(engine *e, const job *j)
 {
     put_json(e, j->cluster, "jobs", j->id,
-             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I, s:f, "
-                       "s:I, s:I, s:I}",
+             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I}",
                        "job", j->id, "job_name", j->name, "team", j->team,
                        "state", j->state, "priority", j->priority, "nodes",
                        j->nodes, "config", j->config, "incident", j->incident,
-                       "updated", (json_int_t)j->updated, "step", j->step,
-                       "progress", (json_int_t)j->progress_ts, "stale",
-                       (json_int_t)j->stale_ts, "check",
-                       (json_int_t)j->stall_check));
+                       "updated", (json_int_t)j->updated));
+}
+
+/* Progress changes with every step line: a short record of its own, not
+ * the whole job (nodes, config) as JSON each time. */
+void eng_persist_progress(engine *e, const job *j)
+{
+    char key[320], val[128];
+
+    eng_key(key, sizeof key, j->cluster, "progress", NULL);
+    snprintf(val, sizeof val, "%.17g %lld %lld %lld", j->step,
+             (long long)j->progress_ts, (long long)j->stale_ts,
+             (long long)j->stall_check);
+    e->ops->hash_put(e->ctx, key, j->id, val);
 }
 
 static json_t *fact_json(const fact *f)
@@ -176,7 +186,7 @@ int eng_restore_wants(const char *key)
         return 0;
     return !strcmp(kind, "jobs") || !strcmp(kind, "inventory") ||
            !strcmp(kind, "state") || !strcmp(kind, "tb") ||
-           !strcmp(kind, "series");
+           !strcmp(kind, "series") || !strcmp(kind, "progress");
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -188,6 +198,16 @@ static const char *jstr(json_t *o, const char *k)
 static int64_t jint(json_t *o, const char *k)
 {
     return (int64_t)json_integer_value(json_object_get(o, k));
+}
+
+static void copy_progress(job *to, const job *from)
+{
+    if (!from)
+        return;
+    to->step = from->step;
+    to->progress_ts = from->progress_ts;
+    to->stale_ts = from->stale_ts;
+    to->stall_check = from->stall_check;
 }
 
 static int restore_job(engine *e, const char *cluster, const char *field,
@@ -213,13 +233,37 @@ static int restore_job(engine *e, const char *cluster, const char *field,
     str_copy(j->priority, sizeof j->priority, jstr(o, "priority"));
     str_copy(j->incident, sizeof j->incident, jstr(o, "incident"));
     j->updated = jint(o, "updated");
-    j->step = json_number_value(json_object_get(o, "step"));
-    j->progress_ts = jint(o, "progress");
-    j->stale_ts = jint(o, "stale");
-    j->stall_check = jint(o, "check");
     j->nodes = json_incref(nodes);
     j->config = json_is_object(config) ? json_incref(config) : NULL;
+    copy_progress(j, strmap_get(e->jobs, field)); /* read back before it */
     eng_job_free(strmap_put(e->jobs, field, j));
+    return 0;
+}
+
+/* A progress record read before its job's record makes a placeholder job
+ * (no state: never watched, and pruned if its record never comes). */
+static int restore_progress(engine *e, const char *cluster, const char *field,
+                            const char *value, cs_err *err)
+{
+    job p = {0}, *j;
+    long long pr, st, ck;
+
+    if (sscanf(value, "%lg %lld %lld %lld", &p.step, &pr, &st, &ck) != 4) {
+        cs_err_set(err, "progress %s: malformed record '%s'", field, value);
+        return -1;
+    }
+    p.progress_ts = pr;
+    p.stale_ts = st;
+    p.stall_check = ck;
+    if (!(j = strmap_get(e->jobs, field))) {
+        j = calloc(1, sizeof *j);
+        if (!j)
+            abort();
+        str_copy(j->id, sizeof j->id, field);
+        str_copy(j->cluster, sizeof j->cluster, cluster);
+        strmap_put(e->jobs, field, j);
+    }
+    copy_progress(j, &p);
     return 0;
 }
 
@@ -351,6 +395,8 @@ int eng_restore_hash(engine *e, const char *key, const char *field,
     }
     if (strcmp(kind, "series") == 0)
         return eng_restore_series(e, cluster, field, value, err);
+    if (strcmp(kind, "progress") == 0)
+        return restore_progress(e, cluster, field, value, err);
     o = json_loads(value, 0, &je);
     if (!json_is_object(o)) {
         cs_err_set(err, "%s %s: not a JSON object (%s)", key, field, je.text);
@@ -461,6 +507,8 @@ static size_t prune_jobs(engine *e)
         job *j = strmap_del(e->jobs, old[i]);
         char key[320];
         eng_key(key, sizeof key, j->cluster, "jobs", NULL);
+        e->ops->hash_del(e->ctx, key, j->id);
+        eng_key(key, sizeof key, j->cluster, "progress", NULL);
         e->ops->hash_del(e->ctx, key, j->id);
         eng_job_free(j);
         free(old[i]);
