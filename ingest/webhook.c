@@ -214,11 +214,8 @@ static int authorized(const webhook *w, struct evhttp_request *req)
 
 /* ---- webhook body ------------------------------------------------------- */
 
-static json_t *load_body(struct evhttp_request *req, cs_err *err)
+static json_t *parse_body(const char *data, size_t len, cs_err *err)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    const char *data;
     json_error_t jerr;
     json_t *o;
 
@@ -226,7 +223,6 @@ static json_t *load_body(struct evhttp_request *req, cs_err *err)
         cs_err_set(err, "request body is empty");
         return NULL;
     }
-    data = (const char *)evbuffer_pullup(in, -1);
     o = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!o)
         cs_err_set(err, "invalid JSON at line %d column %d: %s", jerr.line,
@@ -374,13 +370,6 @@ static json_t *alert_signal(json_t *body, json_t *alert)
     return o;
 }
 
-static void free_sigs(sig *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        sig_free(&s[i]);
-    free(s);
-}
-
 /* All or nothing: a post with one bad alert publishes none of them. */
 static sig *build_signals(json_t *body, size_t *n, cs_err *err)
 {
@@ -399,12 +388,31 @@ static sig *build_signals(json_t *body, size_t *n, cs_err *err)
                 cs_err_set(err, "cannot build a signal");
             cs_err_prefix(err, "alerts[%zu]: ", i);
             json_decref(o);
-            free_sigs(s, i);
+            wh_free_signals(s, i);
             return NULL;
         }
         json_decref(o);
     }
     *n = cnt;
+    return s;
+}
+
+void wh_free_signals(sig *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sig_free(&s[i]);
+    free(s);
+}
+
+sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
+{
+    json_t *o = parse_body(body, len, err);
+    sig *s = NULL;
+
+    *n = 0;
+    if (o && check_webhook(o, err) == 0)
+        s = build_signals(o, n, err);
+    json_decref(o);
     return s;
 }
 
@@ -449,9 +457,10 @@ static void answer_publish(webhook *w, struct evhttp_request *req, int rc,
 
 static void handle_alerts(webhook *w, struct evhttp_request *req)
 {
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
     cs_err err = {{0}};
-    json_t *body = NULL;
-    sig *s = NULL;
+    sig *s;
     size_t n = 0;
 
     if (!authorized(w, req)) {
@@ -461,15 +470,14 @@ static void handle_alerts(webhook *w, struct evhttp_request *req)
                "missing or invalid bearer token");
         return;
     }
-    if (!(body = load_body(req, &err)) || check_webhook(body, &err) ||
-        !(s = build_signals(body, &n, &err))) {
+    s = wh_signals(len ? (const char *)evbuffer_pullup(in, -1) : "", len, &n,
+                   &err);
+    if (!s) {
         reject(w, req, 400, "Bad Request", "%s", err.msg);
-        goto cleanup;
+        return;
     }
     answer_publish(w, req, publish(w, s, n, &err), n, &err);
-cleanup:
-    free_sigs(s, n);
-    json_decref(body);
+    wh_free_signals(s, n);
 }
 
 static int alerts_path(const char *path)

@@ -14,6 +14,7 @@
 
 #include "core/err.h"
 #include "core/kafka.h"
+#include "core/signal.h"
 
 struct event_base;
 
@@ -41,6 +42,11 @@ void wh_set_token(webhook *w, const char *token);
  * by this module (evhttp's own 413 and 405 answers are not counted). */
 void wh_stats(const webhook *w, unsigned long *accepted_alerts,
               unsigned long *rejected_requests);
+/* The parser behind a post: a webhook body (JSON text, version 4) to one
+ * signal per alert, all or nothing. NULL with the reason in err (which
+ * alert, which field); free the array with wh_free_signals. */
+sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err);
+void wh_free_signals(sig *s, size_t n);
 /* Closes the listener and all connections. NULL is fine. */
 void wh_free(webhook *w);
 

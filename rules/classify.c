@@ -255,6 +255,9 @@ const char *cls_text(const sig *s, char *buf, size_t len)
         json_t *ev = s->body;
         const char *reason = json_string_value(json_object_get(ev, "reason"));
         const char *msg = json_string_value(json_object_get(ev, "message"));
+
+        if (!msg) /* events.k8s.io/v1 names the text "note" */
+            msg = json_string_value(json_object_get(ev, "note"));
         snprintf(buf, len, "%s: %s", reason ? reason : "", msg ? msg : "");
         return buf;
     }

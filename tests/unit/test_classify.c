@@ -234,6 +234,37 @@ static void test_alert(void)
     sig_free(&s);
 }
 
+/* core/v1 events carry "message"; events.k8s.io/v1 carries the same text
+ * as "note" (and "regarding" for the object). Both wordings of the taint. */
+static void test_k8s_event_versions(void)
+{
+    static const char *const ev[] = {
+        "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"reason\":"
+        "\"FailedScheduling\",\"message\":\"0/1 nodes are available: 1 "
+        "node(s) had taint {node-role.kubernetes.io/master: }, that the pod "
+        "didn't tolerate.\"}",
+        "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\","
+        "\"regarding\":{\"kind\":\"Pod\",\"name\":\"w-0\"},\"reason\":"
+        "\"FailedScheduling\",\"note\":\"0/1 nodes are available: 1 "
+        "node(s) had untolerated taint {gpu: }. preemption: 0/1 nodes are "
+        "available: 1 Preemption is not helpful for scheduling..\"}",
+    };
+    fact f[CLS_MAX_FACTS];
+    cs_err err;
+    sig s;
+
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "ts",
+                              "2026-03-02T08:00:00Z", "source", "k8s", "job",
+                              "7", "event", json_loads(ev[i], 0, NULL));
+        CHECK_INT(sig_from_json(&s, o, &err), 0);
+        CHECK_INT(cls_classify(c, &s, f), 1);
+        CHECK_STR(f[0].scenario, "sched.taint_mismatch");
+        sig_free(&s);
+        json_decref(o);
+    }
+}
+
 int main(void)
 {
     cs_err err;
@@ -249,6 +280,7 @@ int main(void)
     test_rank_prefix();
     test_hostlist();
     test_alert();
+    test_k8s_event_versions();
     cls_free(c);
     pb_catalog_free(cat);
     return check_report();
