@@ -239,7 +239,7 @@ static const pb_signature *first_match(const classifier *c, int source,
     const pb_signature *g = pb_signatures(c->cat, &n);
 
     for (size_t i = 0; i < n; i++) {
-        if (g[i].source != source ||
+        if (!(g[i].sources & (1u << source)) ||
             (only >= 0 && g[i].kind != only))
             continue;
         if (pcre2_match(g[i].re, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0,

@@ -33,12 +33,12 @@ static int rules_check(const char *dir)
 
 /* One example line as the signal its signature's source would carry. A
  * Kubernetes example is written "Reason: message". */
-static int example_signal(const pb_signature *g, const char *text, sig *s)
+static int example_signal(const pb_example *ex, const char *text, sig *s)
 {
     cs_err err;
     json_t *o;
 
-    if (g->source == SRC_K8S) {
+    if (ex->source == SRC_K8S) {
         const char *sep = strstr(text, ": ");
         char reason[128];
         snprintf(reason, sizeof reason, "%.*s",
@@ -49,7 +49,7 @@ static int example_signal(const pb_signature *g, const char *text, sig *s)
                       reason, "message", sep ? sep + 2 : text);
     } else {
         o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", "2026-01-01T00:00:00Z",
-                      "source", sig_source_name((sig_source)g->source), "host",
+                      "source", sig_source_name((sig_source)ex->source), "host",
                       "example-host", "job", "example-job", "line", text);
     }
     if (!o)
@@ -57,6 +57,29 @@ static int example_signal(const pb_signature *g, const char *text, sig *s)
     int rc = sig_from_json(s, o, &err);
     json_decref(o);
     return rc;
+}
+
+/* A multi-line example (a wrapped kernel message, a traceback) arrives as
+ * one signal per line, in order; what counts is what its last line makes,
+ * since assembled messages give their fact when they are complete. */
+static int example_lines(classifier *cls, const pb_example *ex, fact *f)
+{
+    const char *p = ex->text, *nl;
+    char line[4096];
+    int n = 0;
+    sig s;
+
+    do {
+        nl = strchr(p, '\n');
+        snprintf(line, sizeof line, "%.*s",
+                 (int)(nl ? (size_t)(nl - p) : strlen(p)), p);
+        if (example_signal(ex, line, &s))
+            return -1;
+        n = cls_classify(cls, &s, f);
+        sig_free(&s);
+        p = nl + 1;
+    } while (nl && *p);
+    return n;
 }
 
 /* Runs one example; prints why when it fails. Returns 0 when it passes. */
@@ -69,18 +92,13 @@ static int run_example(classifier *cls, const pb_signature *g,
     const char *got_sc, *why = NULL;
     char msg[512];
     int n;
-    sig s;
 
     if (g->source == SRC_ALERTMANAGER) {
         n = cls_classify_labels(cls, ex->text, f);
-    } else {
-        if (example_signal(g, ex->text, &s)) {
-            fprintf(stderr, "%s:%d: example of %s: not a valid signal\n",
-                    g->file, ex->line, g->id);
-            return 1;
-        }
-        n = cls_classify(cls, &s, f);
-        sig_free(&s);
+    } else if ((n = example_lines(cls, ex, f)) < 0) {
+        fprintf(stderr, "%s:%d: example of %s: not a valid signal\n",
+                g->file, ex->line, g->id);
+        return 1;
     }
     got_sc = n > 0 ? f[0].scenario : NULL;
     if (ex->fact && (n == 0 || strcmp(cls_fact_name(f[0].kind), ex->fact))) {

@@ -391,10 +391,13 @@ static char *labels_json(reader *r, yaml_node_t *map)
     return out;
 }
 
-static int read_example(reader *r, yaml_node_t *n, int source, pb_example *ex)
+static int read_example(reader *r, yaml_node_t *n, int source,
+                        unsigned sources, pb_example *ex)
 {
     static const char *const keys[] = {"line", "alert", "scenario", "fact",
-                                       NULL};
+                                       "source", NULL};
+    const char *esrc = scalar(get(r, n, "source"));
+    sig_source es = (sig_source)source;
     yaml_node_t *alert = get(r, n, "alert");
     const char *line = scalar(get(r, n, "line"));
     const char *sc = scalar(get(r, n, "scenario"));
@@ -415,8 +418,13 @@ static int read_example(reader *r, yaml_node_t *n, int source, pb_example *ex)
                       "produce ('none' for a line that must open nothing)");
     if (kind && cls_fact_parse(kind) < 0)
         problem(r, get(r, n, "fact"), "fact '%s' is not a fact kind", kind);
+    if (esrc && sources &&
+        (sig_source_parse(esrc, &es) || !(sources & (1u << es))))
+        problem(r, get(r, n, "source"), "example source '%s' is not one of "
+                "its signature's sources", esrc);
     if (r->errors != before)
         return -1;
+    ex->source = (int)es;
     ex->text = line ? strdup(line) : labels_json(r, alert);
     ex->scenario = sc ? strdup(sc) : NULL;
     ex->fact = kind ? strdup(kind) : NULL;
@@ -436,15 +444,62 @@ static void push_signature(pb_catalog *c, const pb_signature *g)
 }
 
 
+/* One source name; 0 after reporting why it is not a text source. */
+static unsigned one_source(reader *r, yaml_node_t *v, const char *id,
+                           sig_source *out)
+{
+    const char *name = scalar(v);
+
+    if (!name || sig_source_parse(name, out) || *out == SRC_METRIC ||
+        *out == SRC_JOB || *out == SRC_INVENTORY) {
+        problem(r, v, "signature %s: source '%s' is not kernel, app, ray, "
+                "slurm, k8s or alertmanager", id ? id : "?", name ? name : "");
+        return 0;
+    }
+    return 1u << *out;
+}
+
+/* `source: app` or `source: [ray, app]`: the same text reaches cascade
+ * through more than one collector (Ray's OOM error printed in the
+ * driver's stdout). Alert labels are not text: alertmanager stands alone.
+ * *first gets the first source, the one examples arrive on by default. */
+static unsigned read_sources(reader *r, yaml_node_t *n, const char *id,
+                             sig_source *first)
+{
+    yaml_node_t *v = get(r, n, "source");
+    unsigned mask = 0, m;
+    sig_source s;
+
+    if (!v || v->type != YAML_SEQUENCE_NODE ||
+        v->data.sequence.items.top == v->data.sequence.items.start)
+        return one_source(r, node_or(v, n), id, first);
+    for (yaml_node_item_t *i = v->data.sequence.items.start;
+         i < v->data.sequence.items.top; i++) {
+        if (!(m = one_source(r, yaml_document_get_node(&r->doc, *i), id, &s)))
+            return 0;
+        if (!mask)
+            *first = s;
+        mask |= m;
+    }
+    if ((mask & (1u << SRC_ALERTMANAGER)) && mask != 1u << SRC_ALERTMANAGER) {
+        problem(r, v, "signature %s: alertmanager reads alert labels, not "
+                "text; it cannot share a signature with other sources",
+                id ? id : "?");
+        return 0;
+    }
+    return mask;
+}
+
 static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"id", "source", "fact", "scenario",
                                        "match", "examples", NULL};
-    const char *id = scalar(get(r, n, "id")), *src, *kind, *sc, *pat;
+    const char *id = scalar(get(r, n, "id")), *kind, *sc, *pat;
     yaml_node_t *exs = get(r, n, "examples");
     pb_signature g = {0};
     sig_source source = SRC_APP;
     int before = r->errors, ec;
+    unsigned sources;
     PCRE2_SIZE eo;
 
     if (!n || n->type != YAML_MAPPING_NODE) {
@@ -453,7 +508,6 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
         return;
     }
     only_keys(r, n, "a signature", keys);
-    src = scalar(get(r, n, "source"));
     kind = scalar(get(r, n, "fact"));
     sc = scalar(get(r, n, "scenario"));
     pat = scalar(get(r, n, "match"));
@@ -461,11 +515,8 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
         problem(r, n, "signature: 'id' is required");
     else if (pb_signature_find(c, id))
         problem(r, get(r, n, "id"), "signature '%s' defined twice", id);
-    if (!src || sig_source_parse(src, &source) || source == SRC_METRIC ||
-        source == SRC_JOB || source == SRC_INVENTORY)
-        problem(r, node_or(get(r, n, "source"), n), "signature %s: source '%s' "
-                "is not kernel, app, ray, slurm, k8s or alertmanager",
-                id ? id : "?", src ? src : "");
+    if (!(sources = read_sources(r, n, id, &source)))
+        source = SRC_APP; /* examples are then checked as plain text */
     if (!kind || !cls_fact_from_text(cls_fact_parse(kind)))
         problem(r, node_or(get(r, n, "fact"), n), "signature %s: fact '%s' is "
                 "not a fact kind a signature can make", id ? id : "?",
@@ -494,7 +545,8 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
             abort();
         for (yaml_node_item_t *i = exs->data.sequence.items.start;
              i < exs->data.sequence.items.top; i++)
-            if (read_example(r, yaml_document_get_node(&r->doc, *i), (int)source,
+            if (read_example(r, yaml_document_get_node(&r->doc, *i),
+                             (int)source, sources,
                              &g.examples[g.nexamples]) == 0)
                 g.nexamples++;
     }
@@ -504,6 +556,7 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
     }
     g.id = strdup(id);
     g.source = (int)source;
+    g.sources = sources;
     g.fact = strdup(kind);
     g.kind = cls_fact_parse(kind);
     g.scenario = sc ? strdup(sc) : NULL;

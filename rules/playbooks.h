@@ -70,12 +70,14 @@ typedef struct pb_example {
     const char *text;     /* a line, or an alert's labels as JSON */
     const char *scenario; /* what it must produce, or NULL: no scenario */
     const char *fact;     /* the fact kind it must produce, or NULL */
+    int source;           /* the signal source it arrives on (sig_source) */
     int line;             /* where it is written, for reports */
 } pb_example;
 
 typedef struct pb_signature {
     const char *id;
-    int source;           /* sig_source */
+    int source;           /* sig_source: the first one listed */
+    unsigned sources;     /* every source it reads, 1u << sig_source */
     const char *fact;     /* fact kind name (see classify.h) */
     int kind;             /* the same, parsed (fact_kind) */
     const char *scenario; /* NULL: the engine decides from evidence */

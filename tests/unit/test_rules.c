@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "core/signal.h"
 #include "rules/playbooks.h"
 
 static char errs[4096];
@@ -124,10 +125,53 @@ static void test_signature_errors(void)
     pb_catalog_free(c);
 }
 
+/* `source` as a list: every name checked, alertmanager alone, and an
+ * example may only arrive on one of its signature's sources. */
+static void test_source_list(void)
+{
+    pb_catalog *c = pb_catalog_new();
+    size_t n;
+    const pb_signature *g;
+
+    CHECK_INT(add(c, "family: f\nsignatures:\n"
+                     "  - id: s1\n    source: [ray, app]\n    fact: job_fault\n"
+                     "    match: 'x'\n"
+                     "    examples: [{line: x, fact: job_fault},\n"
+                     "               {source: app, line: x, fact: job_fault}]\n"),
+              0);
+    g = pb_signatures(c, &n);
+    CHECK_INT((int)n, 1);
+    CHECK_INT(g[0].source, SRC_RAY);
+    CHECK(g[0].sources == ((1u << SRC_RAY) | (1u << SRC_APP)));
+    CHECK_INT(g[0].examples[0].source, SRC_RAY);
+    CHECK_INT(g[0].examples[1].source, SRC_APP);
+    CHECK_INT(add(c, "family: f\nsignatures:\n"
+                     "  - id: s2\n    source: [ray, metric]\n"
+                     "    fact: job_fault\n    match: 'x'\n"
+                     "    examples: [{line: x, fact: job_fault}]\n"), 1);
+    CHECK(strstr(errs, "t.yaml:4:19: signature s2: source 'metric' is not "
+                       "kernel, app, ray, slurm, k8s or alertmanager\n") != NULL);
+    CHECK_INT(add(c, "family: f\nsignatures:\n"
+                     "  - id: s3\n    source: [alertmanager, app]\n"
+                     "    fact: job_fault\n    match: 'x'\n"
+                     "    examples: [{line: x, fact: job_fault}]\n"), 1);
+    CHECK(strstr(errs, "t.yaml:4:13: signature s3: alertmanager reads alert "
+                       "labels, not text") != NULL);
+    CHECK_INT(add(c, "family: f\nsignatures:\n"
+                     "  - id: s4\n    source: ray\n    fact: job_fault\n"
+                     "    match: 'x'\n"
+                     "    examples: [{source: kernel, line: x, fact: job_fault}]\n"),
+              1);
+    CHECK(strstr(errs, "t.yaml:7:25: example source 'kernel' is not one of its "
+                       "signature's sources\n") != NULL);
+    pb_catalog_free(c);
+}
+
 int main(void)
 {
     test_embedded();
     test_errors();
     test_signature_errors();
+    test_source_list();
     return check_report();
 }
