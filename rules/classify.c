@@ -14,6 +14,12 @@
 /* A traceback older than this (event time) is abandoned: its exception line
  * was lost or the job printed something else. */
 #define TB_MAX_AGE (60 * TS_SEC)
+/* The kernel prints a wrapped message in one burst ("NVRM: The NVIDIA GPU
+ * 0000:b3:00.0" / "NVRM: (PCI ID: 10de:26b5) installed in this system has"
+ * / "NVRM: fallen off the bus and is not responding to commands."): lines
+ * of one host this close together and this few are read as one. */
+#define KMSG_MAX_AGE (2 * TS_SEC)
+#define KMSG_MAX_LINES 4
 
 #include "rules/playbooks.h"
 
@@ -82,11 +88,20 @@ int cls_fact_from_text(int kind)
            kind != FACT_INVENTORY;
 }
 
+/* An open multi-line assembly: a Python traceback (frames tell the pass)
+ * or, when text[0] is set, a wrapped kernel message read so far. */
 struct traceback {
     int64_t started;
     int forward, backward;
     int dirty;
+    int lines;
+    char text[480];
 };
+
+static int64_t tb_max_age(const struct traceback *tb)
+{
+    return tb->text[0] ? KMSG_MAX_AGE : TB_MAX_AGE;
+}
 
 struct classifier {
     const pb_catalog *cat;
@@ -620,14 +635,18 @@ void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
 
     while (strmap_next(c->tracebacks, &pos, &k, &v)) {
         struct traceback *tb = v;
-        if (now - tb->started > TB_MAX_AGE) {
+        if (now - tb->started > tb_max_age(tb)) {
             old = realloc(old, (nold + 1) * sizeof *old);
             if (!old || !(old[nold++] = strdup(k)))
                 abort();
         } else if (tb->dirty) {
-            char val[64];
-            snprintf(val, sizeof val, "%lld %d %d", (long long)tb->started,
-                     tb->forward, tb->backward);
+            char val[sizeof tb->text + 64];
+            if (tb->text[0])
+                snprintf(val, sizeof val, "%lld K %d %s",
+                         (long long)tb->started, tb->lines, tb->text);
+            else
+                snprintf(val, sizeof val, "%lld %d %d", (long long)tb->started,
+                         tb->forward, tb->backward);
             tb->dirty = 0;
             fn(arg, k, val);
         }
@@ -647,18 +666,81 @@ void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
 int cls_tb_restore(classifier *c, const char *key, const char *value)
 {
     long long started;
-    int f, b;
+    int f, b, at = 0;
     struct traceback *tb;
 
-    if (sscanf(value, "%lld %d %d", &started, &f, &b) != 3 || !strchr(key, '|'))
+    if (!strchr(key, '|'))
         return -1;
     tb = calloc(1, sizeof *tb);
     if (!tb)
         abort();
+    if (sscanf(value, "%lld K %d %n", &started, &tb->lines, &at) == 2 && at &&
+        value[at]) {
+        str_copy(tb->text, sizeof tb->text, value + at);
+    } else if (sscanf(value, "%lld %d %d", &started, &f, &b) == 3) {
+        tb->forward = f != 0;
+        tb->backward = b != 0;
+    } else {
+        free(tb);
+        return -1;
+    }
     tb->started = started;
-    tb->forward = f != 0;
-    tb->backward = b != 0;
     free(strmap_put(c->tracebacks, key, tb));
+    return 0;
+}
+
+static int ends_sentence(const char *l)
+{
+    size_t n = strlen(l);
+
+    while (n && isspace((unsigned char)l[n - 1]))
+        n--;
+    return n && strchr(".!?", l[n - 1]);
+}
+
+/* A kernel line alone first; when it says nothing, it may continue (or
+ * begin) a driver message the kernel wrapped over several lines. */
+static int classify_kernel(classifier *c, const sig *s, fact *out)
+{
+    const char *nv = strstr(s->line, "NVRM: ");
+    struct traceback *tb;
+    char key[400];
+    int n;
+
+    snprintf(key, sizeof key, "%s|%s|kernel", s->cluster,
+             s->host ? s->host : "");
+    tb = strmap_get(c->tracebacks, key);
+    if (tb && (s->ts - tb->started > KMSG_MAX_AGE || s->ts < tb->started)) {
+        tb_end(c, key);
+        tb = NULL;
+    }
+    if ((n = classify_text(c, s, s->line, out)) || !nv) {
+        if (tb)
+            tb_end(c, key);
+        return n;
+    }
+    nv += 6;
+    if (tb) {
+        size_t len = strlen(tb->text);
+        snprintf(tb->text + len, sizeof tb->text - len, " %s", nv);
+        tb->lines++;
+        tb->dirty = 1;
+        n = classify_text(c, s, tb->text, out);
+        if (n || ends_sentence(nv) || tb->lines >= KMSG_MAX_LINES)
+            tb_end(c, key);
+        return n;
+    }
+    if (ends_sentence(nv))
+        return 0;
+    tb = calloc(1, sizeof *tb);
+    if (!tb)
+        abort();
+    tb->started = s->ts;
+    tb->lines = 1;
+    tb->dirty = 1;
+    snprintf(tb->text, sizeof tb->text, "NVRM: %s", nv);
+    free(strmap_put(c->tracebacks, key, tb));
+    strmap_del(c->tb_gone, key);
     return 0;
 }
 
@@ -669,7 +751,7 @@ int cls_classify(classifier *c, const sig *s, fact *out)
 
     switch (s->source) {
     case SRC_KERNEL:
-        n = classify_text(c, s, s->line, out);
+        n = classify_kernel(c, s, out);
         return n == 1 && !out->host[0] ? 0 : n; /* a kernel fact needs a host */
     case SRC_APP:
         return classify_app(c, s, out);

@@ -8,6 +8,7 @@
 #include "rules/playbooks.h"
 
 static classifier *c;
+static pb_catalog *cat;
 
 static void xid(const char *line, int code, const char *pci, const char *scen)
 {
@@ -234,6 +235,80 @@ static void test_alert(void)
     sig_free(&s);
 }
 
+static sig kern(const char *host, const char *line, const char *ts)
+{
+    sig s;
+    cs_err err;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "source", "kernel",
+                          "host", host, "line", line);
+    if (sig_from_json(&s, o, &err))
+        fprintf(stderr, "bad test signal: %s\n", err.msg);
+    json_decref(o);
+    return s;
+}
+
+static int kern_feed(classifier *k, const char *host, const char *line,
+                     const char *ts, fact *f)
+{
+    sig s = kern(host, line, ts);
+    int n = cls_classify(k, &s, f);
+    sig_free(&s);
+    return n;
+}
+
+static char saved_key[128], saved_val[600];
+
+static void save_one(void *arg, const char *key, const char *value)
+{
+    (void)arg;
+    if (value && strstr(key, "|kernel")) {
+        snprintf(saved_key, sizeof saved_key, "%s", key);
+        snprintf(saved_val, sizeof saved_val, "%s", value);
+    }
+}
+
+/* The driver's probe-time report wrapped over three lines (NVSentinel
+ * issue 155): joined per host, whatever another host prints in between,
+ * abandoned after 2 s, and carried over a restart. */
+static void test_kernel_wrapped(void)
+{
+    static const char *const l1 = "[ 1843.308145] NVRM: The NVIDIA GPU "
+                                  "0000:b3:00.0";
+    static const char *const l2 = "               NVRM: (PCI ID: 10de:26b5) "
+                                  "installed in this system has";
+    static const char *const l3 = "               NVRM: fallen off the bus "
+                                  "and is not responding to commands.";
+    const char *t0 = "2026-03-02T08:10:04.100Z", *t1 = "2026-03-02T08:10:04.101Z";
+    fact f[CLS_MAX_FACTS];
+    cs_err err;
+
+    CHECK_INT(kern_feed(c, "g1", l1, t0, f), 0);
+    CHECK_INT(kern_feed(c, "g2", "NVRM: GPU at PCI:0000:1a:00: GPU-7c1b", t0, f), 0);
+    CHECK_INT(kern_feed(c, "g1", l2, t1, f), 0);
+    CHECK_INT(kern_feed(c, "g1", l3, t1, f), 1);
+    CHECK_STR(f[0].scenario, "hw.gpu_off_bus");
+    CHECK_STR(f[0].pci, "0000:b3:00.0");
+    CHECK_STR(f[0].host, "g1");
+    /* the last line alone means nothing, and nothing is left open */
+    CHECK_INT(kern_feed(c, "g1", l3, t1, f), 0);
+    /* 3 s later it is another message */
+    CHECK_INT(kern_feed(c, "g3", l1, t0, f), 0);
+    CHECK_INT(kern_feed(c, "g3", l2, "2026-03-02T08:10:07.200Z", f), 0);
+    CHECK_INT(kern_feed(c, "g3", l3, "2026-03-02T08:10:07.200Z", f), 0);
+    /* a restart between the second and third line */
+    classifier *a = cls_new(cat, &err), *b;
+    CHECK_INT(kern_feed(a, "g4", l1, t0, f), 0);
+    CHECK_INT(kern_feed(a, "g4", l2, t1, f), 0);
+    cls_tb_changes(a, 0, save_one, NULL);
+    CHECK(strstr(saved_val, " K 2 NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI") != NULL);
+    cls_free(a);
+    b = cls_new(cat, &err);
+    CHECK_INT(cls_tb_restore(b, saved_key, saved_val), 0);
+    CHECK_INT(kern_feed(b, "g4", l3, t1, f), 1);
+    CHECK_STR(f[0].pci, "0000:b3:00.0");
+    cls_free(b);
+}
+
 /* core/v1 events carry "message"; events.k8s.io/v1 carries the same text
  * as "note" (and "regarding" for the object). Both wordings of the taint. */
 static void test_k8s_event_versions(void)
@@ -269,7 +344,7 @@ int main(void)
 {
     cs_err err;
 
-    pb_catalog *cat = pb_catalog_embedded();
+    cat = pb_catalog_embedded();
     c = cls_new(cat, &err);
     CHECK(c != NULL);
     if (!c)
@@ -281,6 +356,7 @@ int main(void)
     test_hostlist();
     test_alert();
     test_k8s_event_versions();
+    test_kernel_wrapped();
     cls_free(c);
     pb_catalog_free(cat);
     return check_report();
