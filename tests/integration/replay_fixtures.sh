@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's own fixtures (tests/data/fixtures: three variants of every
-# shared stream plus mixed streams) must score exact, twice the same, and
+# shared stream and of every stream in base/, plus mixed streams) must score exact, twice the same, and
 # must still be what the generator makes from today's shared streams.
 # The cascade_dependency_chain and cascade_shifting_symptoms variants wait
 # for the cascades work and are scored, not required.
@@ -10,6 +10,8 @@ score=$shared/tools/score-replay
 [ -x "$score" ] || { echo "no $score"; exit 1; }
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/gen"
+cp -r "$fixtures/base" "$tmp/gen/base"
 "$fixtures/generate" "$shared/scenarios" "$tmp/gen" >/dev/null
 if ! diff -rq "$fixtures" "$tmp/gen" | grep -v "Only in $fixtures: generate$" \
      > "$tmp/drift"; then :; fi
@@ -20,7 +22,7 @@ if [ -s "$tmp/drift" ]; then
 fi
 
 required=() pending=()
-for f in "$fixtures"/*.jsonl; do
+for f in "$fixtures"/*.jsonl "$fixtures"/base/*.jsonl; do
   case $(basename "$f") in
     cascade_dependency_chain.*|cascade_shifting_symptoms.*) pending+=("$f") ;;
     *) required+=("$f") ;;
