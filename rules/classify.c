@@ -568,6 +568,24 @@ static void tb_end(classifier *c, const char *key)
     strmap_put(c->tb_gone, key, (void *)1);
 }
 
+/* Starts (or restarts) the assembly under key at ts, empty and due to be
+ * stored. */
+static struct traceback *tb_open(classifier *c, const char *key, int64_t ts)
+{
+    struct traceback *tb = strmap_get(c->tracebacks, key);
+
+    if (!tb) {
+        if (!(tb = calloc(1, sizeof *tb)))
+            abort();
+        strmap_put(c->tracebacks, key, tb);
+    }
+    memset(tb, 0, sizeof *tb);
+    tb->started = ts;
+    tb->dirty = 1;
+    strmap_del(c->tb_gone, key);
+    return tb;
+}
+
 static int classify_app(classifier *c, const sig *s, fact *out)
 {
     const char *line = s->line;
@@ -589,16 +607,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         tb = NULL;
     }
     if (strncmp(line, "Traceback (most recent call last)", 33) == 0) {
-        if (!tb) {
-            tb = calloc(1, sizeof *tb);
-            if (!tb)
-                abort();
-            strmap_put(c->tracebacks, key, tb);
-        }
-        memset(tb, 0, sizeof *tb);
-        tb->started = s->ts;
-        tb->dirty = 1;
-        strmap_del(c->tb_gone, key);
+        tb_open(c, key, s->ts);
         return 0;
     }
     if (tb && is_frame_line(line)) {
@@ -707,8 +716,9 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
     char key[400];
     int n;
 
-    snprintf(key, sizeof key, "%s|%s|kernel", s->cluster,
-             s->host ? s->host : "");
+    if (!s->host) /* no fact without a host: nothing to assemble for */
+        return classify_text(c, s, s->line, out);
+    snprintf(key, sizeof key, "%s|%s|kernel", s->cluster, s->host);
     tb = strmap_get(c->tracebacks, key);
     if (tb && (s->ts - tb->started > KMSG_MAX_AGE || s->ts < tb->started)) {
         tb_end(c, key);
@@ -732,15 +742,9 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
     }
     if (ends_sentence(nv))
         return 0;
-    tb = calloc(1, sizeof *tb);
-    if (!tb)
-        abort();
-    tb->started = s->ts;
+    tb = tb_open(c, key, s->ts);
     tb->lines = 1;
-    tb->dirty = 1;
     snprintf(tb->text, sizeof tb->text, "NVRM: %s", nv);
-    free(strmap_put(c->tracebacks, key, tb));
-    strmap_del(c->tb_gone, key);
     return 0;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's own fixtures (tests/data/fixtures: three variants of every
-# shared stream and of every stream in base/, plus mixed streams) must score exact, twice the same, and
-# must still be what the generator makes from today's shared streams.
+# shared stream and of every stream in base/, plus mixed streams) must
+# score exact, twice the same, and must still be what the generator makes
+# from today's shared streams.
 # The cascade_dependency_chain and cascade_shifting_symptoms variants wait
 # for the cascades work and are scored, not required.
 set -euo pipefail
@@ -13,8 +14,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/gen"
 cp -r "$fixtures/base" "$tmp/gen/base"
 "$fixtures/generate" "$shared/scenarios" "$tmp/gen" >/dev/null
-if ! diff -rq "$fixtures" "$tmp/gen" | grep -v "Only in $fixtures: generate$" \
-     > "$tmp/drift"; then :; fi
+diff -rq "$fixtures" "$tmp/gen" | grep -v "Only in $fixtures: generate$" \
+  > "$tmp/drift" || true
 if [ -s "$tmp/drift" ]; then
   echo "fixtures are stale: run $fixtures/generate $shared/scenarios $fixtures"
   cat "$tmp/drift"
