@@ -954,10 +954,12 @@ int eng_feed(engine *e, const sig *s)
     if (s->source == SRC_METRIC) {
         n = eng_on_metric(e, s);
         eng_timers(e);
+        eng_gap_timer(e);
         return n;
     }
     n = cls_classify(e->cls, s, facts);
     eng_timers(e);
+    eng_gap_timer(e);
     if (n == 0)
         return 0;
     if (seen_before(e, s))
@@ -1001,9 +1003,15 @@ int eng_feed(engine *e, const sig *s)
         case FACT_SPOT:
             on_spot(e, s, f);
             break;
-        case FACT_MARK:
         case FACT_HOST_OOM:
+            if (!eng_host_oom(e, s, f))
+                on_context(e, s, f);
+            break;
+        case FACT_MARK:
             on_context(e, s, f);
+            if (f->host[0] && f->scenario &&
+                !strcmp(f->scenario, "hw.driver_dstate"))
+                eng_driver_evidence(e, s, f->host);
             break;
         case FACT_APP_ERROR:
             on_app_error(e, s, f);
@@ -1013,8 +1021,13 @@ int eng_feed(engine *e, const sig *s)
                 eng_progress(e, f->job, s->ts, (double)f->step);
             break;
         case FACT_CHECKPOINT:
+            /* Context only: never opens an incident (seed 004), but the
+             * rules that read a host's OOM or a slow step look for it. */
+            if (f->host[0])
+                eng_win_add(e, s, f->host, f->kind, f->job, NULL, f->sig_id);
+            break;
         case FACT__COUNT:
-            break; /* context only: never opens an incident (seed 004) */
+            break;
         }
     }
     return 1;

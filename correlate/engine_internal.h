@@ -110,6 +110,7 @@ struct engine {
     strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
     int64_t next_check; /* earliest stall check due (0: none) */
     int64_t live_clock; /* wall clock, once caught up (eng_tick) */
+    int64_t next_gap;   /* when the silent-host scan runs next */
     pb_catalog **old_cats; /* replaced rule sets, still referenced */
     size_t nold;
 };
@@ -145,6 +146,18 @@ void eng_job_started(engine *e, job *j);
 int eng_restore_series(engine *e, const char *cluster, const char *field,
                        const char *value, cs_err *err);
 void eng_series_free(void *p);
+/* A host OOM kill that a checkpoint save or a memory ramp explains opens
+ * that incident (1); 0 leaves it as evidence. */
+int eng_host_oom(engine *e, const sig *s, const fact *f);
+/* GPU driver trouble on a host (a hung GPU tool, driver errors, flapping
+ * scrapes): opens hw.driver_dstate once the evidence is complete. */
+void eng_driver_evidence(engine *e, const sig *s, const char *host);
+/* The silent-host scan (telemetry.gap), at most once a minute. */
+void eng_gap_timer(engine *e);
+/* Whether a node-scoped incident sits under its own key in open_node (a
+ * rack's, or an advisory's: "ghost:", "gap:", "driver:") rather than
+ * under its host. */
+int eng_own_key(const char *key);
 size_t eng_prune_series(engine *e);
 
 /* engine.c handlers that metric rules reuse. */

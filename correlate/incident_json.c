@@ -83,6 +83,31 @@ static void fix_workers(json_t *p, const job *j)
 /* /dev/shm is 64 MiB by default in a container; DataLoader workers pass
  * whole batches through it. Double what the job had, and give at least
  * 1 GiB per worker and 8 GiB in all. */
+/* Input-bound: more loader processes (twice as many, at least 8), the
+ * shared memory they need, and data staged on local NVMe. */
+static void fix_input_bound(json_t *p, const job *j)
+{
+    json_int_t cur = config_int(j, "num_workers");
+    json_int_t w = cur >= 4 ? cur * 2 : 8;
+
+    json_object_set_new(p, "num_workers", json_integer(w));
+    json_object_set_new(p, "shm_size", json_integer(w * 1073741824LL));
+    json_object_set_new(p, "config", json_pack("{s:b}", "stage_to_local_nvme", 1));
+}
+
+/* A host OOM while saving a checkpoint: save in the background (no
+ * second full copy in host RAM at once) and, where the launch config
+ * names its host memory, twice as much. */
+static void fix_checkpoint_memory(json_t *p, const job *j)
+{
+    json_int_t gb = config_int(j, "host_memory_gb");
+    json_t *c = json_pack("{s:b}", "async_checkpointing", 1);
+
+    if (gb > 0)
+        json_object_set_new(c, "host_memory_gb", json_integer(gb * 2));
+    json_object_set_new(p, "config", c);
+}
+
 static void fix_shm(json_t *p, const job *j)
 {
     const json_int_t gib = 1073741824;
@@ -183,8 +208,20 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
         json_object_set_new(p, "config", j && j->config ? json_deep_copy(j->config)
                                                         : json_object());
         break;
+    case PB_FIX_INPUT_BOUND:
+        fix_input_bound(p, j);
+        break;
+    case PB_FIX_CHECKPOINT_MEMORY:
+        fix_checkpoint_memory(p, j);
+        break;
     case PB_FIX_NONE:
         break;
+    }
+    if (st->params) {
+        json_t *fixed = json_loads(st->params, 0, NULL);
+        if (json_is_object(fixed))
+            json_object_update_missing(p, fixed);
+        json_decref(fixed);
     }
     return p;
 }
@@ -337,7 +374,7 @@ static void summary(const incident *inc, char *buf, size_t len)
     const char *where = inc->node[0] ? inc->node
                         : *rack_of(inc) ? rack_of(inc) : "?";
 
-    if (!inc->sc->node_level) {
+    if (!inc->sc->node_level && inc->job[0]) {
         snprintf(buf, len, "Job %s on %s: %s; %s.", inc->job, where,
                  inc->sc->what, inc->sc->todo);
         return;

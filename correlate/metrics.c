@@ -44,13 +44,50 @@
 #define SLOWER 1.15     /* step time 15% over the job's best */
 #define CLOCK_DOWN 0.9  /* SM clock 10% under the GPU's peak */
 #define MAX_GPUS 16     /* GPU indexes looked up per node ("0".."15") */
+#define WINDOW TS_HOUR  /* counters are compared as increases over this */
+#define ECC_CE_RISE 10  /* correctable ECC errors per WINDOW on one GPU */
+/* Seed 004: a flat scrape duration for 5 min is a hung collection loop; a
+ * GPU under load never holds the same wattage for long. Thirty minutes of
+ * an unchanged value on a host with a job is ghost data. */
+#define GHOST_AFTER (30 * TS_MIN)
+#define UTIL_LOW 5.0          /* SCENARIOS.md cost.idle_gpu: "< 5%" */
+#define COST_AFTER TS_HOUR    /* ... "for an hour" */
+#define INPUT_AFTER (10 * TS_MIN) /* idle GPUs while the job still moves */
+#define CPU_SATURATED 90.0    /* % host CPU */
+#define IO_SATURATED 50.0     /* % of time all tasks stalled on I/O */
+#define GAP_AFTER (10 * TS_MIN) /* a host silent this long while its job runs */
+#define LEAK_SPAN (30 * TS_MIN) /* seed 004: "gradual ramp -> memory leak" */
+#define LEAK_GROWTH 1.2       /* ... by a fifth at least */
+#define LEAK_DIP 0.01         /* a fall under 1% does not end a ramp */
+#define CKPT_OOM (15 * TS_MIN) /* a host OOM this soon after a checkpoint save */
+#define BURST_QUIET (10 * TS_MIN) /* a counter at rest this long, then rising */
+#define BURST_BEFORE (10 * TS_MIN) /* a burst this close to a hang caused it */
+#define SCRAPE_TIMEOUT 10.0   /* seed 004: ~12 s is the plugin timing out */
+#define SCRAPE_OK 3.0         /* ... under 3 s a scrape that worked */
+#define REGRESS 1.10          /* SCENARIOS.md: "> 10% below steady state" */
+#define REGRESS_SAMPLES 3
+#define THERMAL_SKEW 5.0      /* C: one node this much hotter than the coolest */     /* slow samples in a row: not one spike */
+#define REGRESS_CKPT (5 * TS_MIN) /* step times this close to a save are
+                                   * checkpoint steps */
 
 struct series {
     char cluster[64], host[128], name[64], dev[64];
     int64_t ts;    /* last sample */
     double v;      /* its value */
     double lo, hi; /* gauge extremes since the series started */
-    int64_t since; /* counter: start of the current run of increases, or 0 */
+    int64_t since; /* counter: start of the current run of increases;
+                    * gauge: start of its current run without a real fall */
+    int64_t first;   /* the first sample */
+    int64_t changed; /* the last sample whose value differed from the one
+                      * before (first when it never did) */
+    int64_t anchor_ts; /* counter: a sample about WINDOW ago, and its value, */
+    double anchor_v;   /* so that v - anchor_v is the increase over it */
+    int64_t low_since; /* utilisation: start of its run under UTIL_LOW */
+    int64_t burst;     /* counter: first increase after BURST_QUIET of none */
+    int64_t up;        /* counter: the last increase */
+    double run_v;      /* gauge: its value when `since` began */
+    int n;             /* step time: slow samples in a row; scrape
+                        * duration: samples at the timeout */
 };
 
 static const char *M_UTIL = "DCGM_FI_DEV_GPU_UTIL";
@@ -64,6 +101,19 @@ static const char *M_STEP = "tb_step";
 static const char *M_STEP_TIME = "tb_perf_step_time_seconds";
 static const char *M_RETX = "hw_rdma_tx_retx_pkts_total";
 static const char *M_ACK = "hw_rdma_tx_ack_timeout_total";
+static const char *M_TCP_RETX = "hw_tcp_retransmits_total";
+/* Correctable ECC counters: DCGM's volatile and aggregate single-bit
+ * totals, and the AMD exporter's HBM correctable count (seed 004). */
+static const char *M_SBE_VOL = "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL";
+static const char *M_SBE_AGG = "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL";
+static const char *M_RAS_CE = "hw_gpu_ras_umc_ce_total";
+static const char *M_HW_POWER = "hw_gpu_power_watts";
+static const char *M_SCRAPE = "hw_scrape_duration_seconds";
+static const char *M_DMESG = "hw_dmesg_gpu_errors_total";
+static const char *M_CPU = "ray_node_cpu_utilization";
+static const char *M_IO = "hw_io_pressure_full_pct";
+static const char *M_MEM_RAY = "ray_node_mem_used";
+static const char *M_MEM_HW = "hw_mem_used_bytes";
 
 void eng_series_free(void *p)
 {
@@ -73,7 +123,13 @@ void eng_series_free(void *p)
 static int is_counter(const char *name)
 {
     size_t n = strlen(name);
-    return n > 6 && strcmp(name + n - 6, "_total") == 0;
+    return n > 6 && (strcmp(name + n - 6, "_total") == 0 ||
+                     strcmp(name + n - 6, "_TOTAL") == 0);
+}
+
+static int is_util(const char *name)
+{
+    return strcmp(name, M_UTIL) == 0;
 }
 
 /* The device a sample is about: a GPU, a NIC, or for training metrics
@@ -107,13 +163,62 @@ static series *series_get(engine *e, const char *cluster, const char *host,
 
 static void series_persist(engine *e, const series *se)
 {
-    char key[320], field[300], val[160];
+    char key[320], field[300], val[400];
 
     eng_key(key, sizeof key, se->cluster, "series", NULL);
     snprintf(field, sizeof field, "%s|%s|%s", se->host, se->name, se->dev);
-    snprintf(val, sizeof val, "%lld %.17g %.17g %.17g %lld", (long long)se->ts,
-             se->v, se->lo, se->hi, (long long)se->since);
+    snprintf(val, sizeof val,
+             "%lld %.17g %.17g %.17g %lld %lld %lld %lld %.17g %lld %lld %lld "
+             "%.17g %d", (long long)se->ts, se->v, se->lo, se->hi,
+             (long long)se->since, (long long)se->first,
+             (long long)se->changed, (long long)se->anchor_ts, se->anchor_v,
+             (long long)se->low_since, (long long)se->burst,
+             (long long)se->up, se->run_v, se->n);
     e->ops->hash_put(e->ctx, key, field, val);
+}
+
+/* Takes one sample into its series; NULL when it is not newer than the
+ * series' last (a redelivery or a late sample: the rules saw its time). */
+/* What a counter's new sample changes: its run of increases, its burst
+ * start, and the window anchor its increase is measured from. A decrease
+ * is a counter reset (exporter restart): no evidence either way. */
+static void counter_step(series *se, int64_t ts, double v)
+{
+    if (v > se->v) {
+        se->since = se->since ? se->since : se->ts;
+        if (!se->up || ts - se->up >= BURST_QUIET)
+            se->burst = ts;
+        se->up = ts;
+    } else if (v < se->v) {
+        se->since = 0;
+        se->anchor_ts = ts;
+        se->anchor_v = v;
+        return;
+    } else {
+        se->since = 0;
+    }
+    /* The anchor moves to the previous sample once it is older than the
+     * window: the increase is over WINDOW to WINDOW plus one interval. */
+    if (ts - se->anchor_ts > WINDOW) {
+        se->anchor_ts = se->ts;
+        se->anchor_v = se->v;
+    }
+}
+
+/* A gauge's run without a real fall (memory ramps), and for utilisation
+ * how long it has been under UTIL_LOW. */
+static void gauge_step(series *se, int64_t ts, double v)
+{
+    if (v < se->v - LEAK_DIP * (se->v > 0 ? se->v : -se->v)) {
+        se->since = ts;
+        se->run_v = v;
+    }
+    if (is_util(se->name)) {
+        if (v >= UTIL_LOW)
+            se->low_since = 0;
+        else if (!se->low_since)
+            se->low_since = ts;
+    }
 }
 
 /* Takes one sample into its series; NULL when it is not newer than the
@@ -133,22 +238,29 @@ static series *series_take(engine *e, const sig *s, const char *dev)
         str_copy(se->host, sizeof se->host, s->host);
         str_copy(se->name, sizeof se->name, s->name);
         str_copy(se->dev, sizeof se->dev, dev);
-        se->lo = se->hi = s->value;
+        se->lo = se->hi = se->anchor_v = se->run_v = s->value;
+        se->first = se->changed = se->anchor_ts = se->since = s->ts;
+        if (is_counter(se->name))
+            se->since = 0;
+        if (is_util(se->name) && s->value < UTIL_LOW)
+            se->low_since = s->ts;
         strmap_put(e->series, key, se);
     } else if (s->ts <= se->ts) {
         return NULL;
-    } else if (is_counter(se->name)) {
-        /* A decrease is a counter reset (exporter restart): no evidence
-         * either way, and the run of increases starts over. */
-        if (s->value > se->v)
-            se->since = se->since ? se->since : se->ts;
+    } else {
+        if (is_counter(se->name))
+            counter_step(se, s->ts, s->value);
         else
-            se->since = 0;
+            gauge_step(se, s->ts, s->value);
+        if (s->value != se->v)
+            se->changed = s->ts;
     }
     if (s->value < se->lo)
         se->lo = s->value;
     if (s->value > se->hi)
         se->hi = s->value;
+    if (!strcmp(se->name, M_SCRAPE) && s->value >= SCRAPE_TIMEOUT)
+        se->n++;
     se->ts = s->ts;
     se->v = s->value;
     series_persist(e, se);
@@ -223,6 +335,8 @@ typedef struct gpu_census {
     int busy_wait, idle, working;
 } gpu_census;
 
+static int untrusted(engine *e, const char *host);
+
 static gpu_census census(engine *e, const job *j)
 {
     gpu_census c = {0, 0, 0};
@@ -230,6 +344,8 @@ static gpu_census census(engine *e, const job *j)
     json_t *n;
 
     json_array_foreach(j->nodes, i, n) {
+        if (untrusted(e, json_string_value(n)))
+            continue; /* ghost data: its values carry no information */
         for (int g = 0; g < MAX_GPUS; g++) {
             char dev[8];
             const series *u, *p;
@@ -268,10 +384,50 @@ static void timer_sig(sig *s, const job *j, int64_t ts)
     s->rank = -1;
 }
 
+static int recent_checkpoint(engine *e, const char *host, const char *jobid,
+                             int64_t at, int64_t span);
+
+/* The job's node whose retransmit counter burst close to where its
+ * progress stopped (seed 004: "retransmit spike before hang"), or NULL.
+ * TCP retransmits near a checkpoint save are NFS writing (seed 004). */
+static const char *network_trigger(engine *e, const job *j)
+{
+    const char *best = NULL;
+    int64_t best_ts = 0;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    while (strmap_next(e->series, &pos, &k, &v)) {
+        const series *se = v;
+        int tcp = strcmp(se->name, M_TCP_RETX) == 0;
+        size_t i;
+        json_t *n;
+        int ours = 0;
+        if ((!tcp && strcmp(se->name, M_RETX)) || !se->burst ||
+            se->burst < j->progress_ts - BURST_BEFORE ||
+            se->burst > j->progress_ts + STALL_RECHECK ||
+            strcmp(se->cluster, j->cluster))
+            continue;
+        json_array_foreach(j->nodes, i, n)
+            ours |= strcmp(json_string_value(n), se->host) == 0;
+        if (!ours || (tcp && recent_checkpoint(e, se->host, j->id, se->burst,
+                                               BURST_BEFORE)))
+            continue;
+        if (!best || se->burst < best_ts ||
+            (se->burst == best_ts && strcmp(se->host, best) < 0)) {
+            best = se->host;
+            best_ts = se->burst;
+        }
+    }
+    return best;
+}
+
 static void stall_eval(engine *e, job *j, int64_t now)
 {
     gpu_census c = census(e, j);
-    const char *scen;
+    const char *scen, *where = json_string_value(json_array_get(j->nodes, 0));
+    const char *net;
     fact f;
     sig s;
 
@@ -283,14 +439,20 @@ static void stall_eval(engine *e, job *j, int64_t now)
         scen = "job.stalled"; /* the step repeats; no GPU telemetry */
     else
         scen = NULL; /* nothing says it stopped: wait for evidence */
+    /* Busy-waiting after a retransmit burst on one of its nodes: a
+     * network event stalled the collective; that node is the suspect. */
+    if (scen && !strcmp(scen, "nccl.hang_busy_wait") &&
+        pb_find(e->cat, "nccl.hang_network") && (net = network_trigger(e, j))) {
+        scen = "nccl.hang_network";
+        where = net;
+    }
     if (!scen || !pb_find(e->cat, scen)) {
         j->stall_check = now + STALL_RECHECK;
         eng_persist_progress(e, j);
         return;
     }
     timer_sig(&s, j, j->progress_ts + STALL_AFTER);
-    rule_fact(&f, FACT_JOB_FAULT, scen,
-              json_string_value(json_array_get(j->nodes, 0)), j->id);
+    rule_fact(&f, FACT_JOB_FAULT, scen, where, j->id);
     snprintf(f.excerpt, sizeof f.excerpt,
              "no progress past step %.0f for %d min; GPUs busy-waiting %d, "
              "idle %d, working %d", j->step, (int)(STALL_AFTER / TS_MIN),
@@ -516,14 +678,443 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
         straggler_check(e, s, gpu);
 }
 
+/* ---- advisories: their own incidents ----------------------------------- */
+
+/* Incidents that describe a condition rather than a failure (a GPU idle,
+ * a host's telemetry gone stale) live under their own key, "<kind>:<id>",
+ * so that they never absorb a job's or a node's later failure and a
+ * failure's incident never absorbs them. NULL when one is open already
+ * (the sample that still shows the condition is its evidence). */
+static incident *advisory(engine *e, const sig *s, const fact *f,
+                          const char *kind, const char *id, int node)
+{
+    char key[192];
+    strmap *open = node ? e->open_node : e->open_job;
+    incident *inc;
+
+    snprintf(key, sizeof key, "%s:%.170s", kind, id);
+    inc = strmap_get(open, key);
+    if (eng_fresh(e, inc)) {
+        eng_touch(inc, s); /* the condition holds: it stays open */
+        return NULL;
+    }
+    if (!pb_find(e->cat, f->scenario))
+        return NULL;
+    inc = eng_open_incident(e, s, f->scenario, node ? "node" : "job", key);
+    str_copy(inc->key, sizeof inc->key, key);
+    str_copy(inc->node, sizeof inc->node, f->host);
+    str_copy(inc->root_node, sizeof inc->root_node, f->host);
+    str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
+    if (!node) {
+        inc->job_scope = 1;
+        str_copy(inc->job, sizeof inc->job, f->job);
+        str_copy(inc->root_job, sizeof inc->root_job, f->job);
+    }
+    inc->cause = *f;
+    strmap_put(open, key, inc);
+    eng_touch(inc, s);
+    return inc;
+}
+
+int eng_own_key(const char *key)
+{
+    static const char *const own[] = {"rack:", "ghost:", "gap:", "driver:"};
+
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (strncmp(key, own[i], strlen(own[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static int advisory_open(engine *e, const char *kind, const char *id, int node)
+{
+    char key[192];
+
+    snprintf(key, sizeof key, "%s:%.170s", kind, id);
+    return eng_fresh(e, strmap_get(node ? e->open_node : e->open_job, key));
+}
+
+/* A synthetic signal for a decision no single sample makes (a host gone
+ * silent): id from what was decided, so a restart decides the same. */
+static void rule_sig(sig *s, const char *what, const char *cluster,
+                     const char *host, int64_t ts)
+{
+    uint64_t h = HASH_FNV_SEED;
+
+    memset(s, 0, sizeof *s);
+    h = hash_fnv1a(h, what, strlen(what) + 1);
+    h = hash_fnv1a(h, cluster, strlen(cluster) + 1);
+    h = hash_fnv1a(h, host, strlen(host) + 1);
+    h = hash_fnv1a(h, &ts, sizeof ts);
+    s->id = h;
+    s->ts = ts;
+    s->source = SRC_METRIC;
+    s->cluster = cluster;
+    s->host = host;
+    s->rank = -1;
+}
+
+/* Whether the host's window holds a checkpoint save of the job (or of
+ * any job, when jobid is NULL) within span before `at`. */
+static int recent_checkpoint(engine *e, const char *host, const char *jobid,
+                             int64_t at, int64_t span)
+{
+    node_win *w = strmap_get(e->nodes, host);
+
+    for (size_t i = 0; w && i < w->n; i++)
+        if (w->v[i].kind == FACT_CHECKPOINT && w->v[i].ts <= at &&
+            w->v[i].ts >= at - span && (!jobid || !strcmp(w->v[i].job, jobid)))
+            return 1;
+    return 0;
+}
+
+/* hw.ecc_correctable_rising: a GPU's correctable ECC count rose by
+ * ECC_CE_RISE or more over the window (seed 004: "high correctable errors
+ * -> degrading hardware"). A large count that stands still is history. */
+static void ecc_check(engine *e, const sig *s, const series *se)
+{
+    fact f;
+
+    if (se->v - se->anchor_v < ECC_CE_RISE ||
+        !pb_find(e->cat, "hw.ecc_correctable_rising"))
+        return;
+    rule_fact(&f, FACT_NODE_FAULT, "hw.ecc_correctable_rising", s->host, NULL);
+    str_copy(f.gpu, sizeof f.gpu, se->dev);
+    snprintf(f.excerpt, sizeof f.excerpt,
+             "GPU %.16s: %.0f correctable ECC errors in %lld min (%.40s)", se->dev,
+             se->v - se->anchor_v,
+             (long long)((s->ts - se->anchor_ts) / TS_MIN), se->name);
+    eng_on_node_fault(e, s, &f, s->host);
+}
+
+/* telemetry.ghost_data: a GPU's power at load level (or the exporter's
+ * scrape time) has not changed for GHOST_AFTER while a job runs there:
+ * the exporter serves a stale cache (seed 004: "a GPU under training load
+ * never holds the exact same wattage for hours"). An idle GPU may hold a
+ * rounded idle wattage; that says nothing. */
+static void ghost_check(engine *e, const sig *s, const series *se)
+{
+    job *j;
+    fact f;
+
+    if (s->ts - se->changed < GHOST_AFTER ||
+        (strcmp(se->name, M_SCRAPE) && se->v < POWER_IDLE * se->hi) ||
+        !(j = eng_job_on(e, s->host)) || j->updated > se->changed)
+        return;
+    rule_fact(&f, FACT_NODE_FAULT, "telemetry.ghost_data", s->host, NULL);
+    str_copy(f.gpu, sizeof f.gpu, se->dev);
+    snprintf(f.excerpt, sizeof f.excerpt,
+             "%.40s%s%.16s = %.10g unchanged for %lld min while job %.24s runs", se->name,
+             se->dev[0] ? " gpu " : "", se->dev, se->v,
+             (long long)((s->ts - se->changed) / TS_MIN), j->id);
+    advisory(e, s, &f, "ghost", s->host, 1);
+}
+
+/* Whether the host's metrics are stale (an open ghost-data incident):
+ * the stall rule does not read them. */
+static int untrusted(engine *e, const char *host)
+{
+    return advisory_open(e, "ghost", host, 1);
+}
+
+/* The most recent value of a host-level gauge, if sampled lately. */
+static const series *host_gauge(engine *e, const char *cluster,
+                                const char *host, const char *name)
+{
+    const series *se = series_get(e, cluster, host, name, "");
+
+    return se && se->ts >= e->now - STALL_RECHECK ? se : NULL;
+}
+
+/* The start of the host's GPUs' common idle run (every GPU sampled under
+ * UTIL_LOW), or 0 when one of them is busy. */
+static int64_t host_idle_since(engine *e, const char *cluster, const char *host)
+{
+    int64_t since = 0;
+    int seen = 0;
+
+    for (int g = 0; g < MAX_GPUS; g++) {
+        char dev[8];
+        const series *se;
+        snprintf(dev, sizeof dev, "%d", g);
+        se = series_get(e, cluster, host, M_UTIL, dev);
+        if (!se || se->ts < e->now - STALL_RECHECK)
+            continue;
+        if (!se->low_since)
+            return 0;
+        seen = 1;
+        if (se->low_since > since)
+            since = se->low_since;
+    }
+    return seen ? since : 0;
+}
+
+/* gpu.idle_input_bound and cost.idle_gpu, on a utilisation sample. A job
+ * whose GPUs sit idle while it still makes progress and its host's CPU or
+ * I/O is saturated waits for its input (seed 002); idle for an hour with
+ * nothing else to explain it is money spent on nothing. */
+static void idle_check(engine *e, const sig *s)
+{
+    job *j = eng_job_on(e, s->host);
+    int64_t since = host_idle_since(e, s->cluster, s->host);
+    const series *cpu, *io;
+    fact f;
+
+    if (!j || !since || since < j->updated || eng_fresh(e, strmap_get(e->open_job, j->id)))
+        return;
+    cpu = host_gauge(e, s->cluster, s->host, M_CPU);
+    io = host_gauge(e, s->cluster, s->host, M_IO);
+    if (s->ts - since >= INPUT_AFTER && j->progress_ts >= s->ts - INPUT_AFTER &&
+        j->progress_ts > since && ((cpu && cpu->v >= CPU_SATURATED) ||
+                                   (io && io->v >= IO_SATURATED)) &&
+        !recent_checkpoint(e, s->host, j->id, s->ts, INPUT_AFTER)) {
+        rule_fact(&f, FACT_JOB_FAULT, "gpu.idle_input_bound", s->host, j->id);
+        snprintf(f.excerpt, sizeof f.excerpt,
+                 "GPUs under %.0f%% for %lld min while the job moves on "
+                 "(step %.0f); host CPU %.0f%%, I/O stall %.0f%%", UTIL_LOW,
+                 (long long)((s->ts - since) / TS_MIN), j->step,
+                 cpu ? cpu->v : -1, io ? io->v : -1);
+        advisory(e, s, &f, "perf", j->id, 0);
+        return;
+    }
+    if (s->ts - since >= COST_AFTER && !advisory_open(e, "perf", j->id, 0)) {
+        rule_fact(&f, FACT_JOB_FAULT, "cost.idle_gpu", s->host, j->id);
+        snprintf(f.excerpt, sizeof f.excerpt,
+                 "every GPU of %s under %.0f%% for %lld min", s->host, UTIL_LOW,
+                 (long long)((s->ts - since) / TS_MIN));
+        advisory(e, s, &f, "cost", j->id, 0);
+    }
+}
+
+/* hw.driver_dstate: the kernel reports GPU driver errors on the host (the
+ * exporter's dmesg counter rising, or GPU tools hung in D state) and the
+ * exporter's scrapes alternate between its timeout and success (seed 004:
+ * a fault in the RAS reporting path; compute is unaffected). */
+void eng_driver_evidence(engine *e, const sig *s, const char *host)
+{
+    const series *dm = series_get(e, s->cluster, host, M_DMESG, "");
+    const series *sc = series_get(e, s->cluster, host, M_SCRAPE, "");
+    int64_t mark = first_mark(e, host, "hw.driver_dstate", e->now - WINDOW);
+    int errors = (dm && dm->up && dm->up >= e->now - WINDOW) || mark;
+    int flapping = sc && sc->n >= 2 && sc->lo < SCRAPE_OK &&
+                   sc->ts >= e->now - WINDOW;
+    node_win *w = strmap_get(e->nodes, host);
+    size_t hung = 0;
+    fact f;
+
+    for (size_t i = 0; w && i < w->n; i++)
+        hung += w->v[i].kind == FACT_MARK && w->v[i].scenario &&
+                w->v[i].ts >= e->now - WINDOW &&
+                !strcmp(w->v[i].scenario, "hw.driver_dstate");
+    if (!errors || (!flapping && hung < 2) || advisory_open(e, "driver", host, 1))
+        return;
+    rule_fact(&f, FACT_NODE_FAULT, "hw.driver_dstate", host, NULL);
+    snprintf(f.excerpt, sizeof f.excerpt,
+             "GPU driver errors in the kernel log (%zu hung GPU tools); "
+             "scrapes at the %.0f s timeout %d times", hung, SCRAPE_TIMEOUT,
+             sc ? sc->n : 0);
+    advisory(e, s, &f, "driver", host, 1);
+}
+
+/* The job a host's kernel line is about: the one running there, or one
+ * that failed there within the crash window (the scheduler's report can
+ * overtake the kernel's). */
+static job *job_at(engine *e, const char *host, int64_t ts)
+{
+    job *best = eng_job_on(e, host);
+    size_t pos = 0, i;
+    const char *k;
+    void *v;
+    json_t *n;
+
+    while (!best && strmap_next(e->jobs, &pos, &k, &v)) {
+        job *j = v;
+        if ((strcmp(j->state, "FAILED") && strcmp(j->state, "NODE_FAIL")) ||
+            j->updated < ts - CRASH_WINDOW || j->updated > ts)
+            continue;
+        json_array_foreach(j->nodes, i, n)
+            if (!strcmp(json_string_value(n), host))
+                best = j;
+    }
+    return best;
+}
+
+/* oom.host_checkpoint / oom.host_leak: what the host's memory did before
+ * the kernel's OOM killer struck (seed 004, "Host OOM"). A save of the
+ * job's checkpoint just before: the save's copy of the parameters. A
+ * steady ramp for LEAK_SPAN or more: a leak. 0: neither (the kill stays
+ * evidence for what the job's own lines say). */
+int eng_host_oom(engine *e, const sig *s, const fact *f)
+{
+    const char *host = f->host;
+    job *j = host[0] ? job_at(e, host, s->ts) : NULL;
+    const char *const mems[] = {M_MEM_RAY, M_MEM_HW};
+    fact g;
+
+    if (!j)
+        return 0;
+    g = *f;
+    str_copy(g.job, sizeof g.job, j->id);
+    if (recent_checkpoint(e, host, j->id, s->ts, CKPT_OOM) &&
+        pb_find(e->cat, "oom.host_checkpoint")) {
+        g.kind = FACT_JOB_FAULT;
+        g.scenario = "oom.host_checkpoint";
+        eng_on_job_fault(e, s, &g);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof mems / sizeof *mems; i++) {
+        const series *se = series_get(e, s->cluster, host, mems[i], "");
+        if (!se || se->ts < s->ts - STALL_RECHECK || s->ts - se->since < LEAK_SPAN ||
+            se->run_v <= 0 || se->hi < LEAK_GROWTH * se->run_v ||
+            !pb_find(e->cat, "oom.host_leak"))
+            continue;
+        g.kind = FACT_JOB_FAULT;
+        g.scenario = "oom.host_leak";
+        snprintf(g.excerpt, sizeof g.excerpt,
+                 "%s rose from %.4g to %.4g over %lld min, then the OOM killer",
+                 se->name, se->run_v, se->hi,
+                 (long long)((s->ts - se->since) / TS_MIN));
+        eng_on_job_fault(e, s, &g);
+        return 1;
+    }
+    return 0;
+}
+
+/* train.throughput_regression: the job's step time REGRESS over its best
+ * for REGRESS_SAMPLES samples in a row, checkpoint steps left out (seed
+ * 004). A hot node or an open incident of the job explains it already. */
+static void regress_check(engine *e, const sig *s, series *se)
+{
+    double cool = -1;
+    job *j = strmap_get(e->jobs, se->dev);
+    size_t i;
+    json_t *n;
+    fact f;
+
+    if (!j || strcmp(j->state, "RUNNING") || se->lo <= 0)
+        return;
+    se->n = se->v >= REGRESS * se->lo ? se->n + 1 : 0;
+    series_persist(e, se); /* a restart goes on counting */
+    if (se->n < REGRESS_SAMPLES || eng_fresh(e, strmap_get(e->open_job, j->id)))
+        return;
+    /* The earliest deviating signal names the cause (seed 004): a node
+     * running hotter than the job's others is the thermal rules' to
+     * judge (thermal.straggler), not a regression of unknown cause. */
+    json_array_foreach(j->nodes, i, n) {
+        double t = host_temp(e, j->cluster, json_string_value(n));
+        if (t >= RACK_HOT)
+            return;
+        if (t > 0 && (cool < 0 || t < cool))
+            cool = t;
+    }
+    json_array_foreach(j->nodes, i, n)
+        if (cool > 0 &&
+            host_temp(e, j->cluster, json_string_value(n)) >= cool + THERMAL_SKEW)
+            return;
+    rule_fact(&f, FACT_JOB_FAULT, "train.throughput_regression", s->host, j->id);
+    snprintf(f.excerpt, sizeof f.excerpt,
+             "step time %.3g s, %.0f%% over the job's steady %.3g s, %d samples "
+             "in a row", se->v, 100 * (se->v / se->lo - 1), se->lo, se->n);
+    advisory(e, s, &f, "perf", j->id, 0);
+}
+
+/* Whether a step-time sample falls on a checkpoint step: its step is a
+ * multiple of the job's checkpoint_period, or a save was logged just
+ * before. Such samples are left out of the series (seed 004). */
+static int checkpoint_step(engine *e, const sig *s, const char *jobid)
+{
+    job *j = strmap_get(e->jobs, jobid);
+    json_t *per = j && j->config ? json_object_get(j->config, "checkpoint_period") : NULL;
+    const char *step = json_string_value(json_object_get(s->labels, "step"));
+
+    if (json_is_integer(per) && json_integer_value(per) > 0 && step &&
+        atoll(step) > 0 && atoll(step) % json_integer_value(per) == 0)
+        return 1;
+    return recent_checkpoint(e, s->host, jobid, s->ts, REGRESS_CKPT);
+}
+
+/* telemetry.gap: a host whose job runs stopped reporting GAP_AFTER ago
+ * while other hosts went on, and no open incident of the host explains it
+ * (node.down would). Runs once a minute of event time over every series. */
+static void gap_scan(engine *e, int64_t now)
+{
+    strmap *last = strmap_new();
+    size_t pos = 0, i;
+    const char *k;
+    void *v;
+    json_t *n;
+
+    int64_t newest = 0;
+
+    while (strmap_next(e->series, &pos, &k, &v)) {
+        const series *se = v;
+        char hk[200];
+        int64_t *t;
+        if (se->ts > newest)
+            newest = se->ts;
+        snprintf(hk, sizeof hk, "%s|%s", se->cluster, se->host);
+        if (!(t = strmap_get(last, hk))) {
+            if (!(t = calloc(1, sizeof *t)))
+                abort();
+            strmap_put(last, hk, t);
+        }
+        if (se->ts > *t)
+            *t = se->ts;
+    }
+    pos = 0;
+    while (strmap_next(e->jobs, &pos, &k, &v)) {
+        job *j = v;
+        if (strcmp(j->state, "RUNNING"))
+            continue;
+        json_array_foreach(j->nodes, i, n) {
+            const char *host = json_string_value(n);
+            char hk[200];
+            int64_t *t;
+            sig s;
+            fact f;
+            snprintf(hk, sizeof hk, "%s|%s", j->cluster, host);
+            t = strmap_get(last, hk);
+            /* Others kept reporting meanwhile: when every host is silent
+             * it is the collector (or the end of a capture), not one host. */
+            if (!t || *t < j->updated || now - *t < GAP_AFTER ||
+                newest - *t < GAP_AFTER ||
+                eng_fresh(e, strmap_get(e->open_node, host)) ||
+                advisory_open(e, "gap", host, 1))
+                continue;
+            rule_sig(&s, "gap", j->cluster, host, *t + GAP_AFTER);
+            rule_fact(&f, FACT_NODE_FAULT, "telemetry.gap", host, NULL);
+            snprintf(f.excerpt, sizeof f.excerpt,
+                     "%s sent no metrics for %d min while job %s runs", host,
+                     (int)(GAP_AFTER / TS_MIN), j->id);
+            incident *inc = advisory(e, &s, &f, "gap", host, 1);
+            if (inc)
+                inc->root_ts = inc->first = *t;
+        }
+    }
+    strmap_free(last, free);
+}
+
+void eng_gap_timer(engine *e)
+{
+    int64_t now = e->live_clock > e->now ? e->live_clock : e->now;
+
+    if (now < e->next_gap)
+        return;
+    e->next_gap = now + TS_MIN;
+    gap_scan(e, now);
+}
+
 /* ---- samples in -------------------------------------------------------- */
 
 /* The metrics a rule reads back later; samples of any other name are not
  * kept (no memory, no Redis write). */
 static int kept(const char *name)
 {
-    const char *const names[] = {M_UTIL, M_POWER, M_TEMP, M_CLOCK, M_THROTTLE,
-                                 M_STEP_TIME, M_RETX, M_ACK};
+    const char *const names[] = {
+        M_UTIL,    M_POWER,   M_TEMP,     M_CLOCK,  M_THROTTLE, M_STEP_TIME,
+        M_RETX,    M_ACK,     M_TCP_RETX, M_SBE_VOL, M_SBE_AGG, M_RAS_CE,
+        M_HW_POWER, M_SCRAPE, M_DMESG,    M_CPU,    M_IO,       M_MEM_RAY,
+        M_MEM_HW};
 
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(name, names[i]) == 0)
@@ -534,6 +1125,7 @@ static int kept(const char *name)
 int eng_on_metric(engine *e, const sig *s)
 {
     const char *dev;
+    series *se;
 
     if (!s->host || !s->name)
         return 0;
@@ -546,12 +1138,26 @@ int eng_on_metric(engine *e, const sig *s)
     if (!kept(s->name))
         return 0;
     dev = dev_of(s);
-    if (!series_take(e, s, dev))
+    if (!strcmp(s->name, M_STEP_TIME) && checkpoint_step(e, s, dev))
+        return 0; /* a checkpoint step's time says nothing of the job's pace */
+    if (!(se = series_take(e, s, dev)))
         return 0;
     if (!strcmp(s->name, M_TEMP) || !strcmp(s->name, M_THROTTLE))
         temp_sample(e, s, dev);
     else if (!strcmp(s->name, M_RETX) || !strcmp(s->name, M_ACK))
         rdma_check(e, s, dev);
+    else if (!strcmp(s->name, M_SBE_VOL) || !strcmp(s->name, M_SBE_AGG) ||
+             !strcmp(s->name, M_RAS_CE))
+        ecc_check(e, s, se);
+    else if (!strcmp(s->name, M_DMESG) || !strcmp(s->name, M_SCRAPE))
+        eng_driver_evidence(e, s, s->host);
+    else if (!strcmp(s->name, M_STEP_TIME))
+        regress_check(e, s, se);
+    else if (is_util(s->name))
+        idle_check(e, s);
+    if (!strcmp(s->name, M_POWER) || !strcmp(s->name, M_HW_POWER) ||
+        !strcmp(s->name, M_SCRAPE))
+        ghost_check(e, s, se);
     return 1;
 }
 
@@ -561,14 +1167,19 @@ int eng_restore_series(engine *e, const char *cluster, const char *field,
                        const char *value, cs_err *err)
 {
     char host[128], name[64], dev[64], key[400];
-    long long ts, since;
-    double v, lo, hi;
+    long long ts, since, first = 0, changed = 0, anchor_ts = 0, low = 0,
+              burst = 0, up = 0;
+    double v, lo, hi, anchor_v = 0, run_v = 0;
+    int n = 0, got;
     const char *a = strchr(field, '|'), *b = a ? strchr(a + 1, '|') : NULL;
     series *se;
 
     if (!a || !b || (size_t)(a - field) >= sizeof host ||
         (size_t)(b - a - 1) >= sizeof name || strlen(b + 1) >= sizeof dev ||
-        sscanf(value, "%lld %lg %lg %lg %lld", &ts, &v, &lo, &hi, &since) != 5) {
+        ((got = sscanf(value, "%lld %lg %lg %lg %lld %lld %lld %lld %lg %lld "
+                            "%lld %lld %lg %d", &ts, &v, &lo, &hi, &since,
+                       &first, &changed, &anchor_ts, &anchor_v, &low, &burst,
+                       &up, &run_v, &n)) != 5 && got != 14)) {
         cs_err_set(err, "series %s: malformed record '%s'", field, value);
         return -1;
     }
@@ -587,6 +1198,16 @@ int eng_restore_series(engine *e, const char *cluster, const char *field,
     se->lo = lo;
     se->hi = hi;
     se->since = since;
+    /* A record of an older version has no more: the rules start afresh. */
+    se->first = got == 14 ? first : ts;
+    se->changed = got == 14 ? changed : ts;
+    se->anchor_ts = got == 14 ? anchor_ts : ts;
+    se->anchor_v = got == 14 ? anchor_v : v;
+    se->low_since = low;
+    se->burst = burst;
+    se->up = up;
+    se->run_v = got == 14 ? run_v : v;
+    se->n = n;
     series_key(key, sizeof key, cluster, host, name, dev);
     free(strmap_put(e->series, key, se));
     if (se->ts > e->now)

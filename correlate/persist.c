@@ -434,10 +434,10 @@ size_t eng_restore_done(engine *e)
         incident *inc = e->incs[i];
         if (inc->job_scope && inc->job[0])
             strmap_put(e->open_job, inc->key, inc);
+        else if (!inc->job_scope && eng_own_key(inc->key))
+            strmap_put(e->open_node, inc->key, inc);
         else if (!inc->job_scope && inc->node[0])
             strmap_put(e->open_node, inc->node, inc);
-        else if (!inc->job_scope && strncmp(inc->key, "rack:", 5) == 0)
-            strmap_put(e->open_node, inc->key, inc);
         if (e->now - inc->updated <= FOLD_WINDOW)
             open++;
     }

@@ -73,6 +73,7 @@ static void free_scenario(pb_scenario *s)
     for (int i = 0; i < s->nsteps; i++) {
         free((char *)s->steps[i].playbook);
         free((char *)s->steps[i].category);
+        free((char *)s->steps[i].params);
     }
     free((pb_step *)s->steps);
     free((char *)s->id);
@@ -224,7 +225,8 @@ static const char *const targets[] = {"node", "job", "each_job", "none",
 static const char *const fixes[] = {
     "none",    "exclude_node", "batch",       "activation",
     "alloc_conf", "ticket",    "workers",     "shm",
-    "tolerations", "socket_ifname", "worker_memory", "same_config"};
+    "tolerations", "socket_ifname", "worker_memory", "same_config",
+    "input_bound", "checkpoint_memory"};
 static const char *const whens[] = {"always", "reserved", "elastic",
                                     "repeated"};
 
@@ -242,10 +244,75 @@ static int playbook_id_ok(const char *v)
 }
 #define N(a) ((int)(sizeof a / sizeof *a))
 
+/* A scalar as JSON: true/false and plain numbers as themselves, any
+ * other text as a string. */
+static void json_scalar(char *buf, size_t len, const char *v)
+{
+    char *end;
+    size_t o = 0;
+
+    if (!strcmp(v, "true") || !strcmp(v, "false")) {
+        snprintf(buf, len, "%s", v);
+        return;
+    }
+    (void)strtod(v, &end);
+    if (*v && !*end && strspn(v, "0123456789.-+eE") == strlen(v)) {
+        snprintf(buf, len, "%s", v);
+        return;
+    }
+    if (len < 3)
+        return;
+    buf[o++] = '"';
+    for (; *v && o + 3 < len; v++) {
+        if (*v == '"' || *v == '\\')
+            buf[o++] = '\\';
+        if ((unsigned char)*v >= 0x20)
+            buf[o++] = *v;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+}
+
+/* `params:` of an action: a flat mapping of scalars, kept as JSON text. */
+static char *read_params(reader *r, yaml_node_t *n)
+{
+    char out[1024], val[256];
+    size_t o = 0;
+
+    if (!n)
+        return NULL;
+    if (n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "params must be a mapping of names to plain values");
+        return NULL;
+    }
+    out[o++] = '{';
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+         p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(&r->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(&r->doc, p->value);
+        const char *name = scalar(k), *text = scalar(v);
+        if (!name || !text || !playbook_id_ok(name)) {
+            problem(r, v ? v : k, "params: '%s' must be a lower-case name with "
+                    "a plain value", name ? name : "?");
+            continue;
+        }
+        json_scalar(val, sizeof val, text);
+        o += (size_t)snprintf(out + o, sizeof out - o, "%s\"%s\":%s",
+                              o > 1 ? "," : "", name, val);
+        if (o >= sizeof out - 2) {
+            problem(r, n, "params: too long (at most %zu bytes)", sizeof out - 2);
+            return NULL;
+        }
+    }
+    out[o++] = '}';
+    out[o] = '\0';
+    return strdup(out);
+}
+
 static int read_step(reader *r, yaml_node_t *n, pb_step *st)
 {
     static const char *const keys[] = {"playbook", "approval", "target", "fix",
-                                       "category", "when", NULL};
+                                       "category", "when", "params", NULL};
     const char *pbk, *v;
     int a, t, f = PB_FIX_NONE, w = PB_WHEN_ALWAYS, before = r->errors;
 
@@ -270,16 +337,20 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
     if ((v = scalar(get(r, n, "fix"))) && (f = pick(v, fixes, N(fixes))) < 0)
         problem(r, get(r, n, "fix"), "fix '%s' is not one of none, "
                 "exclude_node, batch, activation, alloc_conf, ticket, workers, "
-                "shm, tolerations, socket_ifname, worker_memory, same_config",
-                v);
+                "shm, tolerations, socket_ifname, worker_memory, same_config, "
+                "input_bound, checkpoint_memory", v);
     if ((v = scalar(get(r, n, "when"))) && (w = pick(v, whens, N(whens))) < 0)
         problem(r, get(r, n, "when"), "when '%s' is not always, reserved, "
                 "elastic or repeated", v);
     v = scalar(get(r, n, "category"));
     if (f == PB_FIX_TICKET && !v)
         problem(r, n, "fix: ticket needs a category");
-    if (r->errors != before)
+    char *params = read_params(r, get(r, n, "params"));
+    if (r->errors != before) {
+        free(params);
         return -1;
+    }
+    st->params = params;
     st->playbook = strdup(pbk);
     st->approval = (pb_approval)a;
     st->target = (pb_target)t;

@@ -34,6 +34,8 @@ typedef enum {
     PB_FIX_SOCKET_IFNAME, /* env NCCL_SOCKET_IFNAME (+ NCCL_DEBUG=INFO) */
     PB_FIX_WORKER_MEMORY, /* more memory per Ray worker */
     PB_FIX_SAME_CONFIG,   /* the job's own config, unchanged */
+    PB_FIX_INPUT_BOUND,   /* more DataLoader workers, shm, local staging */
+    PB_FIX_CHECKPOINT_MEMORY, /* async checkpointing, more host memory */
 } pb_fix;
 
 /* When a step applies, decided from the job the incident is about. */
@@ -51,6 +53,10 @@ typedef struct pb_step {
     pb_fix fix;
     const char *category; /* PB_FIX_TICKET */
     pb_when when;
+    /* Fixed parameters written in the rule (`params:`, a flat mapping of
+     * scalars), as a JSON object text merged into the action's params;
+     * NULL when the rule has none. */
+    const char *params;
 } pb_step;
 
 typedef struct pb_scenario {

@@ -163,13 +163,17 @@ static void test_rdma(void)
 
 /* ---- stalls ------------------------------------------------------------ */
 
-/* A job on n1 logs steps for 10 minutes, then stops; GPU 0 reports util
- * and power every minute until minute `until`. */
-static engine *stall_run(double util, double power, int until)
+/* A job on n1 logs steps for 10 minutes, then stops (the line at minute
+ * `save` is a checkpoint save instead); GPU 0 reports util and power every
+ * minute until minute `until`. With a counter, n1 also reports it; it
+ * bursts for three minutes from minute `burst` (-1: never). */
+static engine *stall_full(double util, double power, int until,
+                          const char *counter, int burst, int save)
 {
     cs_err err;
     engine *e = eng_new(&ops, NULL, &err);
     char ts[40], line[512];
+    double retx = 5000;
 
     inventory(e, "n1", "r1");
     job(e, 0, "7", "RUNNING", "[\"n1\"]");
@@ -178,16 +182,28 @@ static engine *stall_run(double util, double power, int until)
             ts_at(ts, sizeof ts, m * 60 + 30);
             snprintf(line, sizeof line,
                      "{\"ts\":\"%s\",\"source\":\"app\",\"host\":\"n1\","
-                     "\"job\":\"7\",\"line\":\"step %d | loss 2.1 | lr 3e-4\"}",
-                     ts, 100 + m * 10);
+                     "\"job\":\"7\",\"line\":\"%s %d | loss 2.1 | lr 3e-4\"}",
+                     ts, m == save ? "Saving checkpoint at step" : "step",
+                     100 + m * 10);
             feed_line(e, line);
         }
+        if (burst >= 0 && m >= burst && m <= burst + 2)
+            retx += 30000;
+        if (counter)
+            metric(e, m * 60 + 5, "n1", counter, retx, "device", "mlx5_0");
         metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_UTIL", m <= 10 ? 98 : util,
                "gpu", "0");
+        /* Real power readings move by fractions of a watt; a reading that
+         * never moves is ghost data (test_ghost). */
         metric(e, m * 60, "n1", "DCGM_FI_DEV_POWER_USAGE",
-               m <= 10 ? 700 : power, "gpu", "0");
+               (m <= 10 ? 700 : power) + 0.25 * (m % 4), "gpu", "0");
     }
     return e;
+}
+
+static engine *stall_run(double util, double power, int until)
+{
+    return stall_full(util, power, until, NULL, -1, -1);
 }
 
 static void test_stalls(void)
@@ -314,6 +330,282 @@ static void test_fleet(void)
     eng_free(e);
 }
 
+/* ---- advisories and host OOM ---------------------------------------- */
+
+/* A running job "7" on n1 (and n2 reporting beside it), minutes 0..until:
+ * GPU 0's util and power as given (fixed, or moving when jitter). */
+static engine *gpu_run(double util, double power, int jitter, int until)
+{
+    cs_err err;
+    engine *e = eng_new(&ops, NULL, &err);
+
+    inventory(e, "n1", "r1");
+    job(e, 0, "7", "RUNNING", "[\"n1\"]");
+    for (int m = 0; m <= until; m++) {
+        double j = jitter ? 0.25 * (m % 4) : 0;
+        metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_UTIL", util + j, "gpu", "0");
+        metric(e, m * 60, "n1", "DCGM_FI_DEV_POWER_USAGE", power + j, "gpu", "0");
+    }
+    return e;
+}
+
+static void test_ghost(void)
+{
+    engine *e;
+
+    e = gpu_run(97, 702.44, 0, 40); /* the same load wattage for 40 min */
+    EXPECT(e, "telemetry.ghost_data");
+    eng_free(e);
+    e = gpu_run(97, 702.44, 1, 40); /* moving: real readings */
+    EXPECT(e, "");
+    eng_free(e);
+    e = gpu_run(97, 702.44, 0, 25); /* flat for 25 minutes only */
+    EXPECT(e, "");
+    eng_free(e);
+}
+
+static void test_idle(void)
+{
+    engine *e;
+    char line[512], ts[40];
+
+    e = gpu_run(1, 60, 1, 70); /* idle for 70 minutes, a job holds it */
+    EXPECT(e, "cost.idle_gpu");
+    eng_free(e);
+    e = gpu_run(1, 60, 1, 50); /* 50 minutes */
+    EXPECT(e, "");
+    eng_free(e);
+    e = gpu_run(8, 60, 1, 70); /* 8%: low, not idle */
+    EXPECT(e, "");
+    eng_free(e);
+
+    /* Idle GPUs while the job moves on and the host's CPU is saturated:
+     * waiting for input; with a quiet CPU it is nothing yet. */
+    for (int cpu = 97; cpu >= 40; cpu -= 57) {
+        cs_err err;
+        e = eng_new(&ops, NULL, &err);
+        inventory(e, "n1", "r1");
+        job(e, 0, "7", "RUNNING", "[\"n1\"]");
+        for (int m = 0; m <= 20; m++) {
+            ts_at(ts, sizeof ts, m * 60 + 30);
+            snprintf(line, sizeof line,
+                     "{\"ts\":\"%s\",\"source\":\"app\",\"host\":\"n1\","
+                     "\"job\":\"7\",\"line\":\"step %d | loss 2.1 | lr 3e-4\"}",
+                     ts, 100 + m);
+            feed_line(e, line);
+            metric(e, m * 60, "n1", "ray_node_cpu_utilization", cpu, "x", "y");
+            metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_UTIL", m % 3, "gpu", "0");
+        }
+        EXPECT(e, cpu == 97 ? "gpu.idle_input_bound" : "");
+        eng_free(e);
+    }
+}
+
+/* Job 7 on n1; memory (ray_node_mem_used, GiB) from mem0 rising by `rise`
+ * a minute for 40 minutes; a checkpoint save at minute `save` (-1: none);
+ * the OOM killer at minute 40. */
+static engine *oom_run(double mem0, double rise, int save)
+{
+    cs_err err;
+    engine *e = eng_new(&ops, NULL, &err);
+    char line[512], ts[40];
+
+    inventory(e, "n1", "r1");
+    job(e, 0, "7", "RUNNING", "[\"n1\"]");
+    for (int m = 0; m < 40; m++) {
+        metric(e, m * 60, "n1", "ray_node_mem_used", (mem0 + rise * m) * 1e9,
+               "x", "y");
+        if (m == save) {
+            ts_at(ts, sizeof ts, m * 60 + 10);
+            snprintf(line, sizeof line,
+                     "{\"ts\":\"%s\",\"source\":\"app\",\"host\":\"n1\","
+                     "\"job\":\"7\",\"line\":\"Saving checkpoint at step 500 "
+                     "to /ckpt\"}", ts);
+            feed_line(e, line);
+        }
+    }
+    ts_at(ts, sizeof ts, 40 * 60);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"%s\",\"source\":\"kernel\",\"host\":\"n1\",\"line\":"
+             "\"Out of memory: Killed process 4242 (python) total-vm:1kB\"}", ts);
+    feed_line(e, line);
+    return e;
+}
+
+static void test_host_oom(void)
+{
+    engine *e;
+
+    e = oom_run(100, 2, -1); /* 100 -> 178 GB over 40 minutes */
+    EXPECT(e, "oom.host_leak");
+    eng_free(e);
+    e = oom_run(100, 0.2, -1); /* +8%: no ramp to speak of */
+    EXPECT(e, "");
+    eng_free(e);
+    e = oom_run(100, 0, 33); /* a save 7 minutes before */
+    EXPECT(e, "oom.host_checkpoint");
+    eng_free(e);
+    e = oom_run(100, 0, 10); /* a save half an hour before */
+    EXPECT(e, "");
+    eng_free(e);
+}
+
+/* stall_run's busy-wait, with a retransmit counter on n1. */
+static engine *hang_run(const char *counter, int burst, int save)
+{
+    return stall_full(100, 120, 50, counter, burst, save);
+}
+
+static void test_hang_network(void)
+{
+    engine *e;
+
+    e = hang_run("hw_rdma_tx_retx_pkts_total", 9, -1);
+    EXPECT(e, "nccl.hang_network");
+    eng_free(e);
+    e = hang_run("hw_rdma_tx_retx_pkts_total", -1, -1);
+    EXPECT(e, "nccl.hang_busy_wait");
+    eng_free(e);
+    e = hang_run("hw_rdma_tx_retx_pkts_total", 40, -1); /* after the hang */
+    EXPECT(e, "nccl.hang_busy_wait");
+    eng_free(e);
+    e = hang_run("hw_tcp_retransmits_total", 9, -1);
+    EXPECT(e, "nccl.hang_network");
+    eng_free(e);
+    /* TCP retransmits right after a checkpoint save: NFS writing. */
+    e = hang_run("hw_tcp_retransmits_total", 9, 8);
+    EXPECT(e, "nccl.hang_busy_wait");
+    eng_free(e);
+}
+
+static void test_ecc_rising(void)
+{
+    static const struct { double start, per_min; int reset; const char *want; } c[] = {
+        {3, 0.5, 0, "hw.ecc_correctable_rising"}, /* +20 in 40 min */
+        {9000, 0, 0, ""},                         /* large, standing still */
+        {3, 0.1, 0, ""},                          /* +4 in 40 min */
+        {3, 0.25, 1, ""}, /* +6, reset to 0 at minute 25, +3 since */
+    };
+
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        cs_err err;
+        engine *e = eng_new(&ops, NULL, &err);
+        inventory(e, "n1", "r1");
+        for (int m = 0; m <= 40; m++) {
+            double v = c[i].start + (int)(c[i].per_min * m);
+            if (c[i].reset && m >= 25)
+                v = (int)(c[i].per_min * (m - 25));
+            metric(e, m * 60, "n1", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", v, "gpu", "2");
+        }
+        EXPECT(e, c[i].want);
+        eng_free(e);
+    }
+}
+
+/* Step time of job 7: 6 s, then `slow` s from minute 20; every 5th
+ * sample a checkpoint step (period 500) at 30 s; n2 at `hot` C. */
+static void test_regression(void)
+{
+    static const struct { double slow; int until; double hot; const char *want; } c[] = {
+        {6.9, 30, 68, "train.throughput_regression"},
+        {6.9, 21, 68, ""},  /* two slow samples only */
+        {6.3, 30, 68, ""},  /* 5% slower */
+        {6.9, 30, 78, ""},  /* n2 runs 10 C hotter: thermal's to judge */
+        {6.0, 30, 68, ""},  /* steady; checkpoint steps at 30 s left out */
+    };
+
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        cs_err err;
+        engine *e = eng_new(&ops, NULL, &err);
+        char line[512], ts[40];
+        inventory(e, "n1", "r1");
+        inventory(e, "n2", "r1");
+        feed_line(e, "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"job\","
+                     "\"job\":\"7\",\"state\":\"RUNNING\",\"nodes\":[\"n1\","
+                     "\"n2\"],\"config\":{\"checkpoint_period\":500}}");
+        for (int m = 0; m <= c[i].until; m++) {
+            int step = 100 * (m + 1);
+            double v = step % 500 == 0 ? 30 : m >= 20 ? c[i].slow : 6.0;
+            ts_at(ts, sizeof ts, m * 60);
+            snprintf(line, sizeof line,
+                     "{\"ts\":\"%s\",\"source\":\"metric\",\"host\":\"n1\","
+                     "\"name\":\"tb_perf_step_time_seconds\",\"value\":%g,"
+                     "\"labels\":{\"job\":\"7\",\"step\":\"%d\"}}", ts, v, step);
+            feed_line(e, line);
+            metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_TEMP", 68, "gpu", "0");
+            metric(e, m * 60, "n2", "DCGM_FI_DEV_GPU_TEMP", c[i].hot, "gpu", "0");
+        }
+        EXPECT(e, c[i].want);
+        eng_free(e);
+    }
+}
+
+/* Job 7 on n1 and n2; n2 stops reporting at minute 10; `others` says
+ * whether n1 goes on; a node.down for n2 at minute 12 when `down`. */
+static void test_gap(void)
+{
+    static const struct { int others, down; const char *want; } c[] = {
+        {1, 0, "telemetry.gap"},
+        {0, 0, ""},          /* everything went quiet: the collector */
+        {1, 1, "node.down"}, /* the scheduler says why */
+    };
+
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        cs_err err;
+        engine *e = eng_new(&ops, NULL, &err);
+        char line[512], ts[40];
+        inventory(e, "n1", "r1");
+        inventory(e, "n2", "r1");
+        job(e, 0, "7", "RUNNING", "[\"n1\",\"n2\"]");
+        for (int m = 0; m <= 30; m++) {
+            if (m <= 10 || c[i].others)
+                metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_UTIL", 97 + m % 2,
+                       "gpu", "0");
+            if (m <= 10)
+                metric(e, m * 60, "n2", "DCGM_FI_DEV_GPU_UTIL", 97 + m % 2,
+                       "gpu", "0");
+            ts_at(ts, sizeof ts, m * 60 + 30);
+            snprintf(line, sizeof line,
+                     "{\"ts\":\"%s\",\"source\":\"app\",\"host\":\"n1\","
+                     "\"job\":\"7\",\"line\":\"step %d | loss 2.1\"}", ts, m);
+            feed_line(e, line);
+            if (c[i].down && m == 12) {
+                snprintf(line, sizeof line,
+                         "{\"ts\":\"%s\",\"source\":\"slurm\",\"line\":"
+                         "\"[2026-03-02T08:12:30.000] error: Nodes n2 not "
+                         "responding, setting DOWN\"}", ts);
+                feed_line(e, line);
+            }
+        }
+        EXPECT(e, c[i].want);
+        eng_free(e);
+    }
+}
+
+/* hw_dmesg_gpu_errors_total and hw_scrape_duration_seconds on n1. */
+static void test_driver(void)
+{
+    static const struct { int errors, flapping; const char *want; } c[] = {
+        {1, 1, "hw.driver_dstate"},
+        {0, 1, ""}, /* slow scrapes alone: a busy exporter */
+        {1, 0, ""}, /* errors with scrapes fine: nothing degraded yet */
+    };
+
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        cs_err err;
+        engine *e = eng_new(&ops, NULL, &err);
+        inventory(e, "n1", "r1");
+        for (int m = 0; m <= 20; m++) {
+            metric(e, m * 60, "n1", "hw_dmesg_gpu_errors_total",
+                   c[i].errors && m >= 5 ? 2 : 0, "x", "y");
+            metric(e, m * 60, "n1", "hw_scrape_duration_seconds",
+                   c[i].flapping && m % 3 == 1 ? 12.1 : 1.7, "x", "y");
+        }
+        EXPECT(e, c[i].want);
+        eng_free(e);
+    }
+}
+
 int main(void)
 {
     test_rdma();
@@ -321,5 +613,13 @@ int main(void)
     test_wall_clock();
     test_straggler();
     test_fleet();
+    test_ghost();
+    test_idle();
+    test_host_oom();
+    test_hang_network();
+    test_ecc_rising();
+    test_regression();
+    test_gap();
+    test_driver();
     return check_report();
 }
