@@ -333,8 +333,8 @@ size_t eng_failed_children(const incident *inc)
     return n;
 }
 
-static void add_child(incident *inc, const char *jobid, const char *state,
-                      int64_t ts)
+void eng_add_child(incident *inc, const char *jobid, const char *state,
+                   int64_t ts)
 {
     child *c;
 
@@ -409,7 +409,7 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
             !is_failure(j->state) ||
             (j->incident[0] && strcmp(j->incident, inc->id)))
             continue;
-        add_child(inc, j->id, j->state, en->ts);
+        eng_add_child(inc, j->id, j->state, en->ts);
         str_copy(j->incident, sizeof j->incident, inc->id);
     }
     maybe_escalate(e, inc);
@@ -504,14 +504,14 @@ static void on_job_failed(engine *e, const sig *s, job *j)
     inc = j->incident[0] ? incident_by_id(e, j->incident) : NULL;
     if (eng_fresh(e, inc)) {
         eng_touch(inc, s);
-        add_child(inc, j->id, j->state, s->ts);
+        eng_add_child(inc, j->id, j->state, s->ts);
         return;
     }
     json_array_foreach(j->nodes, i, n) {
         inc = strmap_get(e->open_node, json_string_value(n));
         if (eng_fresh(e, inc)) {
             eng_touch(inc, s);
-            add_child(inc, j->id, j->state, s->ts);
+            eng_add_child(inc, j->id, j->state, s->ts);
             str_copy(j->incident, sizeof j->incident, inc->id);
             maybe_escalate(e, inc);
             return;
@@ -666,7 +666,7 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
     if (eng_fresh(e, inc)) {
         eng_touch(inc, s);
         if (f->job[0])
-            add_child(inc, f->job, NULL, s->ts);
+            eng_add_child(inc, f->job, NULL, s->ts);
     }
 }
 
@@ -689,7 +689,7 @@ static void on_context(engine *e, const sig *s, const fact *f)
     if (f->kind == FACT_MARK && f->scenario && f->job[0] && eng_fresh(e, inc) &&
         strcmp(inc->sc->id, f->scenario) == 0) {
         eng_touch(inc, s);
-        add_child(inc, f->job, NULL, s->ts);
+        eng_add_child(inc, f->job, NULL, s->ts);
     }
 }
 
@@ -756,7 +756,7 @@ static void name_incident(engine *e, const sig *s, const fact *f, job *j,
     str_copy(inc->job, sizeof inc->job, j->id);
     str_copy(inc->node, sizeof inc->node, f->host);
     eng_touch(inc, s);
-    add_child(inc, j->id, state, s->ts);
+    eng_add_child(inc, j->id, state, s->ts);
     str_copy(j->incident, sizeof j->incident, inc->id);
     eng_persist_job(e, j); /* a restart must know what explains it */
 }
@@ -987,10 +987,19 @@ int eng_feed(engine *e, const sig *s)
                 eng_win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
             break;
         case FACT_CUDA_OOM:
+            if (f->job[0] && eng_oom_context(e, s, f)) {
+                fact g = *f;
+                g.scenario = eng_oom_context(e, s, f);
+                eng_on_job_fault(e, s, &g);
+                break;
+            }
+            /* fall through */
         case FACT_JOB_FAULT:
-            if (f->job[0] && pb_find(e->cat, f->scenario))
+            if (f->job[0] && pb_find(e->cat, f->scenario)) {
                 eng_on_job_fault(e, s, f);
-            else
+                if (!strcmp(f->scenario, "sched.capacity_exhausted"))
+                    eng_capacity_waiting(e, s);
+            } else
                 on_context(e, s, f);
             break;
         case FACT_NODE_FAULT:
@@ -1009,9 +1018,7 @@ int eng_feed(engine *e, const sig *s)
             break;
         case FACT_MARK:
             on_context(e, s, f);
-            if (f->host[0] && f->scenario &&
-                !strcmp(f->scenario, "hw.driver_dstate"))
-                eng_driver_evidence(e, s, f->host);
+            eng_on_mark(e, s, f);
             break;
         case FACT_APP_ERROR:
             on_app_error(e, s, f);

@@ -158,6 +158,25 @@ void eng_gap_timer(engine *e);
  * rack's, or an advisory's: "ghost:", "gap:", "driver:") rather than
  * under its host. */
 int eng_own_key(const char *key);
+/* An incident under its own key (see metrics.c): opened once, touched
+ * while its condition holds; NULL when it was open already. */
+incident *eng_advisory(engine *e, const sig *s, const fact *f,
+                       const char *key, int node);
+/* Start of the common idle run of a host's GPUs, 0 when one is busy. */
+int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host);
+/* The job's GPUs were computing at ts and its network was clean. */
+int eng_job_computing(engine *e, const job *j, int64_t ts);
+
+/* A job began to wait for capacity: other teams' idle allocations. */
+void eng_capacity_waiting(engine *e, const sig *s);
+
+/* marks.c: marks judged with the evidence around them. */
+void eng_on_mark(engine *e, const sig *s, const fact *f);
+/* The scenario a CUDA OOM takes from its context (a Serve replica that
+ * failed to start), or NULL. */
+const char *eng_oom_context(engine *e, const sig *s, const fact *f);
+void eng_add_child(incident *inc, const char *jobid, const char *state,
+                   int64_t ts);
 size_t eng_prune_series(engine *e);
 
 /* engine.c handlers that metric rules reuse. */

@@ -95,16 +95,16 @@ static void fix_input_bound(json_t *p, const job *j)
     json_object_set_new(p, "config", json_pack("{s:b}", "stage_to_local_nvme", 1));
 }
 
-/* A host OOM while saving a checkpoint: save in the background (no
- * second full copy in host RAM at once) and, where the launch config
- * names its host memory, twice as much. */
-static void fix_checkpoint_memory(json_t *p, const job *j)
+/* params.config = {flag: true}, and the memory the launch config names
+ * under mem_key doubled (nothing when it names none). */
+static void fix_flag_and_memory(json_t *p, const job *j, const char *flag,
+                                const char *mem_key)
 {
-    json_int_t gb = config_int(j, "host_memory_gb");
-    json_t *c = json_pack("{s:b}", "async_checkpointing", 1);
+    json_int_t gb = config_int(j, mem_key);
+    json_t *c = json_pack("{s:b}", flag, 1);
 
     if (gb > 0)
-        json_object_set_new(c, "host_memory_gb", json_integer(gb * 2));
+        json_object_set_new(c, mem_key, json_integer(gb * 2));
     json_object_set_new(p, "config", c);
 }
 
@@ -168,6 +168,18 @@ static void fix_worker_memory(json_t *p, const job *j)
         json_object_set_new(p, "gradient_checkpointing", json_true());
 }
 
+/* Whether the Ray job's GCS survives its head: KubeRay's GCS fault
+ * tolerance (an external Redis: RAY_REDIS_ADDRESS in its env, or the
+ * config says gcs_ft). */
+static int gcs_ft(const job *j)
+{
+    json_t *c = j ? j->config : NULL;
+    json_t *env = c ? json_object_get(c, "env") : NULL;
+
+    return json_is_true(json_object_get(c, "gcs_ft")) ||
+           json_object_get(env, "RAY_REDIS_ADDRESS") != NULL;
+}
+
 static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
 {
     json_t *p = json_object();
@@ -212,7 +224,14 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
         fix_input_bound(p, j);
         break;
     case PB_FIX_CHECKPOINT_MEMORY:
-        fix_checkpoint_memory(p, j);
+        /* A host OOM while saving a checkpoint: save in the background
+         * (no second full copy in host RAM at once), more host memory. */
+        fix_flag_and_memory(p, j, "async_checkpointing", "host_memory_gb");
+        break;
+    case PB_FIX_GCS_FT:
+        /* A GCS crash without fault tolerance: turn it on (KubeRay's
+         * ft-enabled, an external Redis) and give the head more memory. */
+        fix_flag_and_memory(p, j, "gcs_ft", "head_memory_gb");
         break;
     case PB_FIX_NONE:
         break;
@@ -265,6 +284,10 @@ static int step_applies(engine *e, const pb_step *st, const incident *inc)
         return !reserved;
     case PB_WHEN_REPEATED:
         return eng_failed_children(inc) >= 2;
+    case PB_WHEN_GCS_FT:
+        return gcs_ft(j);
+    case PB_WHEN_NO_GCS_FT:
+        return !gcs_ft(j);
     case PB_WHEN_ALWAYS:
         break;
     }

@@ -52,6 +52,7 @@
 #define GHOST_AFTER (30 * TS_MIN)
 #define UTIL_LOW 5.0          /* SCENARIOS.md cost.idle_gpu: "< 5%" */
 #define COST_AFTER TS_HOUR    /* ... "for an hour" */
+#define ALLOC_IDLE (30 * TS_MIN) /* idle this long while another team waits */
 #define INPUT_AFTER (10 * TS_MIN) /* idle GPUs while the job still moves */
 #define CPU_SATURATED 90.0    /* % host CPU */
 #define IO_SATURATED 50.0     /* % of time all tasks stalled on I/O */
@@ -685,15 +686,12 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
  * so that they never absorb a job's or a node's later failure and a
  * failure's incident never absorbs them. NULL when one is open already
  * (the sample that still shows the condition is its evidence). */
-static incident *advisory(engine *e, const sig *s, const fact *f,
-                          const char *kind, const char *id, int node)
+incident *eng_advisory(engine *e, const sig *s, const fact *f,
+                       const char *key, int node)
 {
-    char key[192];
     strmap *open = node ? e->open_node : e->open_job;
-    incident *inc;
+    incident *inc = strmap_get(open, key);
 
-    snprintf(key, sizeof key, "%s:%.170s", kind, id);
-    inc = strmap_get(open, key);
     if (eng_fresh(e, inc)) {
         eng_touch(inc, s); /* the condition holds: it stays open */
         return NULL;
@@ -716,9 +714,20 @@ static incident *advisory(engine *e, const sig *s, const fact *f,
     return inc;
 }
 
+static incident *advisory(engine *e, const sig *s, const fact *f,
+                          const char *kind, const char *id, int node)
+{
+    char key[192];
+
+    snprintf(key, sizeof key, "%s:%.170s", kind, id);
+    return eng_advisory(e, s, f, key, node);
+}
+
 int eng_own_key(const char *key)
 {
-    static const char *const own[] = {"rack:", "ghost:", "gap:", "driver:"};
+    static const char *const own[] = {"rack:", "ghost:", "gap:", "driver:",
+                                      "nic:"};
+    /* (job-scoped keys, "perf:", "cost:", "alloc:", live in open_job) */
 
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)
         if (strncmp(key, own[i], strlen(own[i])) == 0)
@@ -828,7 +837,7 @@ static const series *host_gauge(engine *e, const char *cluster,
 
 /* The start of the host's GPUs' common idle run (every GPU sampled under
  * UTIL_LOW), or 0 when one of them is busy. */
-static int64_t host_idle_since(engine *e, const char *cluster, const char *host)
+int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host)
 {
     int64_t since = 0;
     int seen = 0;
@@ -849,6 +858,72 @@ static int64_t host_idle_since(engine *e, const char *cluster, const char *host)
     return seen ? since : 0;
 }
 
+/* A fresh sched.capacity_exhausted incident of a job of another team
+ * than `team`, or NULL. */
+static incident *other_team_waiting(engine *e, const char *team)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    while (strmap_next(e->open_job, &pos, &k, &v)) {
+        incident *inc = v;
+        job *w = strmap_get(e->jobs, inc->job);
+        if (eng_fresh(e, inc) && !strcmp(inc->sc->id, "sched.capacity_exhausted") &&
+            w && w->team[0] && strcmp(w->team, team))
+            return inc;
+    }
+    return NULL;
+}
+
+/* capacity.idle_allocation: a team's running job has had every GPU idle
+ * for ALLOC_IDLE while another team's job waits for capacity. One
+ * incident per idle team. */
+static void idle_allocation(engine *e, const sig *s, job *j, int64_t since)
+{
+    incident *waiting;
+    char key[96];
+    fact f;
+
+    if (!j->team[0] || s->ts - since < ALLOC_IDLE ||
+        !(waiting = other_team_waiting(e, j->team)))
+        return;
+    rule_fact(&f, FACT_JOB_FAULT, "capacity.idle_allocation",
+              json_string_value(json_array_get(j->nodes, 0)), j->id);
+    snprintf(f.excerpt, sizeof f.excerpt,
+             "team %.40s: job %.30s idle for %lld min while job %.30s waits",
+             j->team, j->id, (long long)((s->ts - since) / TS_MIN), waiting->job);
+    snprintf(key, sizeof key, "alloc:%.80s", j->team);
+    eng_advisory(e, s, &f, key, 0);
+}
+
+/* A job now waits for capacity: the idle allocations of other teams. */
+void eng_capacity_waiting(engine *e, const sig *s)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    while (strmap_next(e->jobs, &pos, &k, &v)) {
+        job *j = v;
+        int64_t since = 0;
+        size_t i;
+        json_t *n;
+        if (strcmp(j->state, "RUNNING"))
+            continue;
+        json_array_foreach(j->nodes, i, n) {
+            int64_t at = eng_host_idle_since(e, j->cluster, json_string_value(n));
+            if (!at) {
+                since = 0;
+                break;
+            }
+            since = at > since ? at : since;
+        }
+        if (since)
+            idle_allocation(e, s, j, since);
+    }
+}
+
 /* gpu.idle_input_bound and cost.idle_gpu, on a utilisation sample. A job
  * whose GPUs sit idle while it still makes progress and its host's CPU or
  * I/O is saturated waits for its input (seed 002); idle for an hour with
@@ -856,12 +931,13 @@ static int64_t host_idle_since(engine *e, const char *cluster, const char *host)
 static void idle_check(engine *e, const sig *s)
 {
     job *j = eng_job_on(e, s->host);
-    int64_t since = host_idle_since(e, s->cluster, s->host);
+    int64_t since = eng_host_idle_since(e, s->cluster, s->host);
     const series *cpu, *io;
     fact f;
 
     if (!j || !since || since < j->updated || eng_fresh(e, strmap_get(e->open_job, j->id)))
         return;
+    idle_allocation(e, s, j, since);
     cpu = host_gauge(e, s->cluster, s->host, M_CPU);
     io = host_gauge(e, s->cluster, s->host, M_IO);
     if (s->ts - since >= INPUT_AFTER && j->progress_ts >= s->ts - INPUT_AFTER &&
@@ -937,6 +1013,43 @@ static job *job_at(engine *e, const char *host, int64_t ts)
                 best = j;
     }
     return best;
+}
+
+/* Whether the job's GPUs were computing at `ts` (busy at load power on
+ * every node that reported within STALL_RECHECK) and its nodes' network
+ * clean (no retransmit burst in the BURST_BEFORE before): seed 004's
+ * heartbeat false positive. */
+int eng_job_computing(engine *e, const job *j, int64_t ts)
+{
+    size_t i, pos = 0;
+    json_t *n;
+    const char *k;
+    void *v;
+    int seen = 0;
+
+    json_array_foreach(j->nodes, i, n) {
+        for (int g = 0; g < MAX_GPUS; g++) {
+            char dev[8];
+            const series *u, *p;
+            snprintf(dev, sizeof dev, "%d", g);
+            u = series_get(e, j->cluster, json_string_value(n), M_UTIL, dev);
+            p = series_get(e, j->cluster, json_string_value(n), M_POWER, dev);
+            if (!u || u->ts < ts - STALL_RECHECK)
+                continue;
+            if (u->v < UTIL_BUSY || (p && p->v < POWER_IDLE * p->hi))
+                return 0;
+            seen = 1;
+        }
+    }
+    while (seen && strmap_next(e->series, &pos, &k, &v)) {
+        const series *se = v;
+        if ((!strcmp(se->name, M_RETX) || !strcmp(se->name, M_TCP_RETX)) &&
+            se->up >= ts - BURST_BEFORE && se->burst)
+            json_array_foreach(j->nodes, i, n)
+                if (!strcmp(json_string_value(n), se->host))
+                    return 0;
+    }
+    return seen;
 }
 
 /* oom.host_checkpoint / oom.host_leak: what the host's memory did before

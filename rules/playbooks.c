@@ -226,9 +226,9 @@ static const char *const fixes[] = {
     "none",    "exclude_node", "batch",       "activation",
     "alloc_conf", "ticket",    "workers",     "shm",
     "tolerations", "socket_ifname", "worker_memory", "same_config",
-    "input_bound", "checkpoint_memory"};
+    "input_bound", "checkpoint_memory", "gcs_ft"};
 static const char *const whens[] = {"always", "reserved", "elastic",
-                                    "repeated"};
+                                    "repeated", "gcs_ft", "no_gcs_ft"};
 
 /* Playbook ids: "family.name", or one word for the generic ones
  * (notify, recommend). */
@@ -338,10 +338,10 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
         problem(r, get(r, n, "fix"), "fix '%s' is not one of none, "
                 "exclude_node, batch, activation, alloc_conf, ticket, workers, "
                 "shm, tolerations, socket_ifname, worker_memory, same_config, "
-                "input_bound, checkpoint_memory", v);
+                "input_bound, checkpoint_memory, gcs_ft", v);
     if ((v = scalar(get(r, n, "when"))) && (w = pick(v, whens, N(whens))) < 0)
         problem(r, get(r, n, "when"), "when '%s' is not always, reserved, "
-                "elastic or repeated", v);
+                "elastic, repeated, gcs_ft or no_gcs_ft", v);
     v = scalar(get(r, n, "category"));
     if (f == PB_FIX_TICKET && !v)
         problem(r, n, "fix: ticket needs a category");

@@ -36,6 +36,7 @@ typedef enum {
     PB_FIX_SAME_CONFIG,   /* the job's own config, unchanged */
     PB_FIX_INPUT_BOUND,   /* more DataLoader workers, shm, local staging */
     PB_FIX_CHECKPOINT_MEMORY, /* async checkpointing, more host memory */
+    PB_FIX_GCS_FT,        /* GCS fault tolerance on, a larger head node */
 } pb_fix;
 
 /* When a step applies, decided from the job the incident is about. */
@@ -44,6 +45,8 @@ typedef enum {
     PB_WHEN_RESERVED, /* the job's priority is reserved */
     PB_WHEN_ELASTIC,  /* the job's priority is elastic (or unknown) */
     PB_WHEN_REPEATED, /* the incident recurred (same logical job again) */
+    PB_WHEN_GCS_FT,   /* the Ray job runs with GCS fault tolerance */
+    PB_WHEN_NO_GCS_FT, /* ... without it */
 } pb_when;
 
 typedef struct pb_step {

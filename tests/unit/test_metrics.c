@@ -606,6 +606,89 @@ static void test_driver(void)
     }
 }
 
+/* ---- marks (correlate/marks.c) ---------------------------------------- */
+
+static void app_line(engine *e, int sec, const char *host, const char *jobid,
+                     const char *source, const char *text)
+{
+    char ts[40], line[1024];
+
+    ts_at(ts, sizeof ts, sec);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"%s\",\"source\":\"%s\",\"host\":\"%s\",\"job\":\"%s\","
+             "\"line\":\"%s\"}", ts, source, host, jobid, text);
+    feed_line(e, line);
+}
+
+/* Job 7 on n1 for 20 minutes, GPU 0 at `util` and `power` (moving). */
+static engine *busy_job(double util, double power)
+{
+    cs_err err;
+    engine *e = eng_new(&ops, NULL, &err);
+
+    inventory(e, "n1", "r1");
+    job(e, 0, "7", "RUNNING", "[\"n1\"]");
+    for (int m = 0; m <= 20; m++) {
+        metric(e, m * 60, "n1", "DCGM_FI_DEV_GPU_UTIL", util + 0.1 * (m % 3),
+               "gpu", "0");
+        metric(e, m * 60, "n1", "DCGM_FI_DEV_POWER_USAGE",
+               power + 0.25 * (m % 4), "gpu", "0");
+    }
+    return e;
+}
+
+static void test_marks(void)
+{
+    static const char *hb = "The following tasks are unhealthy (stopped "
+                            "sending heartbeats):";
+    static const char *full = "Resource usage vs limits: 2.0/16.0 CPU, 0.0/1.0 "
+                              "GPU, 4.45 GiB/4.45 GiB object_store_memory";
+    static const char *nic = "NCCL WARN NET/IB: Got completion from peer "
+                             "10.0.0.2<1> with status=12 opcode=0 len=0 vendor "
+                             "err 129 (Recv) hca mlx5_3";
+    engine *e;
+
+    /* Heartbeat kill: computing GPUs make it a false positive; idle ones
+     * (the task may really be dead) leave it to the other evidence. */
+    e = busy_job(98, 700);
+    app_line(e, 20 * 60 + 10, "n1", "7", "app", hb);
+    EXPECT(e, "heartbeat.false_positive");
+    eng_free(e);
+    e = busy_job(1, 60);
+    app_line(e, 20 * 60 + 10, "n1", "7", "app", hb);
+    EXPECT(e, "");
+    eng_free(e);
+
+    /* Object store full: with idle GPUs the trainer waits on it; with
+     * busy GPUs the backpressure costs nothing. */
+    e = busy_job(1, 60);
+    app_line(e, 20 * 60 + 10, "n1", "7", "ray", full);
+    EXPECT(e, "ray.data_backpressure");
+    eng_free(e);
+    e = busy_job(98, 700);
+    app_line(e, 20 * 60 + 10, "n1", "7", "ray", full);
+    EXPECT(e, "");
+    eng_free(e);
+
+    /* One IB error under one job, minutes apart: not yet the NIC. Under
+     * a second job on the same NIC: the NIC. */
+    e = busy_job(98, 700);
+    app_line(e, 60, "n1", "7", "app", nic);
+    app_line(e, 5 * 60, "n1", "7", "app", nic);
+    EXPECT(e, "");
+    job(e, 10 * 60, "8", "RUNNING", "[\"n1\"]");
+    app_line(e, 12 * 60, "n1", "8", "app", nic);
+    EXPECT(e, "fabric.nic_flaky");
+    eng_free(e);
+
+    /* A Serve replica that failed without an OOM is no memory problem. */
+    e = busy_job(98, 700);
+    app_line(e, 60, "n1", "7", "ray", "A replica failed to start with "
+             "exception. Retrying 2 more time(s).");
+    EXPECT(e, "");
+    eng_free(e);
+}
+
 int main(void)
 {
     test_rdma();
@@ -621,5 +704,6 @@ int main(void)
     test_regression();
     test_gap();
     test_driver();
+    test_marks();
     return check_report();
 }

@@ -1,0 +1,214 @@
+/* Marks: lines that name a scenario but do not decide it alone. Each one
+ * is kept in its window (engine.c on_context) and then judged here, with
+ * what else is known (SCENARIOS.md; seeds 000, 002, 003, 004):
+ *
+ * - fabric.nic_flaky: NCCL's IB completion errors on one host's NIC under
+ *   two or more jobs, or spread over NIC_SPREAD: the NIC, not the job.
+ * - ray.job_pending: KubeRay still waiting for the job's cluster after
+ *   PENDING_FOR.
+ * - ray.data_backpressure: Ray Data backpressured (object store full,
+ *   tasks held by the resource budget) while the job's GPUs sit idle.
+ * - heartbeat.false_positive: a heartbeat-timeout kill while the job's
+ *   GPUs were computing and its network was clean (seed 004, Playbook 2).
+ * - mig.config_lost: a pod that cannot get a MIG slice joins an open
+ *   mig.config_lost incident (the node's MIG layout was lost).
+ * - ray.serve_model_oom: a Serve replica that failed to start, with a CUDA
+ *   OOM of the same job close to it: the model does not fit the replica.
+ *
+ * Part of the engine (shares engine_internal.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/str.h"
+#include "correlate/engine_internal.h"
+
+#define NIC_SPREAD (30 * TS_MIN)
+#define PENDING_FOR (10 * TS_MIN)
+#define IDLE_FOR (5 * TS_MIN)
+#define NEAR (10 * TS_MIN) /* a Serve failure and an OOM this close: one */
+
+/* The job's marks of one scenario: how many, the first and the last, over
+ * its nodes' windows, the signal's host and its own "job:<id>" window. */
+typedef struct mark_span {
+    size_t n;
+    int64_t first, last;
+} mark_span;
+
+static void span_in(engine *e, const char *win, const char *jobid,
+                    const char *scen, int64_t since, mark_span *sp)
+{
+    node_win *w = strmap_get(e->nodes, win);
+
+    for (size_t i = 0; w && i < w->n; i++) {
+        const entry *en = &w->v[i];
+        if (en->kind != FACT_MARK || !en->scenario || en->ts < since ||
+            strcmp(en->scenario, scen) || (jobid && strcmp(en->job, jobid)))
+            continue;
+        sp->n++;
+        if (!sp->first || en->ts < sp->first)
+            sp->first = en->ts;
+        if (en->ts > sp->last)
+            sp->last = en->ts;
+    }
+}
+
+static mark_span job_marks(engine *e, const job *j, const char *host,
+                           const char *scen, int64_t since)
+{
+    mark_span sp = {0, 0, 0};
+    char win[96];
+    size_t i;
+    json_t *n;
+
+    snprintf(win, sizeof win, "job:%.80s", j->id);
+    span_in(e, win, j->id, scen, since, &sp);
+    if (host && *host)
+        span_in(e, host, j->id, scen, since, &sp);
+    json_array_foreach(j->nodes, i, n)
+        if (!host || strcmp(json_string_value(n), host))
+            span_in(e, json_string_value(n), j->id, scen, since, &sp);
+    return sp;
+}
+
+static job *job_of(engine *e, const char *id)
+{
+    return id && *id ? strmap_get(e->jobs, id) : NULL;
+}
+
+static void job_fault(engine *e, const sig *s, const fact *f, const char *scen)
+{
+    fact g = *f;
+
+    g.kind = FACT_JOB_FAULT;
+    g.scenario = scen;
+    eng_on_job_fault(e, s, &g);
+}
+
+/* NIC errors: each goes to the NIC's day-long history under its job. */
+static void nic_mark(engine *e, const sig *s, const fact *f)
+{
+    char win[300], key[300];
+    node_win *w;
+    size_t jobs = 0;
+    int64_t first = 0;
+    fact g = *f;
+
+    if (!f->host[0])
+        return;
+    snprintf(win, sizeof win, "hist:%s/%s", f->host, f->detail[0] ? f->detail : "nic");
+    eng_win_add(e, s, win, FACT_MARK, f->job, f->scenario, f->sig_id);
+    w = strmap_get(e->nodes, win);
+    for (size_t i = 0; w && i < w->n; i++) {
+        int dup = 0;
+        if (w->v[i].ts < e->now - NAME_WINDOW)
+            continue;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = !strcmp(w->v[k].job, w->v[i].job) && w->v[k].ts >= e->now - NAME_WINDOW;
+        jobs += !dup;
+        if (!first || w->v[i].ts < first)
+            first = w->v[i].ts;
+    }
+    if (jobs < 2 && s->ts - first < NIC_SPREAD)
+        return;
+    snprintf(key, sizeof key, "nic:%s", win + 5);
+    g.kind = FACT_NODE_FAULT;
+    str_copy(g.job, sizeof g.job, "");
+    snprintf(g.excerpt, sizeof g.excerpt, "NCCL IB errors on %.60s under %zu "
+             "job(s) since %lld min", win + 5, jobs,
+             (long long)((s->ts - first) / TS_MIN));
+    eng_advisory(e, s, &g, key, 1);
+}
+
+/* Whether every GPU reported on the job's nodes is idle since `since`. */
+static int job_idle_since(engine *e, const job *j, int64_t since)
+{
+    size_t i;
+    json_t *n;
+    int any = 0;
+
+    json_array_foreach(j->nodes, i, n) {
+        int64_t at = eng_host_idle_since(e, j->cluster, json_string_value(n));
+        if (!at || at > since)
+            return 0;
+        any = 1;
+    }
+    return any;
+}
+
+static void mig_mark(engine *e, const sig *s, const fact *f)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    /* The node whose MIG layout was lost: any open mig.config_lost
+     * incident of the cluster takes the pod that cannot get a slice. */
+    while (strmap_next(e->open_node, &pos, &k, &v)) {
+        incident *inc = v;
+        if (!eng_fresh(e, inc) || strcmp(inc->sc->id, "mig.config_lost") ||
+            strcmp(inc->cluster, s->cluster))
+            continue;
+        eng_touch(inc, s);
+        if (f->job[0])
+            eng_add_child(inc, f->job, NULL, s->ts);
+        return;
+    }
+}
+
+/* A Serve replica that failed to start: an OOM incident of the same job
+ * opened close to it is the model not fitting the replica. */
+static void serve_mark(engine *e, const sig *s, const fact *f)
+{
+    incident *inc = f->job[0] ? strmap_get(e->open_job, f->job) : NULL;
+    const pb_scenario *sc = pb_find(e->cat, "ray.serve_model_oom");
+
+    if (!sc || !eng_fresh(e, inc) || strncmp(inc->sc->id, "oom.", 4) ||
+        s->ts - inc->opened > NEAR)
+        return;
+    inc->sc = sc;
+    inc->root_scenario = sc->id;
+    eng_touch(inc, s);
+}
+
+/* For a CUDA OOM: the scenario a Serve replica failure of the same job
+ * close before it makes of it, or NULL. */
+const char *eng_oom_context(engine *e, const sig *s, const fact *f)
+{
+    job *j = job_of(e, f->job);
+    mark_span sp;
+
+    if (!j || !pb_find(e->cat, "ray.serve_model_oom"))
+        return NULL;
+    sp = job_marks(e, j, f->host, "ray.serve_model_oom", s->ts - NEAR);
+    return sp.n ? "ray.serve_model_oom" : NULL;
+}
+
+void eng_on_mark(engine *e, const sig *s, const fact *f)
+{
+    job *j = job_of(e, f->job);
+    const char *scen = f->scenario;
+    mark_span sp;
+
+    if (!scen || !pb_find(e->cat, scen))
+        return;
+    if (!strcmp(scen, "hw.driver_dstate") && f->host[0]) {
+        eng_driver_evidence(e, s, f->host);
+    } else if (!strcmp(scen, "fabric.nic_flaky")) {
+        nic_mark(e, s, f);
+    } else if (!strcmp(scen, "mig.config_lost")) {
+        mig_mark(e, s, f);
+    } else if (!strcmp(scen, "ray.serve_model_oom")) {
+        serve_mark(e, s, f);
+    } else if (!strcmp(scen, "ray.job_pending") && j &&
+               strcmp(j->state, "RUNNING")) {
+        sp = job_marks(e, j, f->host, scen, s->ts - HORIZON);
+        if (sp.n >= 2 && sp.last - sp.first >= PENDING_FOR)
+            job_fault(e, s, f, scen);
+    } else if (!strcmp(scen, "ray.data_backpressure") && j &&
+               job_idle_since(e, j, s->ts - IDLE_FOR)) {
+        job_fault(e, s, f, scen);
+    } else if (!strcmp(scen, "heartbeat.false_positive") && j &&
+               eng_job_computing(e, j, s->ts)) {
+        job_fault(e, s, f, scen);
+    }
+}
