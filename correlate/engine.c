@@ -389,7 +389,7 @@ static int is_failure(const char *state)
     return strcmp(state, "FAILED") == 0 || strcmp(state, "NODE_FAIL") == 0;
 }
 
-static job *job_of(engine *e, const char *id)
+job *eng_job_of(engine *e, const char *id)
 {
     return id && *id ? strmap_get(e->jobs, id) : NULL;
 }
@@ -404,7 +404,7 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
         return;
     for (size_t i = 0; i < w->n; i++) {
         entry *en = &w->v[i];
-        job *j = job_of(e, en->job);
+        job *j = eng_job_of(e, en->job);
         if (en->kind != FACT_JOB_STATE || en->ts < e->now - CRASH_WINDOW || !j ||
             !is_failure(j->state) ||
             (j->incident[0] && strcmp(j->incident, inc->id)))
@@ -425,7 +425,7 @@ static void fold_earlier(engine *e, incident *inc, const sig *s,
 
     for (size_t i = 0; w && i < w->n; i++) {
         const entry *en = &w->v[i];
-        job *j = job_of(e, en->job);
+        job *j = eng_job_of(e, en->job);
         int dup = 0;
         if (en->ts < inc->root_ts || en->sig == s->id ||
             en->kind == FACT_CHECKPOINT || en->kind == FACT_MARK)
@@ -531,7 +531,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
         node_win *w = strmap_get(e->nodes, host);
         int failed = 0;
         for (size_t k = 0; w && k < w->n; k++) {
-            job *o = job_of(e, w->v[k].job);
+            job *o = eng_job_of(e, w->v[k].job);
             if (w->v[k].kind == FACT_JOB_STATE &&
                 w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0] &&
                 is_failure(o->state))
@@ -614,7 +614,7 @@ static void on_inventory(engine *e, const sig *s)
 void eng_on_job_fault(engine *e, const sig *s, const fact *f)
 {
     incident *inc = strmap_get(e->open_job, f->job);
-    job *j = job_of(e, f->job);
+    job *j = eng_job_of(e, f->job);
     char wbuf[200];
 
     eng_win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
@@ -642,7 +642,7 @@ void eng_on_job_fault(engine *e, const sig *s, const fact *f)
 static void on_app_error(engine *e, const sig *s, const fact *f)
 {
     incident *inc = f->job[0] ? strmap_get(e->open_job, f->job) : NULL;
-    job *j = job_of(e, f->job);
+    job *j = eng_job_of(e, f->job);
     size_t i;
     json_t *n;
 
@@ -721,7 +721,7 @@ static const char *marked_cause(engine *e, const job *j, const char *host)
  * mark); with none yet, the line is evidence like any fatal error. */
 static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
 {
-    const char *cause = marked_cause(e, job_of(e, f->job), f->host);
+    const char *cause = marked_cause(e, eng_job_of(e, f->job), f->host);
 
     if (cause && pb_find(e->cat, cause)) {
         fact g = *f;
@@ -763,7 +763,7 @@ static void name_incident(engine *e, const sig *s, const fact *f, job *j,
 
 static void on_spot(engine *e, const sig *s, const fact *f)
 {
-    job *j = job_of(e, f->job);
+    job *j = eng_job_of(e, f->job);
 
     on_context(e, s, f);
     if (j && pb_find(e->cat, f->scenario))
@@ -946,7 +946,7 @@ void eng_mark_seen(engine *e, uint64_t id, int64_t ts)
 int eng_feed(engine *e, const sig *s)
 {
     fact facts[CLS_MAX_FACTS];
-    const char *same_gpu, *same_job;
+    const char *same_gpu, *same_job, *ctx;
     int n;
 
     if (s->ts > e->now)
@@ -987,9 +987,9 @@ int eng_feed(engine *e, const sig *s)
                 eng_win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
             break;
         case FACT_CUDA_OOM:
-            if (f->job[0] && eng_oom_context(e, s, f)) {
+            if (f->job[0] && (ctx = eng_oom_context(e, s, f))) {
                 fact g = *f;
-                g.scenario = eng_oom_context(e, s, f);
+                g.scenario = ctx;
                 eng_on_job_fault(e, s, &g);
                 break;
             }

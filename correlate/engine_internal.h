@@ -184,6 +184,8 @@ void eng_on_job_fault(engine *e, const sig *s, const fact *f);
 void eng_on_node_fault(engine *e, const sig *s, const fact *f,
                        const char *host);
 job *eng_job_on(engine *e, const char *host);
+/* The job with this id, or NULL (also for NULL or ""). */
+job *eng_job_of(engine *e, const char *id);
 incident *eng_open_incident(engine *e, const sig *s, const char *scenario,
                             const char *scope_kind, const char *scope_key);
 void eng_touch(incident *inc, const sig *s);

@@ -236,12 +236,8 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
     case PB_FIX_NONE:
         break;
     }
-    if (st->params) {
-        json_t *fixed = json_loads(st->params, 0, NULL);
-        if (json_is_object(fixed))
-            json_object_update_missing(p, fixed);
-        json_decref(fixed);
-    }
+    if (st->params)
+        json_object_update_missing(p, st->params);
     return p;
 }
 

@@ -70,11 +70,6 @@ static mark_span job_marks(engine *e, const job *j, const char *host,
     return sp;
 }
 
-static job *job_of(engine *e, const char *id)
-{
-    return id && *id ? strmap_get(e->jobs, id) : NULL;
-}
-
 static void job_fault(engine *e, const sig *s, const fact *f, const char *scen)
 {
     fact g = *f;
@@ -174,7 +169,7 @@ static void serve_mark(engine *e, const sig *s, const fact *f)
  * close before it makes of it, or NULL. */
 const char *eng_oom_context(engine *e, const sig *s, const fact *f)
 {
-    job *j = job_of(e, f->job);
+    job *j = eng_job_of(e, f->job);
     mark_span sp;
 
     if (!j || !pb_find(e->cat, "ray.serve_model_oom"))
@@ -185,7 +180,7 @@ const char *eng_oom_context(engine *e, const sig *s, const fact *f)
 
 void eng_on_mark(engine *e, const sig *s, const fact *f)
 {
-    job *j = job_of(e, f->job);
+    job *j = eng_job_of(e, f->job);
     const char *scen = f->scenario;
     mark_span sp;
 

@@ -264,7 +264,6 @@ static series *series_take(engine *e, const sig *s, const char *dev)
         se->n++;
     se->ts = s->ts;
     se->v = s->value;
-    series_persist(e, se);
     return se;
 }
 
@@ -333,14 +332,15 @@ void eng_job_started(engine *e, job *j)
 
 /* What the GPUs of a job's nodes did since its last progress. */
 typedef struct gpu_census {
-    int busy_wait, idle, working;
+    int busy_wait, idle, working, other;
 } gpu_census;
 
 static int untrusted(engine *e, const char *host);
 
-static gpu_census census(engine *e, const job *j)
+/* The GPUs of the job's nodes sampled after `since`. */
+static gpu_census census(engine *e, const job *j, int64_t since)
 {
-    gpu_census c = {0, 0, 0};
+    gpu_census c = {0, 0, 0, 0};
     size_t i;
     json_t *n;
 
@@ -353,15 +353,17 @@ static gpu_census census(engine *e, const job *j)
             snprintf(dev, sizeof dev, "%d", g);
             u = series_get(e, j->cluster, json_string_value(n), M_UTIL, dev);
             p = series_get(e, j->cluster, json_string_value(n), M_POWER, dev);
-            if (!u || u->ts <= j->progress_ts)
+            if (!u || u->ts <= since)
                 continue;
             if (u->v < UTIL_IDLE)
                 c.idle++;
-            else if (u->v >= UTIL_BUSY && p && p->ts > j->progress_ts &&
+            else if (u->v >= UTIL_BUSY && p && p->ts > since &&
                      p->v < POWER_IDLE * p->hi)
                 c.busy_wait++;
             else if (u->v >= UTIL_BUSY)
                 c.working++;
+            else
+                c.other++;
         }
     }
     return c;
@@ -426,7 +428,7 @@ static const char *network_trigger(engine *e, const job *j)
 
 static void stall_eval(engine *e, job *j, int64_t now)
 {
-    gpu_census c = census(e, j);
+    gpu_census c = census(e, j, j->progress_ts);
     const char *scen, *where = json_string_value(json_array_get(j->nodes, 0));
     const char *net;
     fact f;
@@ -970,8 +972,7 @@ void eng_driver_evidence(engine *e, const sig *s, const char *host)
 {
     const series *dm = series_get(e, s->cluster, host, M_DMESG, "");
     const series *sc = series_get(e, s->cluster, host, M_SCRAPE, "");
-    int64_t mark = first_mark(e, host, "hw.driver_dstate", e->now - WINDOW);
-    int errors = (dm && dm->up && dm->up >= e->now - WINDOW) || mark;
+    int errors = dm && dm->up && dm->up >= e->now - WINDOW;
     int flapping = sc && sc->n >= 2 && sc->lo < SCRAPE_OK &&
                    sc->ts >= e->now - WINDOW;
     node_win *w = strmap_get(e->nodes, host);
@@ -982,7 +983,8 @@ void eng_driver_evidence(engine *e, const sig *s, const char *host)
         hung += w->v[i].kind == FACT_MARK && w->v[i].scenario &&
                 w->v[i].ts >= e->now - WINDOW &&
                 !strcmp(w->v[i].scenario, "hw.driver_dstate");
-    if (!errors || (!flapping && hung < 2) || advisory_open(e, "driver", host, 1))
+    if (!(errors || hung) || (!flapping && hung < 2) ||
+        advisory_open(e, "driver", host, 1))
         return;
     rule_fact(&f, FACT_NODE_FAULT, "hw.driver_dstate", host, NULL);
     snprintf(f.excerpt, sizeof f.excerpt,
@@ -1016,32 +1018,20 @@ static job *job_at(engine *e, const char *host, int64_t ts)
 }
 
 /* Whether the job's GPUs were computing at `ts` (busy at load power on
- * every node that reported within STALL_RECHECK) and its nodes' network
- * clean (no retransmit burst in the BURST_BEFORE before): seed 004's
- * heartbeat false positive. */
+ * every node that reported within STALL_RECHECK; ghost-data hosts are not
+ * read) and its nodes' network clean (no retransmit burst in the
+ * BURST_BEFORE before): seed 004's heartbeat false positive. */
 int eng_job_computing(engine *e, const job *j, int64_t ts)
 {
+    gpu_census c = census(e, j, ts - STALL_RECHECK - 1);
     size_t i, pos = 0;
     json_t *n;
     const char *k;
     void *v;
-    int seen = 0;
 
-    json_array_foreach(j->nodes, i, n) {
-        for (int g = 0; g < MAX_GPUS; g++) {
-            char dev[8];
-            const series *u, *p;
-            snprintf(dev, sizeof dev, "%d", g);
-            u = series_get(e, j->cluster, json_string_value(n), M_UTIL, dev);
-            p = series_get(e, j->cluster, json_string_value(n), M_POWER, dev);
-            if (!u || u->ts < ts - STALL_RECHECK)
-                continue;
-            if (u->v < UTIL_BUSY || (p && p->v < POWER_IDLE * p->hi))
-                return 0;
-            seen = 1;
-        }
-    }
-    while (seen && strmap_next(e->series, &pos, &k, &v)) {
+    if (!c.working || c.busy_wait || c.idle || c.other)
+        return 0;
+    while (strmap_next(e->series, &pos, &k, &v)) {
         const series *se = v;
         if ((!strcmp(se->name, M_RETX) || !strcmp(se->name, M_TCP_RETX)) &&
             se->up >= ts - BURST_BEFORE && se->burst)
@@ -1049,7 +1039,7 @@ int eng_job_computing(engine *e, const job *j, int64_t ts)
                 if (!strcmp(json_string_value(n), se->host))
                     return 0;
     }
-    return seen;
+    return 1;
 }
 
 /* oom.host_checkpoint / oom.host_leak: what the host's memory did before
@@ -1098,7 +1088,7 @@ int eng_host_oom(engine *e, const sig *s, const fact *f)
  * 004). A hot node or an open incident of the job explains it already. */
 static void regress_check(engine *e, const sig *s, series *se)
 {
-    double cool = -1;
+    double cool = -1, hot = -1;
     job *j = strmap_get(e->jobs, se->dev);
     size_t i;
     json_t *n;
@@ -1107,7 +1097,6 @@ static void regress_check(engine *e, const sig *s, series *se)
     if (!j || strcmp(j->state, "RUNNING") || se->lo <= 0)
         return;
     se->n = se->v >= REGRESS * se->lo ? se->n + 1 : 0;
-    series_persist(e, se); /* a restart goes on counting */
     if (se->n < REGRESS_SAMPLES || eng_fresh(e, strmap_get(e->open_job, j->id)))
         return;
     /* The earliest deviating signal names the cause (seed 004): a node
@@ -1115,15 +1104,13 @@ static void regress_check(engine *e, const sig *s, series *se)
      * judge (thermal.straggler), not a regression of unknown cause. */
     json_array_foreach(j->nodes, i, n) {
         double t = host_temp(e, j->cluster, json_string_value(n));
-        if (t >= RACK_HOT)
-            return;
+        if (t > hot)
+            hot = t;
         if (t > 0 && (cool < 0 || t < cool))
             cool = t;
     }
-    json_array_foreach(j->nodes, i, n)
-        if (cool > 0 &&
-            host_temp(e, j->cluster, json_string_value(n)) >= cool + THERMAL_SKEW)
-            return;
+    if (hot >= RACK_HOT || (cool > 0 && hot >= cool + THERMAL_SKEW))
+        return;
     rule_fact(&f, FACT_JOB_FAULT, "train.throughput_regression", s->host, j->id);
     snprintf(f.excerpt, sizeof f.excerpt,
              "step time %.3g s, %.0f%% over the job's steady %.3g s, %d samples "
@@ -1271,6 +1258,9 @@ int eng_on_metric(engine *e, const sig *s)
     if (!strcmp(s->name, M_POWER) || !strcmp(s->name, M_HW_POWER) ||
         !strcmp(s->name, M_SCRAPE))
         ghost_check(e, s, se);
+    /* Stored once, after the rules: what they changed (the step-time run)
+     * is part of what a restart goes on from. */
+    series_persist(e, se);
     return 1;
 }
 

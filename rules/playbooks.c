@@ -73,7 +73,7 @@ static void free_scenario(pb_scenario *s)
     for (int i = 0; i < s->nsteps; i++) {
         free((char *)s->steps[i].playbook);
         free((char *)s->steps[i].category);
-        free((char *)s->steps[i].params);
+        json_decref(s->steps[i].params);
     }
     free((pb_step *)s->steps);
     free((char *)s->id);
@@ -246,38 +246,27 @@ static int playbook_id_ok(const char *v)
 
 /* A scalar as JSON: true/false and plain numbers as themselves, any
  * other text as a string. */
-static void json_scalar(char *buf, size_t len, const char *v)
+static json_t *json_scalar(const char *v)
 {
     char *end;
-    size_t o = 0;
+    long long i;
+    double d;
 
-    if (!strcmp(v, "true") || !strcmp(v, "false")) {
-        snprintf(buf, len, "%s", v);
-        return;
-    }
-    (void)strtod(v, &end);
-    if (*v && !*end && strspn(v, "0123456789.-+eE") == strlen(v)) {
-        snprintf(buf, len, "%s", v);
-        return;
-    }
-    if (len < 3)
-        return;
-    buf[o++] = '"';
-    for (; *v && o + 3 < len; v++) {
-        if (*v == '"' || *v == '\\')
-            buf[o++] = '\\';
-        if ((unsigned char)*v >= 0x20)
-            buf[o++] = *v;
-    }
-    buf[o++] = '"';
-    buf[o] = '\0';
+    if (!strcmp(v, "true") || !strcmp(v, "false"))
+        return json_boolean(*v == 't');
+    i = strtoll(v, &end, 10);
+    if (*v && !*end)
+        return json_integer(i);
+    d = strtod(v, &end);
+    if (*v && !*end && strspn(v, "0123456789.-+eE") == strlen(v))
+        return json_real(d);
+    return json_string(v);
 }
 
-/* `params:` of an action: a flat mapping of scalars, kept as JSON text. */
-static char *read_params(reader *r, yaml_node_t *n)
+/* `params:` of an action: a flat mapping of scalars. */
+static json_t *read_params(reader *r, yaml_node_t *n)
 {
-    char out[1024], val[256];
-    size_t o = 0;
+    json_t *out;
 
     if (!n)
         return NULL;
@@ -285,7 +274,7 @@ static char *read_params(reader *r, yaml_node_t *n)
         problem(r, n, "params must be a mapping of names to plain values");
         return NULL;
     }
-    out[o++] = '{';
+    out = json_object();
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
          p < n->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(&r->doc, p->key);
@@ -296,17 +285,9 @@ static char *read_params(reader *r, yaml_node_t *n)
                     "a plain value", name ? name : "?");
             continue;
         }
-        json_scalar(val, sizeof val, text);
-        o += (size_t)snprintf(out + o, sizeof out - o, "%s\"%s\":%s",
-                              o > 1 ? "," : "", name, val);
-        if (o >= sizeof out - 2) {
-            problem(r, n, "params: too long (at most %zu bytes)", sizeof out - 2);
-            return NULL;
-        }
+        json_object_set_new(out, name, json_scalar(text));
     }
-    out[o++] = '}';
-    out[o] = '\0';
-    return strdup(out);
+    return out;
 }
 
 static int read_step(reader *r, yaml_node_t *n, pb_step *st)
@@ -345,9 +326,9 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
     v = scalar(get(r, n, "category"));
     if (f == PB_FIX_TICKET && !v)
         problem(r, n, "fix: ticket needs a category");
-    char *params = read_params(r, get(r, n, "params"));
+    json_t *params = read_params(r, get(r, n, "params"));
     if (r->errors != before) {
-        free(params);
+        json_decref(params);
         return -1;
     }
     st->params = params;

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 typedef enum { APPR_AUTO, APPR_HITL, APPR_CANARY } pb_approval;
 
 /* Same order as the names in playbooks.c. */
@@ -57,9 +59,8 @@ typedef struct pb_step {
     const char *category; /* PB_FIX_TICKET */
     pb_when when;
     /* Fixed parameters written in the rule (`params:`, a flat mapping of
-     * scalars), as a JSON object text merged into the action's params;
-     * NULL when the rule has none. */
-    const char *params;
+     * scalars), merged into the action's params; NULL when it has none. */
+    json_t *params;
 } pb_step;
 
 typedef struct pb_scenario {
