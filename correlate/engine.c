@@ -943,14 +943,110 @@ void eng_mark_seen(engine *e, uint64_t id, int64_t ts)
     mark_seen(e, hex, ts);
 }
 
+/* What one fact means, by its kind. */
+static void on_fact(engine *e, const sig *s, const fact *f)
+{
+    const char *same_gpu, *same_job, *ctx;
+
+    switch (f->kind) {
+    case FACT_INVENTORY:
+        on_inventory(e, s);
+        break;
+    case FACT_JOB_STATE:
+        on_job_state(e, s);
+        break;
+    case FACT_XID:
+        if (!f->scenario && f->host[0] &&
+            pb_xid_tracked(e->cat, f->xid, &same_gpu, &same_job)) {
+            on_tracked_xid(e, s, f, same_gpu, same_job);
+            break;
+        }
+        /* fall through */
+    case FACT_NODE_DOWN:
+        if (pb_find(e->cat, f->scenario))
+            eng_on_node_fault(e, s, f, f->host);
+        else if (f->host[0])
+            eng_win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
+        break;
+    case FACT_CUDA_OOM:
+        if (f->job[0] && (ctx = eng_oom_context(e, s, f))) {
+            fact g = *f;
+            g.scenario = ctx;
+            eng_on_job_fault(e, s, &g);
+            break;
+        }
+        /* fall through */
+    case FACT_JOB_FAULT:
+        if (f->job[0] && pb_find(e->cat, f->scenario)) {
+            eng_on_job_fault(e, s, f);
+            if (!strcmp(f->scenario, "sched.capacity_exhausted"))
+                eng_capacity_waiting(e, s);
+        } else
+            on_context(e, s, f);
+        break;
+    case FACT_NODE_FAULT:
+        if (f->host[0] && pb_find(e->cat, f->scenario))
+            eng_on_node_fault(e, s, f, f->host);
+        break;
+    case FACT_NCCL_TIMEOUT:
+        on_nccl_timeout(e, s, f);
+        break;
+    case FACT_SPOT:
+        on_spot(e, s, f);
+        break;
+    case FACT_HOST_OOM:
+        if (!eng_host_oom(e, s, f))
+            on_context(e, s, f);
+        break;
+    case FACT_MARK:
+        on_context(e, s, f);
+        eng_on_mark(e, s, f);
+        break;
+    case FACT_APP_ERROR:
+        on_app_error(e, s, f);
+        break;
+    case FACT_PROGRESS:
+        if (f->step >= 0)
+            eng_progress(e, f->job, s->ts, (double)f->step);
+        break;
+    case FACT_CHECKPOINT:
+        /* Context only: never opens an incident (seed 004), but the
+         * rules that read a host's OOM or a slow step look for it. */
+        if (f->host[0])
+            eng_win_add(e, s, f->host, f->kind, f->job, NULL, f->sig_id);
+        break;
+    case FACT__COUNT:
+        break;
+    }
+}
+
+/* Reports (multi-line messages whose fact waits for their last line) that
+ * s or the time `now` ended go first: they were printed before s. */
+static void reports_due(engine *e, const sig *s, int64_t now)
+{
+    sig head;
+    fact f;
+
+    while (cls_report_next(e->cls, s, now, &head, &f) == 1) {
+        if (!seen_before(e, &head))
+            on_fact(e, &head, &f);
+        sig_free(&head);
+    }
+}
+
+void eng_drain(engine *e)
+{
+    reports_due(e, NULL, INT64_MAX);
+}
+
 int eng_feed(engine *e, const sig *s)
 {
     fact facts[CLS_MAX_FACTS];
-    const char *same_gpu, *same_job, *ctx;
     int n;
 
     if (s->ts > e->now)
         e->now = s->ts;
+    reports_due(e, s, s->ts);
     if (s->source == SRC_METRIC) {
         n = eng_on_metric(e, s);
         eng_timers(e);
@@ -964,79 +1060,8 @@ int eng_feed(engine *e, const sig *s)
         return 0;
     if (seen_before(e, s))
         return 0;
-    for (int i = 0; i < n; i++) {
-        const fact *f = &facts[i];
-        switch (f->kind) {
-        case FACT_INVENTORY:
-            on_inventory(e, s);
-            break;
-        case FACT_JOB_STATE:
-            on_job_state(e, s);
-            break;
-        case FACT_XID:
-            if (!f->scenario && f->host[0] &&
-                pb_xid_tracked(e->cat, f->xid, &same_gpu, &same_job)) {
-                on_tracked_xid(e, s, f, same_gpu, same_job);
-                break;
-            }
-            /* fall through */
-        case FACT_NODE_DOWN:
-            if (pb_find(e->cat, f->scenario))
-                eng_on_node_fault(e, s, f, f->host);
-            else if (f->host[0])
-                eng_win_add(e, s, f->host, f->kind, s->job, NULL, f->sig_id);
-            break;
-        case FACT_CUDA_OOM:
-            if (f->job[0] && (ctx = eng_oom_context(e, s, f))) {
-                fact g = *f;
-                g.scenario = ctx;
-                eng_on_job_fault(e, s, &g);
-                break;
-            }
-            /* fall through */
-        case FACT_JOB_FAULT:
-            if (f->job[0] && pb_find(e->cat, f->scenario)) {
-                eng_on_job_fault(e, s, f);
-                if (!strcmp(f->scenario, "sched.capacity_exhausted"))
-                    eng_capacity_waiting(e, s);
-            } else
-                on_context(e, s, f);
-            break;
-        case FACT_NODE_FAULT:
-            if (f->host[0] && pb_find(e->cat, f->scenario))
-                eng_on_node_fault(e, s, f, f->host);
-            break;
-        case FACT_NCCL_TIMEOUT:
-            on_nccl_timeout(e, s, f);
-            break;
-        case FACT_SPOT:
-            on_spot(e, s, f);
-            break;
-        case FACT_HOST_OOM:
-            if (!eng_host_oom(e, s, f))
-                on_context(e, s, f);
-            break;
-        case FACT_MARK:
-            on_context(e, s, f);
-            eng_on_mark(e, s, f);
-            break;
-        case FACT_APP_ERROR:
-            on_app_error(e, s, f);
-            break;
-        case FACT_PROGRESS:
-            if (f->step >= 0)
-                eng_progress(e, f->job, s->ts, (double)f->step);
-            break;
-        case FACT_CHECKPOINT:
-            /* Context only: never opens an incident (seed 004), but the
-             * rules that read a host's OOM or a slow step look for it. */
-            if (f->host[0])
-                eng_win_add(e, s, f->host, f->kind, f->job, NULL, f->sig_id);
-            break;
-        case FACT__COUNT:
-            break;
-        }
-    }
+    for (int i = 0; i < n; i++)
+        on_fact(e, s, &facts[i]);
     return 1;
 }
 
@@ -1095,6 +1120,7 @@ void eng_tick(engine *e, int64_t wall)
      * a backlog is read, event time decides, as in replay. */
     if (wall > e->now && wall - e->now <= LIVE_SKEW) {
         e->live_clock = wall;
+        reports_due(e, NULL, wall);
         eng_timers(e);
     }
 }

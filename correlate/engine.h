@@ -52,6 +52,9 @@ int eng_feed(engine *e, const sig *s);
  * fire when nothing arrives. Ignored while the stream lags behind it by
  * more than a minute: then event time decides, as in replay. */
 void eng_tick(engine *e, int64_t wall);
+/* The end of a stream (replay): multi-line reports still waiting for more
+ * lines are complete. */
+void eng_drain(engine *e);
 
 /* Restart: the state records read back from Redis, in any order, then
  * eng_restore_done once. Windows are sorted sets (cascade:{C}:w:node:H);

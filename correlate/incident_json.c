@@ -200,6 +200,10 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
         break;
     case PB_FIX_TICKET:
         json_object_set_new(p, "category", json_string(st->category));
+        /* What the cause's own text named: the divergent collectives of a
+         * desync report, the NIC, the rank. */
+        if (inc->cause.detail[0])
+            json_object_set_new(p, "detail", json_string(inc->cause.detail));
         break;
     case PB_FIX_WORKERS:
         fix_workers(p, j);

@@ -90,7 +90,8 @@ static void nic_mark(engine *e, const sig *s, const fact *f)
 
     if (!f->host[0])
         return;
-    snprintf(win, sizeof win, "hist:%s/%s", f->host, f->detail[0] ? f->detail : "nic");
+    snprintf(win, sizeof win, "hist:%s/%.64s", f->host,
+             f->detail[0] ? f->detail : "nic");
     eng_win_add(e, s, win, FACT_MARK, f->job, f->scenario, f->sig_id);
     w = strmap_get(e->nodes, win);
     for (size_t i = 0; w && i < w->n; i++) {

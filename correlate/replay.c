@@ -100,6 +100,7 @@ static void next_batch(evutil_socket_t fd, short what, void *arg)
     }
     if (n == 0) {
         r->finishing = 1;
+        eng_drain(r->eng);
         eng_flush(r->eng, NULL, NULL); /* incidents into Redis too */
     }
     store_flush(r->st, on_acked, r);

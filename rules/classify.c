@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>
 #include <pcre2.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,15 @@
  * of one host this close together and this few are read as one. */
 #define KMSG_MAX_AGE (2 * TS_SEC)
 #define KMSG_MAX_LINES 4
+/* A report (a signature with `report: true`, such as the desync report
+ * of TORCH_NCCL_DESYNC_DEBUG) heads indented lines printed in one burst:
+ * it is complete when its rank prints something else, or when this long
+ * passes without a line of it. */
+#define REPORT_QUIET (2 * TS_SEC)
+#define REPORT_MAX_LINES 32
+/* How long a finished report's lines are remembered, so that a redelivered
+ * line of it (after a restart) is not read as a message of its own. */
+#define REPORT_KEEP (10 * TS_MIN)
 
 #include "rules/playbooks.h"
 
@@ -88,19 +98,44 @@ int cls_fact_from_text(int kind)
            kind != FACT_INVENTORY;
 }
 
-/* An open multi-line assembly: a Python traceback (frames tell the pass)
- * or, when text[0] is set, a wrapped kernel message read so far. */
+/* An open multi-line assembly: a Python traceback (frames tell the pass),
+ * a wrapped kernel message, a report whose fact waits for its lines, or
+ * what a finished report read (to recognise its lines if they come back). */
+enum tb_kind { TB_TRACE, TB_KMSG, TB_REPORT, TB_REPORTED };
+
 struct traceback {
+    enum tb_kind kind;
     int64_t started;
+    int64_t last; /* report: its latest line */
     int forward, backward;
     int dirty;
     int lines;
+    json_t *head; /* open report: the signal whose fact waits */
     char text[480];
 };
 
 static int64_t tb_max_age(const struct traceback *tb)
 {
-    return tb->text[0] ? KMSG_MAX_AGE : TB_MAX_AGE;
+    switch (tb->kind) {
+    case TB_KMSG:
+        return KMSG_MAX_AGE;
+    case TB_REPORT: /* ended by cls_report_next, never by age */
+        return INT64_MAX;
+    case TB_REPORTED:
+        return REPORT_KEEP;
+    case TB_TRACE:
+        break;
+    }
+    return TB_MAX_AGE;
+}
+
+static void tb_free(void *p)
+{
+    struct traceback *tb = p;
+
+    if (tb)
+        json_decref(tb->head);
+    free(tb);
 }
 
 struct classifier {
@@ -109,6 +144,7 @@ struct classifier {
     pcre2_match_data *md;
     strmap *tracebacks; /* "cluster|host|job|rank" -> struct traceback */
     strmap *tb_gone;    /* keys ended since the last cls_tb_changes */
+    int reports;        /* 0: no open report (a hint, recounted lazily) */
 };
 
 void cls_take_state(classifier *to, classifier *from)
@@ -119,6 +155,7 @@ void cls_take_state(classifier *to, classifier *from)
     to->tb_gone = from->tb_gone;
     from->tracebacks = tb;
     from->tb_gone = gone;
+    to->reports = from->reports;
 }
 
 classifier *cls_new(const pb_catalog *cat, cs_err *err)
@@ -157,7 +194,7 @@ void cls_free(classifier *c)
     for (int i = 0; i < RE__COUNT; i++)
         pcre2_code_free(c->re[i]);
     pcre2_match_data_free(c->md);
-    strmap_free(c->tracebacks, free);
+    strmap_free(c->tracebacks, tb_free);
     strmap_free(c->tb_gone, NULL);
     free(c);
 }
@@ -564,7 +601,7 @@ static void frame_pass(struct traceback *tb, const char *l)
 /* Forgets an assembly and remembers to delete its stored copy. */
 static void tb_end(classifier *c, const char *key)
 {
-    free(strmap_del(c->tracebacks, key));
+    tb_free(strmap_del(c->tracebacks, key));
     strmap_put(c->tb_gone, key, (void *)1);
 }
 
@@ -579,6 +616,7 @@ static struct traceback *tb_open(classifier *c, const char *key, int64_t ts)
             abort();
         strmap_put(c->tracebacks, key, tb);
     }
+    json_decref(tb->head);
     memset(tb, 0, sizeof *tb);
     tb->started = ts;
     tb->dirty = 1;
@@ -586,22 +624,107 @@ static struct traceback *tb_open(classifier *c, const char *key, int64_t ts)
     return tb;
 }
 
-static int classify_app(classifier *c, const sig *s, fact *out)
+/* The assembly key of an app line (cluster, host, job, rank) and the
+ * line without torchrun's rank prefix ("[rank3]: ..."). */
+static const char *app_key(const classifier *c, const sig *s, char *key,
+                           size_t len, int *rank)
 {
     const char *line = s->line;
-    char key[400], cap[1][64];
-    int rank = s->rank;
-    struct traceback *tb;
+    char cap[1][64];
 
-    /* torchrun prefixes each line with its rank: "[rank3]: ..." */
+    *rank = s->rank;
     if (line[0] == '[' && match(c, RE_RANK, line, cap, 1)) {
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
-        rank = atoi(cap[0]);
+        *rank = atoi(cap[0]);
         line += ov[1];
     }
-    snprintf(key, sizeof key, "%s|%s|%s|%d", s->cluster,
-             s->host ? s->host : "", s->job ? s->job : "", rank);
-    tb = strmap_get(c->tracebacks, key);
+    snprintf(key, len, "%s|%s|%s|%d", s->cluster, s->host ? s->host : "",
+             s->job ? s->job : "", *rank);
+    return line;
+}
+
+/* One report line as the detail keeps it: no indent, no "- " bullet. */
+static const char *report_piece(const char *line)
+{
+    while (isspace((unsigned char)*line))
+        line++;
+    if (line[0] == '-' && line[1] == ' ')
+        line += 2;
+    return line;
+}
+
+static int ends_with_colon(const char *t)
+{
+    size_t n = strlen(t);
+
+    while (n && isspace((unsigned char)t[n - 1]))
+        n--;
+    return n && t[n - 1] == ':';
+}
+
+/* Whether line (already stripped of its rank prefix) continues the report:
+ * indented, not before it, and while it is still being printed. */
+static int report_continues(const struct traceback *tb, const char *line,
+                            int64_t ts)
+{
+    return is_frame_line(line) && ts >= tb->started &&
+           ts - tb->last <= REPORT_QUIET && tb->lines < REPORT_MAX_LINES;
+}
+
+/* Adds a line to the detail: a line ending in ':' is a title for the next
+ * one; others are separated by "; ". A line already read is not added
+ * again (a redelivery after a restart repeats lines). */
+static void report_add(struct traceback *tb, const char *line, int64_t ts)
+{
+    const char *piece = report_piece(line);
+    size_t len = strlen(tb->text);
+
+    tb->last = ts;
+    tb->lines++;
+    tb->dirty = 1;
+    if (!*piece || strstr(tb->text, piece))
+        return;
+    snprintf(tb->text + len, sizeof tb->text - len, "%s%s",
+             !len ? "" : ends_with_colon(tb->text) ? " " : "; ", piece);
+    for (char *t = tb->text + len; *t; t++)
+        if (*t == '\t') /* the stored form separates fields with tabs */
+            *t = ' ';
+}
+
+/* A report's head opens an assembly instead of giving its fact now. */
+static void report_open(classifier *c, const char *key, const sig *s)
+{
+    struct traceback *tb = tb_open(c, key, s->ts);
+
+    tb->kind = TB_REPORT;
+    tb->last = s->ts;
+    tb->head = json_incref(s->obj);
+    c->reports++;
+}
+
+static int classify_app(classifier *c, const sig *s, fact *out)
+{
+    char key[400];
+    int rank;
+    const char *line = app_key(c, s, key, sizeof key, &rank);
+    const pb_signature *g;
+    struct traceback *tb = strmap_get(c->tracebacks, key);
+
+    if (tb && tb->kind == TB_REPORT && report_continues(tb, line, s->ts)) {
+        /* the head itself again (a redelivery) adds nothing */
+        const char *head = json_string_value(json_object_get(tb->head, "line"));
+        if (!head || strcmp(s->line, head))
+            report_add(tb, line, s->ts);
+        return 0;
+    }
+    if (tb && tb->kind == TB_REPORTED) {
+        if (is_frame_line(line) && *report_piece(line) &&
+            strstr(tb->text, report_piece(line)))
+            return 0; /* a line of a report already given */
+        tb = NULL;    /* not an assembly that lines continue */
+    }
+    if (tb && tb->kind != TB_TRACE)
+        tb = NULL;
     if (tb && s->ts - tb->started > TB_MAX_AGE) {
         tb_end(c, key);
         tb = NULL;
@@ -627,12 +750,132 @@ static int classify_app(classifier *c, const sig *s, fact *out)
             if (!out->scenario)
                 out->scenario = oom_scenario(out);
         }
+        g = out->sig_id ? pb_signature_find(c->cat, out->sig_id) : NULL;
+        if (g && g->report) {
+            report_open(c, key, s);
+            return 0;
+        }
     } else {
         out = NULL;
     }
     if (tb)
         tb_end(c, key); /* the exception line ends it */
     return out ? 1 : 0;
+}
+
+/* The fact a finished report gives: its head's, with the lines it read as
+ * the detail. Leaves what it read behind (TB_REPORTED). */
+static int report_fact(classifier *c, struct traceback *tb, sig *head,
+                       fact *out)
+{
+    cs_err err;
+    char key[400];
+    int rank, n = 0;
+    const char *line;
+
+    if (sig_from_json(head, tb->head, &err) == 0) {
+        if (head->line) {
+            line = app_key(c, head, key, sizeof key, &rank);
+            if ((n = classify_text(c, head, line, out)) > 0) {
+                out->rank = rank;
+                if (tb->text[0])
+                    str_copy(out->detail, sizeof out->detail, tb->text);
+                n = 1;
+            }
+        }
+        if (n <= 0)
+            sig_free(head);
+    }
+    json_decref(tb->head);
+    tb->head = NULL;
+    tb->kind = TB_REPORTED;
+    tb->started = tb->last;
+    tb->dirty = 1;
+    return n > 0;
+}
+
+int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
+                    fact *out)
+{
+    char key[400] = "";
+    const char *line = NULL, *k;
+    size_t pos = 0;
+    void *v;
+    int rank, open = 0;
+
+    if (!c->reports)
+        return 0;
+    if (s && s->source == SRC_APP && s->line)
+        line = app_key(c, s, key, sizeof key, &rank);
+    while (strmap_next(c->tracebacks, &pos, &k, &v)) {
+        struct traceback *tb = v;
+        if (tb->kind != TB_REPORT)
+            continue;
+        /* A line older than the report (redelivered after a restart)
+         * neither continues nor ends it. */
+        if (now - tb->last <= REPORT_QUIET &&
+            (!line || strcmp(k, key) || now < tb->started ||
+             report_continues(tb, line, now))) {
+            open++;
+            continue;
+        }
+        if (report_fact(c, tb, head, out))
+            return 1;
+    }
+    c->reports = open;
+    return 0;
+}
+
+/* printf into a new buffer; -1 when out of memory. */
+static int asprintf_like(char **out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int asprintf_like(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !(*out = malloc((size_t)n + 1)))
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(*out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+/* The stored form of an assembly (cls_tb_restore reads it back); NULL
+ * when there is nothing worth keeping. malloc'd. */
+static char *tb_value(const struct traceback *tb)
+{
+    char *head = NULL, *out = NULL;
+    int n = -1;
+
+    switch (tb->kind) {
+    case TB_TRACE:
+        n = asprintf_like(&out, "%lld %d %d", (long long)tb->started,
+                          tb->forward, tb->backward);
+        break;
+    case TB_KMSG:
+        n = asprintf_like(&out, "%lld K %d %s", (long long)tb->started,
+                          tb->lines, tb->text);
+        break;
+    case TB_REPORT:
+        if (!(head = json_dumps(tb->head, JSON_COMPACT)))
+            return NULL;
+        n = asprintf_like(&out, "%lld R %lld %d %s\t%s",
+                          (long long)tb->started, (long long)tb->last,
+                          tb->lines, tb->text, head);
+        free(head);
+        break;
+    case TB_REPORTED:
+        n = asprintf_like(&out, "%lld Z %s", (long long)tb->started,
+                          tb->text);
+        break;
+    }
+    return n < 0 ? NULL : out;
 }
 
 void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
@@ -644,20 +887,16 @@ void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
 
     while (strmap_next(c->tracebacks, &pos, &k, &v)) {
         struct traceback *tb = v;
-        if (now - tb->started > tb_max_age(tb)) {
+        if (tb->kind != TB_REPORT && now - tb->started > tb_max_age(tb)) {
             old = realloc(old, (nold + 1) * sizeof *old);
             if (!old || !(old[nold++] = strdup(k)))
                 abort();
         } else if (tb->dirty) {
-            char val[sizeof tb->text + 64];
-            if (tb->text[0])
-                snprintf(val, sizeof val, "%lld K %d %s",
-                         (long long)tb->started, tb->lines, tb->text);
-            else
-                snprintf(val, sizeof val, "%lld %d %d", (long long)tb->started,
-                         tb->forward, tb->backward);
+            char *val = tb_value(tb);
             tb->dirty = 0;
-            fn(arg, k, val);
+            if (val)
+                fn(arg, k, val);
+            free(val);
         }
     }
     for (size_t i = 0; i < nold; i++) {
@@ -672,10 +911,38 @@ void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
     c->tb_gone = strmap_new();
 }
 
+/* "R" and "Z": a report open ("STARTED R LAST LINES TEXT<tab>SIGNAL") or
+ * finished ("STARTED Z TEXT"). */
+static int report_restore(struct traceback *tb, const char *value)
+{
+    long long started, last;
+    const char *tab;
+    int at = 0;
+
+    if (sscanf(value, "%lld Z %n", &started, &at) == 1 && at) {
+        tb->kind = TB_REPORTED;
+        tb->started = started;
+        str_copy(tb->text, sizeof tb->text, value + at);
+        return 0;
+    }
+    at = 0;
+    if (sscanf(value, "%lld R %lld %d %n", &started, &last, &tb->lines,
+               &at) != 3 || !at || !(tab = strchr(value + at, '\t')))
+        return -1;
+    tb->kind = TB_REPORT;
+    tb->started = started;
+    tb->last = last;
+    snprintf(tb->text, sizeof tb->text, "%.*s", (int)(tab - value - at),
+             value + at);
+    tb->head = json_loads(tab + 1, 0, NULL);
+    return json_is_object(tb->head) ? 0 : -1;
+}
+
 int cls_tb_restore(classifier *c, const char *key, const char *value)
 {
     long long started;
     int f, b, at = 0;
+    char mark = 0;
     struct traceback *tb;
 
     if (!strchr(key, '|'))
@@ -683,8 +950,20 @@ int cls_tb_restore(classifier *c, const char *key, const char *value)
     tb = calloc(1, sizeof *tb);
     if (!tb)
         abort();
+    if (sscanf(value, "%lld %c", &started, &mark) == 2 &&
+        (mark == 'R' || mark == 'Z')) {
+        if (report_restore(tb, value)) {
+            tb_free(tb);
+            return -1;
+        }
+        if (tb->kind == TB_REPORT)
+            c->reports++;
+        tb_free(strmap_put(c->tracebacks, key, tb));
+        return 0;
+    }
     if (sscanf(value, "%lld K %d %n", &started, &tb->lines, &at) == 2 && at &&
         value[at]) {
+        tb->kind = TB_KMSG;
         str_copy(tb->text, sizeof tb->text, value + at);
     } else if (sscanf(value, "%lld %d %d", &started, &f, &b) == 3) {
         tb->forward = f != 0;
@@ -694,7 +973,7 @@ int cls_tb_restore(classifier *c, const char *key, const char *value)
         return -1;
     }
     tb->started = started;
-    free(strmap_put(c->tracebacks, key, tb));
+    tb_free(strmap_put(c->tracebacks, key, tb));
     return 0;
 }
 
@@ -743,6 +1022,7 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
     if (ends_sentence(nv))
         return 0;
     tb = tb_open(c, key, s->ts);
+    tb->kind = TB_KMSG;
     tb->lines = 1;
     snprintf(tb->text, sizeof tb->text, "NVRM: %s", nv);
     return 0;

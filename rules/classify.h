@@ -47,7 +47,9 @@ typedef struct fact {
     double tried, free_b, capacity, reserved_unalloc;
     enum oom_pass pass;
     char excerpt[160]; /* the line that made the fact, for summaries */
-    char detail[96];   /* the signature's (?<detail>) field: taint, iface, op */
+    /* The signature's (?<detail>) field (taint, interface, NIC), or what a
+     * report's lines said (the collectives each rank ran). */
+    char detail[320];
     long step, pid;    /* -1 when the text does not say */
     const char *sig_id; /* the signature that matched (catalog string) */
 } fact;
@@ -74,6 +76,15 @@ void cls_take_state(classifier *to, classifier *from);
  * Lines that belong to an unfinished multi-line message give no fact until
  * the message is complete. */
 int cls_classify(classifier *c, const sig *s, fact *out);
+
+/* A report (a signature with `report: true`) gives its fact once its
+ * indented lines are read: call this before cls_classify with each signal
+ * (s), and with s NULL as time passes (now) or at the end of a stream
+ * (now = INT64_MAX). Each call returns 1 and the fact of one report that s
+ * or the time ended, with its head signal (the caller sig_frees it), or 0
+ * when none is left. */
+int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
+                    fact *out);
 
 /* Multi-line assembly state (a Python traceback whose exception line has
  * not arrived yet) must survive a restart. cls_tb_changes reports each

@@ -79,6 +79,13 @@ static int example_lines(classifier *cls, const pb_example *ex, fact *f)
         sig_free(&s);
         p = nl + 1;
     } while (nl && *p);
+    if (n == 0) { /* a report is complete when its lines stop */
+        sig head;
+        if (cls_report_next(cls, NULL, INT64_MAX, &head, f) == 1) {
+            sig_free(&head);
+            n = 1;
+        }
+    }
     return n;
 }
 
@@ -117,6 +124,10 @@ static int run_example(classifier *cls, const pb_signature *g,
     } else if (want_sc && f[0].sig_id != g->id) {
         snprintf(msg, sizeof msg, "right scenario, but matched by signature "
                  "%s, not this one", f[0].sig_id ? f[0].sig_id : "?");
+        why = msg;
+    } else if (ex->detail && (n == 0 || strcmp(f[0].detail, ex->detail))) {
+        snprintf(msg, sizeof msg, "want detail '%s', got '%s'", ex->detail,
+                 n ? f[0].detail : "");
         why = msg;
     } else if (!want_sc && got_sc) {
         snprintf(msg, sizeof msg, "want no scenario, got %s from %s", got_sc,

@@ -87,6 +87,7 @@ static void free_signature(pb_signature *g)
         free((char *)g->examples[i].text);
         free((char *)g->examples[i].scenario);
         free((char *)g->examples[i].fact);
+        free((char *)g->examples[i].detail);
     }
     free(g->examples);
     pcre2_code_free(g->re);
@@ -447,13 +448,14 @@ static int read_example(reader *r, yaml_node_t *n, int source,
                         unsigned sources, pb_example *ex)
 {
     static const char *const keys[] = {"line", "alert", "scenario", "fact",
-                                       "source", NULL};
+                                       "source", "detail", NULL};
     const char *esrc = scalar(get(r, n, "source"));
     sig_source es = (sig_source)source;
     yaml_node_t *alert = get(r, n, "alert");
     const char *line = scalar(get(r, n, "line"));
     const char *sc = scalar(get(r, n, "scenario"));
     const char *kind = scalar(get(r, n, "fact"));
+    const char *detail = scalar(get(r, n, "detail"));
     int before = r->errors;
 
     if (!n || n->type != YAML_MAPPING_NODE) {
@@ -480,6 +482,7 @@ static int read_example(reader *r, yaml_node_t *n, int source,
     ex->text = line ? strdup(line) : labels_json(r, alert);
     ex->scenario = sc ? strdup(sc) : NULL;
     ex->fact = kind ? strdup(kind) : NULL;
+    ex->detail = detail ? strdup(detail) : NULL;
     ex->line = (int)n->start_mark.line + 1;
     return 0;
 }
@@ -545,8 +548,8 @@ static unsigned read_sources(reader *r, yaml_node_t *n, const char *id,
 static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"id", "source", "fact", "scenario",
-                                       "match", "examples", NULL};
-    const char *id = scalar(get(r, n, "id")), *kind, *sc, *pat;
+                                       "match", "report", "examples", NULL};
+    const char *id = scalar(get(r, n, "id")), *kind, *sc, *pat, *rep;
     yaml_node_t *exs = get(r, n, "examples");
     pb_signature g = {0};
     sig_source source = SRC_APP;
@@ -563,12 +566,21 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
     kind = scalar(get(r, n, "fact"));
     sc = scalar(get(r, n, "scenario"));
     pat = scalar(get(r, n, "match"));
+    rep = scalar(get(r, n, "report"));
     if (!id || !*id)
         problem(r, n, "signature: 'id' is required");
     else if (pb_signature_find(c, id))
         problem(r, get(r, n, "id"), "signature '%s' defined twice", id);
     if (!(sources = read_sources(r, n, id, &source)))
         source = SRC_APP; /* examples are then checked as plain text */
+    if (rep && strcmp(rep, "true") && strcmp(rep, "false"))
+        problem(r, get(r, n, "report"), "signature %s: report is true or "
+                "false, not '%s'", id ? id : "?", rep);
+    else if (rep && !strcmp(rep, "true") && sources &&
+             !(sources & (1u << SRC_APP)))
+        problem(r, get(r, n, "report"), "signature %s: report: only app "
+                "lines head reports (their indented lines follow per rank)",
+                id ? id : "?");
     if (!kind || !cls_fact_from_text(cls_fact_parse(kind)))
         problem(r, node_or(get(r, n, "fact"), n), "signature %s: fact '%s' is "
                 "not a fact kind a signature can make", id ? id : "?",
@@ -613,6 +625,7 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
     g.kind = cls_fact_parse(kind);
     g.scenario = sc ? strdup(sc) : NULL;
     g.match = strdup(pat);
+    g.report = rep && !strcmp(rep, "true");
     g.file = strdup(r->name);
     g.line = (int)n->start_mark.line + 1;
     push_signature(c, &g);

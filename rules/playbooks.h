@@ -80,6 +80,7 @@ typedef struct pb_example {
     const char *text;     /* a line, or an alert's labels as JSON */
     const char *scenario; /* what it must produce, or NULL: no scenario */
     const char *fact;     /* the fact kind it must produce, or NULL */
+    const char *detail;   /* the detail it must carry, or NULL: not checked */
     int source;           /* the signal source it arrives on (sig_source) */
     int line;             /* where it is written, for reports */
 } pb_example;
@@ -93,6 +94,9 @@ typedef struct pb_signature {
     const char *scenario; /* NULL: the engine decides from evidence */
     const char *match;    /* PCRE2 pattern; for alerts, over alertname */
     void *re;             /* compiled pattern (pcre2_code) */
+    /* The line heads a report: its fact waits for the indented lines that
+     * follow from the same rank and carries them as its detail. */
+    int report;
     const char *file;
     int line;
     pb_example *examples;

@@ -1,6 +1,7 @@
 /* Log lines through every signature of the built-in catalog (kernel, app
- * with traceback assembly, slurm, ray, and Kubernetes event messages):
- * the first byte picks the source. */
+ * with traceback and report assembly, slurm, ray, and Kubernetes event
+ * messages): the first byte picks the source; 5 reads the rest as a
+ * stored assembly (what a restart reads back from Redis). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     if (size < 1)
         return 0;
     char *line = strndup((const char *)data + 1, size - 1);
-    int k = data[0] % 5;
+    int k = data[0] % 6;
+    if (k == 5) {
+        cls_tb_restore(cls, "default|g1|1|-1", line);
+        free(line);
+        return 0;
+    }
     json_t *o = k == 4
         ? json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}}", "ts",
                     "2026-03-02T08:00:00Z", "source", "k8s", "host", "g1",
@@ -32,6 +38,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         : json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", "2026-03-02T08:00:00Z",
                     "source", src[k], "host", "g1", "job", "1", "line", line);
     if (o && sig_from_json(&s, o, &err) == 0) {
+        sig head;
+        while (cls_report_next(cls, &s, s.ts, &head, facts) == 1)
+            sig_free(&head);
         int n = cls_classify(cls, &s, facts);
         if (n < 0 || n > CLS_MAX_FACTS)
             abort();

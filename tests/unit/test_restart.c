@@ -119,7 +119,11 @@ static void feed(engine *e, const char *line)
 
 static char *dump(engine *e)
 {
-    json_t *all = eng_incidents(e);
+    json_t *all;
+
+    eng_drain(e);
+    eng_flush(e, NULL, NULL);
+    all = eng_incidents(e);
     char *txt = json_dumps(all, JSON_COMPACT);
     json_decref(all);
     return txt;
