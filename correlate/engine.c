@@ -165,6 +165,8 @@ entry *eng_win_push(node_win *w)
 
 static int64_t win_horizon(const char *host)
 {
+    if (strncmp(host, "peak:", 5) == 0)
+        return PEAK_HISTORY;
     return strncmp(host, "hist:", 5) == 0 ? NAME_WINDOW : HORIZON;
 }
 
@@ -260,6 +262,9 @@ static const entry *earliest_node_fault(engine *e, const char *host,
 
 int64_t eng_fold_window(const incident *inc)
 {
+    /* a team's peak hours recur daily: one incident while they do */
+    if (strncmp(inc->key, "peak:", 5) == 0)
+        return PEAK_HISTORY;
     return strncmp(inc->key, "name:", 5) == 0 || strncmp(inc->key, "gpu:", 4) == 0
                ? NAME_WINDOW : FOLD_WINDOW;
 }
@@ -979,8 +984,10 @@ static void on_fact(engine *e, const sig *s, const fact *f)
     case FACT_JOB_FAULT:
         if (f->job[0] && pb_find(e->cat, f->scenario)) {
             eng_on_job_fault(e, s, f);
-            if (!strcmp(f->scenario, "sched.capacity_exhausted"))
+            if (!strcmp(f->scenario, "sched.capacity_exhausted")) {
                 eng_capacity_waiting(e, s);
+                eng_peak_hit(e, s, f->job);
+            }
         } else
             on_context(e, s, f);
         break;

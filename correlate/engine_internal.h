@@ -19,6 +19,9 @@
  * incident within this (SCENARIOS.md: "within a day"). Windows named
  * "hist:<host>/<gpu>" keep their entries this long. */
 #define NAME_WINDOW (24 * TS_HOUR)
+/* A team's queue-limit hits by hour of day ("peak:TEAM" windows), kept for
+ * a week to find the hours they recur (capacity.peak_demand). */
+#define PEAK_HISTORY (7 * 24 * TS_HOUR)
 /* How long window entries and seen ids are kept, in memory and in Redis. */
 #define HORIZON (2 * TS_HOUR)
 /* eng_tick: how far behind the wall clock the stream may be for the wall
@@ -82,6 +85,7 @@ typedef struct incident {
     char cluster[64], node[128], gpu[16], job[64];
     const char *root_scenario;
     char root_node[128], root_job[64];
+    char team[64]; /* a team's incident (capacity.peak_demand) */
     int64_t root_ts, opened, updated, first, last;
     int count;
     unsigned sources;
@@ -160,6 +164,12 @@ void eng_gap_timer(engine *e);
 int eng_own_key(const char *key);
 /* An incident under its own key (see metrics.c): opened once, touched
  * while its condition holds; NULL when it was open already. */
+/* A fact a rule decided (not read from a line): kind, scenario, where. */
+void eng_rule_fact(fact *f, fact_kind kind, const char *scenario,
+                   const char *host, const char *jobid);
+/* A job held back by a queue limit or a full cluster: one more hit for its
+ * team at this hour of day (marks.c). */
+void eng_peak_hit(engine *e, const sig *s, const char *jobid);
 incident *eng_advisory(engine *e, const sig *s, const fact *f,
                        const char *key, int node);
 /* Start of the common idle run of a host's GPUs, 0 when one is busy. */

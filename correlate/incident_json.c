@@ -180,6 +180,28 @@ static int gcs_ft(const job *j)
            json_object_get(env, "RAY_REDIS_ADDRESS") != NULL;
 }
 
+/* The cause's detail "H,H,.../DAYS" (marks.c eng_peak_hit): the hours of
+ * day (UTC) a team's jobs kept waiting, and on how many of seven days. */
+static void fix_peak_hours(json_t *p, const incident *inc)
+{
+    const char *d = inc->cause.detail, *slash = strchr(d, '/');
+    json_t *hours = json_array();
+    char *end;
+
+    while (*d && *d != '/') {
+        long h = strtol(d, &end, 10);
+        if (end == d)
+            break;
+        if (h >= 0 && h < 24)
+            json_array_append_new(hours, json_integer(h));
+        d = *end == ',' ? end + 1 : end;
+    }
+    json_object_set_new(p, "peak_hours_utc", hours);
+    if (slash)
+        json_object_set_new(p, "days_seen", json_integer(atoi(slash + 1)));
+    json_object_set_new(p, "window_days", json_integer(7));
+}
+
 static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
 {
     json_t *p = json_object();
@@ -236,6 +258,9 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
         /* A GCS crash without fault tolerance: turn it on (KubeRay's
          * ft-enabled, an external Redis) and give the head more memory. */
         fix_flag_and_memory(p, j, "gcs_ft", "head_memory_gb");
+        break;
+    case PB_FIX_PEAK_HOURS:
+        fix_peak_hours(p, inc);
         break;
     case PB_FIX_NONE:
         break;
@@ -335,6 +360,11 @@ json_t *eng_actions(engine *e, const incident *inc)
                                               json_pack("{s:s}", "rack",
                                                         rack_of(inc))));
             break;
+        case PB_TARGET_TEAM:
+            json_array_append_new(out, action(e, st, inc, NULL,
+                                              json_pack("{s:s}", "team",
+                                                        inc->team)));
+            break;
         }
     }
     return out;
@@ -362,6 +392,8 @@ static json_t *scope_json(engine *e, const incident *inc)
         json_object_set_new(s, "job_name", json_string(inc->key + 5));
     if (j && j->team[0])
         json_object_set_new(s, "team", json_string(j->team));
+    else if (inc->team[0])
+        json_object_set_new(s, "team", json_string(inc->team));
     return s;
 }
 
@@ -397,9 +429,18 @@ static void summary(const incident *inc, char *buf, size_t len)
     const char *where = inc->node[0] ? inc->node
                         : *rack_of(inc) ? rack_of(inc) : "?";
 
+    if (strncmp(inc->key, "peak:", 5) == 0) { /* about a team, not a job */
+        snprintf(buf, len, "Team %.64s: %s (%s); %s.", inc->key + 5,
+                 inc->sc->what, inc->cause.excerpt, inc->sc->todo);
+        return;
+    }
     if (!inc->sc->node_level && inc->job[0]) {
-        snprintf(buf, len, "Job %s on %s: %s; %s.", inc->job, where,
-                 inc->sc->what, inc->sc->todo);
+        if (inc->node[0] || *rack_of(inc))
+            snprintf(buf, len, "Job %s on %s: %s; %s.", inc->job, where,
+                     inc->sc->what, inc->sc->todo);
+        else
+            snprintf(buf, len, "Job %s: %s; %s.", inc->job, inc->sc->what,
+                     inc->sc->todo);
         return;
     }
     for (size_t i = 0; i < inc->nchildren; i++)

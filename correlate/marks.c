@@ -14,6 +14,10 @@
  *   mig.config_lost incident (the node's MIG layout was lost).
  * - ray.serve_model_oom: a Serve replica that failed to start, with a CUDA
  *   OOM of the same job close to it: the model does not fit the replica.
+ * - capacity.peak_demand: a team's jobs held back by queue limits (SLURM
+ *   QOS/association limits, Kubernetes ResourceQuota, Kueue quota) or by
+ *   a full cluster (sched.capacity_exhausted) at the same hour of day on
+ *   PEAK_DAYS of the last seven days (seed 000, "Capacity Planning").
  *
  * Part of the engine (shares engine_internal.h). */
 #include <stdio.h>
@@ -26,6 +30,8 @@
 #define PENDING_FOR (10 * TS_MIN)
 #define IDLE_FOR (5 * TS_MIN)
 #define NEAR (10 * TS_MIN) /* a Serve failure and an OOM this close: one */
+#define PEAK_DAYS 3
+#define DAY (24 * TS_HOUR)
 
 /* The job's marks of one scenario: how many, the first and the last, over
  * its nodes' windows, the signal's host and its own "job:<id>" window. */
@@ -179,6 +185,62 @@ const char *eng_oom_context(engine *e, const sig *s, const fact *f)
     return sp.n ? "ray.serve_model_oom" : NULL;
 }
 
+/* Distinct days (of the last seven) with a hit, per hour of day (UTC). */
+static void peak_days(const node_win *w, int64_t now, int days[24])
+{
+    unsigned seen[24] = {0};
+
+    for (size_t i = 0; w && i < w->n; i++) {
+        int64_t ago = now / DAY - w->v[i].ts / DAY;
+        if (w->v[i].ts < now - PEAK_HISTORY || ago < 0 || ago >= 8)
+            continue;
+        seen[(w->v[i].ts / TS_HOUR) % 24] |= 1u << ago;
+    }
+    for (int h = 0; h < 24; h++)
+        days[h] = __builtin_popcount(seen[h]);
+}
+
+void eng_peak_hit(engine *e, const sig *s, const char *jobid)
+{
+    job *j = eng_job_of(e, jobid);
+    int hour = (int)((s->ts / TS_HOUR) % 24), days[24], most = 0;
+    char win[160], key[160], hours[96] = "";
+    node_win *w;
+    incident *inc;
+    fact f;
+
+    if (!j || !j->team[0])
+        return; /* a hit nobody owns says nothing about a team's hours */
+    snprintf(win, sizeof win, "peak:%.120s", j->team);
+    w = strmap_get(e->nodes, win);
+    peak_days(w, s->ts, days);
+    for (size_t i = 0; w && i < w->n; i++)
+        if (w->v[i].ts / TS_HOUR == s->ts / TS_HOUR)
+            goto judge; /* this hour of this day is already counted */
+    eng_win_add(e, s, win, FACT_MARK, j->id, "capacity.peak_demand", NULL);
+    w = strmap_get(e->nodes, win);
+    peak_days(w, s->ts, days);
+judge:
+    if (days[hour] < PEAK_DAYS || !pb_find(e->cat, "capacity.peak_demand"))
+        return;
+    for (int h = 0; h < 24; h++) {
+        size_t len = strlen(hours);
+        if (days[h] < PEAK_DAYS)
+            continue;
+        snprintf(hours + len, sizeof hours - len, "%s%d", len ? "," : "", h);
+        most = days[h] > most ? days[h] : most;
+    }
+    /* about the team: no job or node of its own (jobs come and go) */
+    eng_rule_fact(&f, FACT_JOB_FAULT, "capacity.peak_demand", NULL, NULL);
+    snprintf(f.detail, sizeof f.detail, "%s/%d", hours, most);
+    snprintf(f.excerpt, sizeof f.excerpt,
+             "held back by queue limits at %s h UTC on %d of the last 7 days",
+             hours, most);
+    snprintf(key, sizeof key, "peak:%.120s", j->team);
+    if ((inc = eng_advisory(e, s, &f, key, 0)))
+        str_copy(inc->team, sizeof inc->team, j->team);
+}
+
 void eng_on_mark(engine *e, const sig *s, const fact *f)
 {
     job *j = eng_job_of(e, f->job);
@@ -206,5 +268,7 @@ void eng_on_mark(engine *e, const sig *s, const fact *f)
     } else if (!strcmp(scen, "heartbeat.false_positive") && j &&
                eng_job_computing(e, j, s->ts)) {
         job_fault(e, s, f, scen);
+    } else if (!strcmp(scen, "capacity.peak_demand")) {
+        eng_peak_hit(e, s, f->job);
     }
 }

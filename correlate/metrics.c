@@ -268,8 +268,8 @@ static series *series_take(engine *e, const sig *s, const char *dev)
 }
 
 /* A fact a metric rule decided: kind, scenario, where. */
-static void rule_fact(fact *f, fact_kind kind, const char *scenario,
-                      const char *host, const char *jobid)
+void eng_rule_fact(fact *f, fact_kind kind, const char *scenario,
+                   const char *host, const char *jobid)
 {
     memset(f, 0, sizeof *f);
     f->kind = kind;
@@ -455,7 +455,7 @@ static void stall_eval(engine *e, job *j, int64_t now)
         return;
     }
     timer_sig(&s, j, j->progress_ts + STALL_AFTER);
-    rule_fact(&f, FACT_JOB_FAULT, scen, where, j->id);
+    eng_rule_fact(&f, FACT_JOB_FAULT, scen, where, j->id);
     snprintf(f.excerpt, sizeof f.excerpt,
              "no progress past step %.0f for %d min; GPUs busy-waiting %d, "
              "idle %d, working %d", j->step, (int)(STALL_AFTER / TS_MIN),
@@ -518,7 +518,7 @@ static void rdma_check(engine *e, const sig *s, const char *dev)
         !rising_for(ack, s->ts, RDMA_SUSTAIN) ||
         !pb_find(e->cat, "net.rdma_degraded"))
         return;
-    rule_fact(&f, FACT_NODE_FAULT, "net.rdma_degraded", s->host, NULL);
+    eng_rule_fact(&f, FACT_NODE_FAULT, "net.rdma_degraded", s->host, NULL);
     str_copy(f.detail, sizeof f.detail, dev);
     snprintf(f.excerpt, sizeof f.excerpt,
              "%s: RDMA retransmits and ACK timeouts rising since %lld s", dev,
@@ -594,7 +594,7 @@ static void straggler_check(engine *e, const sig *s, const char *gpu)
     }
     if (!slowed(e, j, s->host))
         return;
-    rule_fact(&f, FACT_JOB_FAULT, "thermal.straggler", s->host, j->id);
+    eng_rule_fact(&f, FACT_JOB_FAULT, "thermal.straggler", s->host, j->id);
     str_copy(f.gpu, sizeof f.gpu, gpu);
     snprintf(f.excerpt, sizeof f.excerpt, "%s GPU %s at %.0f C", s->host, gpu,
              s->value);
@@ -789,7 +789,7 @@ static void ecc_check(engine *e, const sig *s, const series *se)
     if (se->v - se->anchor_v < ECC_CE_RISE ||
         !pb_find(e->cat, "hw.ecc_correctable_rising"))
         return;
-    rule_fact(&f, FACT_NODE_FAULT, "hw.ecc_correctable_rising", s->host, NULL);
+    eng_rule_fact(&f, FACT_NODE_FAULT, "hw.ecc_correctable_rising", s->host, NULL);
     str_copy(f.gpu, sizeof f.gpu, se->dev);
     snprintf(f.excerpt, sizeof f.excerpt,
              "GPU %.16s: %.0f correctable ECC errors in %lld min (%.40s)", se->dev,
@@ -812,7 +812,7 @@ static void ghost_check(engine *e, const sig *s, const series *se)
         (strcmp(se->name, M_SCRAPE) && se->v < POWER_IDLE * se->hi) ||
         !(j = eng_job_on(e, s->host)) || j->updated > se->changed)
         return;
-    rule_fact(&f, FACT_NODE_FAULT, "telemetry.ghost_data", s->host, NULL);
+    eng_rule_fact(&f, FACT_NODE_FAULT, "telemetry.ghost_data", s->host, NULL);
     str_copy(f.gpu, sizeof f.gpu, se->dev);
     snprintf(f.excerpt, sizeof f.excerpt,
              "%.40s%s%.16s = %.10g unchanged for %lld min while job %.24s runs", se->name,
@@ -890,7 +890,7 @@ static void idle_allocation(engine *e, const sig *s, job *j, int64_t since)
     if (!j->team[0] || s->ts - since < ALLOC_IDLE ||
         !(waiting = other_team_waiting(e, j->team)))
         return;
-    rule_fact(&f, FACT_JOB_FAULT, "capacity.idle_allocation",
+    eng_rule_fact(&f, FACT_JOB_FAULT, "capacity.idle_allocation",
               json_string_value(json_array_get(j->nodes, 0)), j->id);
     snprintf(f.excerpt, sizeof f.excerpt,
              "team %.40s: job %.30s idle for %lld min while job %.30s waits",
@@ -946,7 +946,7 @@ static void idle_check(engine *e, const sig *s)
         j->progress_ts > since && ((cpu && cpu->v >= CPU_SATURATED) ||
                                    (io && io->v >= IO_SATURATED)) &&
         !recent_checkpoint(e, s->host, j->id, s->ts, INPUT_AFTER)) {
-        rule_fact(&f, FACT_JOB_FAULT, "gpu.idle_input_bound", s->host, j->id);
+        eng_rule_fact(&f, FACT_JOB_FAULT, "gpu.idle_input_bound", s->host, j->id);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "GPUs under %.0f%% for %lld min while the job moves on "
                  "(step %.0f); host CPU %.0f%%, I/O stall %.0f%%", UTIL_LOW,
@@ -956,7 +956,7 @@ static void idle_check(engine *e, const sig *s)
         return;
     }
     if (s->ts - since >= COST_AFTER && !advisory_open(e, "perf", j->id, 0)) {
-        rule_fact(&f, FACT_JOB_FAULT, "cost.idle_gpu", s->host, j->id);
+        eng_rule_fact(&f, FACT_JOB_FAULT, "cost.idle_gpu", s->host, j->id);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "every GPU of %s under %.0f%% for %lld min", s->host, UTIL_LOW,
                  (long long)((s->ts - since) / TS_MIN));
@@ -986,7 +986,7 @@ void eng_driver_evidence(engine *e, const sig *s, const char *host)
     if (!(errors || hung) || (!flapping && hung < 2) ||
         advisory_open(e, "driver", host, 1))
         return;
-    rule_fact(&f, FACT_NODE_FAULT, "hw.driver_dstate", host, NULL);
+    eng_rule_fact(&f, FACT_NODE_FAULT, "hw.driver_dstate", host, NULL);
     snprintf(f.excerpt, sizeof f.excerpt,
              "GPU driver errors in the kernel log (%zu hung GPU tools); "
              "scrapes at the %.0f s timeout %d times", hung, SCRAPE_TIMEOUT,
@@ -1111,7 +1111,7 @@ static void regress_check(engine *e, const sig *s, series *se)
     }
     if (hot >= RACK_HOT || (cool > 0 && hot >= cool + THERMAL_SKEW))
         return;
-    rule_fact(&f, FACT_JOB_FAULT, "train.throughput_regression", s->host, j->id);
+    eng_rule_fact(&f, FACT_JOB_FAULT, "train.throughput_regression", s->host, j->id);
     snprintf(f.excerpt, sizeof f.excerpt,
              "step time %.3g s, %.0f%% over the job's steady %.3g s, %d samples "
              "in a row", se->v, 100 * (se->v / se->lo - 1), se->lo, se->n);
@@ -1182,7 +1182,7 @@ static void gap_scan(engine *e, int64_t now)
                 advisory_open(e, "gap", host, 1))
                 continue;
             rule_sig(&s, "gap", j->cluster, host, *t + GAP_AFTER);
-            rule_fact(&f, FACT_NODE_FAULT, "telemetry.gap", host, NULL);
+            eng_rule_fact(&f, FACT_NODE_FAULT, "telemetry.gap", host, NULL);
             snprintf(f.excerpt, sizeof f.excerpt,
                      "%s sent no metrics for %d min while job %s runs", host,
                      (int)(GAP_AFTER / TS_MIN), j->id);

@@ -79,7 +79,8 @@ void eng_persist_incident(engine *e, const incident *inc)
     }
     put_json(e, inc->cluster, "state", inc->id,
              json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
-                       "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O, s:s}",
+                       "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O, s:s, "
+                       "s:s}",
                        "v", STATE_VERSION, "scope",
                        inc->job_scope ? "job" : "node", "scenario", inc->sc->id,
                        "node", inc->node, "gpu", inc->gpu, "job", inc->job,
@@ -92,7 +93,7 @@ void eng_persist_incident(engine *e, const incident *inc)
                        "count", inc->count, "sources",
                        (json_int_t)inc->sources, "children", kids, "cause",
                        fact_json(&inc->cause), "published", inc->published,
-                       "key", inc->key));
+                       "key", inc->key, "team", inc->team));
 }
 
 static void tb_change(void *arg, const char *key, const char *value)
@@ -356,6 +357,7 @@ static int restore_incident(engine *e, const char *field, json_t *o,
              *jstr(o, "key") ? jstr(o, "key") : inc->job);
     str_copy(inc->root_node, sizeof inc->root_node, jstr(o, "root_node"));
     str_copy(inc->root_job, sizeof inc->root_job, jstr(o, "root_job"));
+    str_copy(inc->team, sizeof inc->team, jstr(o, "team"));
     inc->root_ts = jint(o, "root_ts");
     inc->opened = jint(o, "opened");
     inc->updated = jint(o, "updated");
@@ -432,7 +434,7 @@ size_t eng_restore_done(engine *e)
         qsort(e->incs, e->ninc, sizeof *e->incs, cmp_opened);
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
-        if (inc->job_scope && inc->job[0])
+        if (inc->job_scope && (inc->job[0] || inc->team[0]))
             strmap_put(e->open_job, inc->key, inc);
         else if (!inc->job_scope && eng_own_key(inc->key))
             strmap_put(e->open_node, inc->key, inc);

@@ -222,12 +222,12 @@ static int pick(const char *v, const char *const *names, int n)
 
 static const char *const approvals[] = {"auto", "hitl", "canary"};
 static const char *const targets[] = {"node", "job", "each_job", "none",
-                                     "each_affected", "rack"};
+                                     "each_affected", "rack", "team"};
 static const char *const fixes[] = {
     "none",    "exclude_node", "batch",       "activation",
     "alloc_conf", "ticket",    "workers",     "shm",
     "tolerations", "socket_ifname", "worker_memory", "same_config",
-    "input_bound", "checkpoint_memory", "gcs_ft"};
+    "input_bound", "checkpoint_memory", "gcs_ft", "peak_hours"};
 static const char *const whens[] = {"always", "reserved", "elastic",
                                     "repeated", "gcs_ft", "no_gcs_ft"};
 

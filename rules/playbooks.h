@@ -21,6 +21,7 @@ typedef enum {
     PB_TARGET_NONE,
     PB_TARGET_EACH_AFFECTED, /* every job it names, failed or degraded */
     PB_TARGET_RACK,     /* the incident's rack */
+    PB_TARGET_TEAM,     /* the incident's team (capacity planning) */
 } pb_target;
 
 typedef enum {
@@ -39,6 +40,7 @@ typedef enum {
     PB_FIX_INPUT_BOUND,   /* more DataLoader workers, shm, local staging */
     PB_FIX_CHECKPOINT_MEMORY, /* async checkpointing, more host memory */
     PB_FIX_GCS_FT,        /* GCS fault tolerance on, a larger head node */
+    PB_FIX_PEAK_HOURS,    /* the team's peak hours (UTC) and days seen */
 } pb_fix;
 
 /* When a step applies, decided from the job the incident is about. */

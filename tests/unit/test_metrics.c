@@ -689,6 +689,62 @@ static void test_marks(void)
     eng_free(e);
 }
 
+/* Team t's job J pending on a QOS limit at `hour` (UTC) of day `day`. */
+static void limit_hit(engine *e, int day, int hour, const char *team,
+                      const char *id)
+{
+    char ts[40], line[640];
+    int sec = day * 86400 + (hour - 8) * 3600 + 600;
+
+    ts_at(ts, sizeof ts, sec);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"%s\",\"source\":\"job\",\"job\":\"%s\",\"state\":"
+             "\"PENDING\",\"nodes\":[]%s%s%s}", ts, id, team ? ",\"team\":\"" : "",
+             team ? team : "", team ? "\"" : "");
+    feed_line(e, line);
+    snprintf(line, sizeof line,
+             "JobId=%s JobName=x UserId=u(1) GroupId=g(1) MCS_label=N/A "
+             "Priority=1 Nice=0 Account=a QOS=normal JobState=PENDING "
+             "Reason=QOSGrpGRES Dependency=(null)", id);
+    app_line(e, sec + 30, "slurmctld", id, "slurm", line);
+}
+
+/* Peak demand: three days at one hour opens it; two days, or three days
+ * at three different hours, or hits nobody owns, do not. */
+static void test_peak(void)
+{
+    cs_err err;
+    engine *e = eng_new(&ops, NULL, &err);
+    char id[32];
+
+    for (int d = 0; d < 3; d++) {
+        snprintf(id, sizeof id, "1%d", d);
+        limit_hit(e, d, 9 + 3 * d, "a", id); /* 09, 12, 15 h */
+        snprintf(id, sizeof id, "2%d", d);
+        limit_hit(e, d, 10, NULL, id);       /* no team */
+    }
+    for (int d = 0; d < 2; d++) {
+        snprintf(id, sizeof id, "3%d", d);
+        limit_hit(e, d, 20, "b", id);        /* two days only */
+        snprintf(id, sizeof id, "4%d", d);
+        limit_hit(e, d, 20, "b", id);        /* the same hour again */
+    }
+    EXPECT(e, "");
+    limit_hit(e, 4, 20, "b", "50");          /* a third day within the week */
+    EXPECT(e, "capacity.peak_demand");
+    limit_hit(e, 5, 20, "b", "51");          /* a fourth: the same incident */
+    EXPECT(e, "capacity.peak_demand");
+    eng_free(e);
+
+    /* days more than a week apart do not add up */
+    e = eng_new(&ops, NULL, &err);
+    limit_hit(e, 0, 9, "c", "60");
+    limit_hit(e, 1, 9, "c", "61");
+    limit_hit(e, 9, 9, "c", "62");
+    EXPECT(e, "");
+    eng_free(e);
+}
+
 int main(void)
 {
     test_rdma();
@@ -705,5 +761,6 @@ int main(void)
     test_gap();
     test_driver();
     test_marks();
+    test_peak();
     return check_report();
 }
