@@ -202,6 +202,25 @@ static void fix_peak_hours(json_t *p, const incident *inc)
     json_object_set_new(p, "window_days", json_integer(7));
 }
 
+/* The idle GPUs (the cause's detail, metrics.c idle_check) priced at the
+ * rule's gpu_hour_usd: what a day of this costs. Without a price, the
+ * count alone. */
+static void fix_idle_cost(json_t *p, const pb_step *st, const incident *inc)
+{
+    json_t *price = st->params ? json_object_get(st->params, "gpu_hour_usd")
+                               : NULL;
+    int gpus = atoi(inc->cause.detail);
+
+    if (gpus <= 0)
+        return;
+    json_object_set_new(p, "idle_gpus", json_integer(gpus));
+    if (json_is_number(price) && json_number_value(price) > 0)
+        json_object_set_new(p, "cost_per_day_usd",
+                            json_real(round(gpus * 24 *
+                                            json_number_value(price) * 100) /
+                                      100));
+}
+
 static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
 {
     json_t *p = json_object();
@@ -261,6 +280,9 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
         break;
     case PB_FIX_PEAK_HOURS:
         fix_peak_hours(p, inc);
+        break;
+    case PB_FIX_IDLE_COST:
+        fix_idle_cost(p, st, inc);
         break;
     case PB_FIX_NONE:
         break;

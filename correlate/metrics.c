@@ -839,11 +839,16 @@ static const series *host_gauge(engine *e, const char *cluster,
 
 /* The start of the host's GPUs' common idle run (every GPU sampled under
  * UTIL_LOW), or 0 when one of them is busy. */
-int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host)
+/* The host's GPUs that report utilisation: how many are under UTIL_LOW
+ * now (*idle), and since when all of them are (0: not all, or none
+ * reports). */
+static int64_t host_idle(engine *e, const char *cluster, const char *host,
+                         int *idle)
 {
     int64_t since = 0;
     int seen = 0;
 
+    *idle = 0;
     for (int g = 0; g < MAX_GPUS; g++) {
         char dev[8];
         const series *se;
@@ -851,13 +856,29 @@ int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host)
         se = series_get(e, cluster, host, M_UTIL, dev);
         if (!se || se->ts < e->now - STALL_RECHECK)
             continue;
+        seen++;
         if (!se->low_since)
-            return 0;
-        seen = 1;
+            continue;
+        ++*idle;
         if (se->low_since > since)
             since = se->low_since;
     }
-    return seen ? since : 0;
+    return seen && *idle == seen ? since : 0;
+}
+
+static int idle_gpus(engine *e, const char *cluster, const char *host)
+{
+    int n;
+
+    host_idle(e, cluster, host, &n);
+    return n;
+}
+
+int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host)
+{
+    int n;
+
+    return host_idle(e, cluster, host, &n);
 }
 
 /* A fresh sched.capacity_exhausted incident of a job of another team
@@ -960,6 +981,9 @@ static void idle_check(engine *e, const sig *s)
         snprintf(f.excerpt, sizeof f.excerpt,
                  "every GPU of %s under %.0f%% for %lld min", s->host, UTIL_LOW,
                  (long long)((s->ts - since) / TS_MIN));
+        /* how many: the notification prices them (fix idle_cost) */
+        snprintf(f.detail, sizeof f.detail, "%d",
+                 idle_gpus(e, s->cluster, s->host));
         advisory(e, s, &f, "cost", j->id, 0);
     }
 }

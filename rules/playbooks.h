@@ -41,6 +41,7 @@ typedef enum {
     PB_FIX_CHECKPOINT_MEMORY, /* async checkpointing, more host memory */
     PB_FIX_GCS_FT,        /* GCS fault tolerance on, a larger head node */
     PB_FIX_PEAK_HOURS,    /* the team's peak hours (UTC) and days seen */
+    PB_FIX_IDLE_COST,     /* idle GPUs and what they cost per day */
 } pb_fix;
 
 /* When a step applies, decided from the job the incident is about. */

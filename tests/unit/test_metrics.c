@@ -2,6 +2,7 @@
  * stalls by event-time timers and by the wall clock; thermal by node and
  * by rack. Each rule is checked on the case that must fire and on the
  * near misses that must not. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -371,6 +372,16 @@ static void test_idle(void)
 
     e = gpu_run(1, 60, 1, 70); /* idle for 70 minutes, a job holds it */
     EXPECT(e, "cost.idle_gpu");
+    {
+        /* one idle GPU at the rule's 3.00 a GPU-hour: 72.00 a day */
+        json_t *all = eng_incidents(e);
+        json_t *p = json_object_get(json_array_get(json_object_get(
+            json_array_get(all, 0), "actions"), 0), "params");
+        CHECK_INT(json_integer_value(json_object_get(p, "idle_gpus")), 1);
+        CHECK(fabs(json_number_value(json_object_get(p, "cost_per_day_usd")) -
+                   72.0) < 1e-9);
+        json_decref(all);
+    }
     eng_free(e);
     e = gpu_run(1, 60, 1, 50); /* 50 minutes */
     EXPECT(e, "");
