@@ -356,8 +356,8 @@ static void test_desync_report(void)
     static const char *const head = "         - To our best knowledge, the "
         "lagging/dead/mismatched ranks that caused the desync are:";
     static const char *const lines[] = {
-        "             [7] finished collective #182, but didn't join "
-        "collective #183 (count from 1)",
+        ("             [7] finished collective #182, but didn't join "
+         "collective #183 (count from 1)"),
         "         - Snapshot of ranks' latest states:",
         "           #315 started ranks:",
         "             [0, 1, 2] started ALLREDUCE",
