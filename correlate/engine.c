@@ -37,6 +37,7 @@ void eng_job_free(void *p)
         return;
     json_decref(j->nodes);
     json_decref(j->config);
+    json_decref(j->depends_on);
     free(j);
 }
 
@@ -556,6 +557,74 @@ static void on_job_failed(engine *e, const sig *s, job *j)
 
 static void on_job_preempted(engine *e, const sig *s, job *j);
 
+/* A job that will not run because of a job it depends on: cancelled, or
+ * failed or pending with the scheduler's reason saying so. */
+static int blocked(const char *state, const sig *s)
+{
+    const char *why = json_string_value(json_object_get(s->obj, "reason"));
+
+    if (why && strstr(why, "DependencyNeverSatisfied"))
+        return 1; /* SLURM; plain "Dependency" is waiting, not blocked */
+    return strcmp(state, "CANCELLED") == 0;
+}
+
+/* The incident of the failure above j in its dependencies, at any depth
+ * (a breadth-first walk up depends_on; jobs blocked themselves lead
+ * further up through their own dependencies), or NULL. */
+static incident *upstream_failure(engine *e, const job *j)
+{
+    const char *queue[64];
+    size_t head = 0, tail = 0;
+
+    queue[tail++] = j->id;
+    while (head < tail) {
+        const job *cur = eng_job_of(e, queue[head++]);
+        size_t i;
+        json_t *d;
+        if (!cur || !cur->depends_on)
+            continue;
+        json_array_foreach(cur->depends_on, i, d) {
+            const job *up = eng_job_of(e, json_string_value(d));
+            incident *inc;
+            int seen = 0;
+            if (!up)
+                continue;
+            inc = up->incident[0] ? incident_by_id(e, up->incident) : NULL;
+            if (eng_fresh(e, inc))
+                return inc;
+            for (size_t k = 0; k < tail; k++)
+                seen |= strcmp(queue[k], up->id) == 0;
+            if (!seen && tail < sizeof queue / sizeof *queue)
+                queue[tail++] = up->id;
+        }
+    }
+    return NULL;
+}
+
+/* cascade.dependency_chain: the failure's incident becomes the chain's
+ * (its root cause stays, and keeps its own response), and the job it
+ * blocks joins it; the chain's scope is the job blocked last. A failure
+ * of a node stays the node's incident: the blocked job joins it. */
+static void on_blocked(engine *e, const sig *s, job *j)
+{
+    incident *inc = upstream_failure(e, j);
+    const pb_scenario *chain = pb_find(e->cat, "cascade.dependency_chain");
+
+    if (!inc || !chain)
+        return;
+    if (inc->job_scope) {
+        if (inc->sc != chain) {
+            inc->sc = chain;
+            if (!inc->root_job[0])
+                str_copy(inc->root_job, sizeof inc->root_job, inc->job);
+        }
+        str_copy(inc->job, sizeof inc->job, j->id);
+    }
+    eng_add_child(inc, j->id, j->state, s->ts);
+    eng_touch(inc, s);
+    str_copy(j->incident, sizeof j->incident, inc->id);
+}
+
 static void on_job_state(engine *e, const sig *s)
 {
     job *j = strmap_get(e->jobs, s->job);
@@ -566,6 +635,9 @@ static void on_job_state(engine *e, const sig *s)
         str_copy(j->id, sizeof j->id, s->job);
         str_copy(j->cluster, sizeof j->cluster, s->cluster);
         strmap_put(e->jobs, s->job, j);
+    } else if (s->ts < j->updated) {
+        return; /* older than the state it has (a redelivery, a late
+                 * signal): applying it would move the job back */
     }
     if (strcmp(s->state, "RUNNING") == 0 && strcmp(j->state, "RUNNING"))
         eng_job_started(e, j);
@@ -585,6 +657,10 @@ static void on_job_state(engine *e, const sig *s)
         json_decref(j->config);
         j->config = json_incref(s->config);
     }
+    if (json_is_array(v = json_object_get(s->obj, "depends_on"))) {
+        json_decref(j->depends_on);
+        j->depends_on = json_incref(v);
+    }
     if (!j->nodes)
         j->nodes = json_array();
     if (strcmp(s->state, "RUNNING") == 0 || strcmp(s->state, "PENDING") == 0)
@@ -594,6 +670,8 @@ static void on_job_state(engine *e, const sig *s)
         on_job_failed(e, s, j);
     else if (strcmp(j->state, "PREEMPTED") == 0)
         on_job_preempted(e, s, j);
+    if (j->depends_on && !j->incident[0] && blocked(j->state, s))
+        on_blocked(e, s, j);
     eng_persist_job(e, j); /* after: it records the explanation */
 }
 

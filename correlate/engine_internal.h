@@ -60,6 +60,7 @@ typedef struct job {
     char priority[16]; /* reserved or elastic (REPLAY.md) */
     json_t *nodes;  /* array of host names */
     json_t *config; /* launch parameters */
+    json_t *depends_on; /* job ids it waits for, or NULL */
     char incident[24]; /* the incident that explains its failure */
     int64_t updated;   /* event time of its last state change */
     /* Training progress (metrics.c): the last step number seen, when it

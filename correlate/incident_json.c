@@ -221,6 +221,20 @@ static void fix_idle_cost(json_t *p, const pb_step *st, const incident *inc)
                                       100));
 }
 
+/* The whole pipeline, top first: the failed root job, then the jobs it
+ * blocked in the order they stopped. */
+static void fix_pipeline(json_t *p, const incident *inc)
+{
+    json_t *jobs = json_array();
+
+    if (inc->root_job[0])
+        json_array_append_new(jobs, json_string(inc->root_job));
+    for (size_t i = 0; i < inc->nchildren; i++)
+        if (strcmp(inc->children[i].job, inc->root_job))
+            json_array_append_new(jobs, json_string(inc->children[i].job));
+    json_object_set_new(p, "pipeline", jobs);
+}
+
 static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
 {
     json_t *p = json_object();
@@ -284,6 +298,9 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
     case PB_FIX_IDLE_COST:
         fix_idle_cost(p, st, inc);
         break;
+    case PB_FIX_PIPELINE:
+        fix_pipeline(p, inc);
+        break;
     case PB_FIX_NONE:
         break;
     }
@@ -341,10 +358,8 @@ static int step_applies(engine *e, const pb_step *st, const incident *inc)
     return 1;
 }
 
-json_t *eng_actions(engine *e, const incident *inc)
+static void steps_actions(engine *e, const incident *inc, json_t *out)
 {
-    json_t *out = json_array();
-
     for (int i = 0; i < inc->sc->nsteps; i++) {
         const pb_step *st = &inc->sc->steps[i];
         if (!step_applies(e, st, inc))
@@ -389,6 +404,24 @@ json_t *eng_actions(engine *e, const incident *inc)
             break;
         }
     }
+}
+
+json_t *eng_actions(engine *e, const incident *inc)
+{
+    json_t *out = json_array();
+    const pb_scenario *root = pb_find(e->cat, inc->root_scenario);
+
+    /* The root cause's own response first, on the root's job or node: a
+     * dependency chain still renews the expired credential. */
+    if (inc->sc->root_actions && root && root != inc->sc) {
+        incident r = *inc;
+        r.sc = root;
+        str_copy(r.job, sizeof r.job, inc->root_job);
+        if (inc->root_node[0])
+            str_copy(r.node, sizeof r.node, inc->root_node);
+        steps_actions(e, &r, out);
+    }
+    steps_actions(e, inc, out);
     return out;
 }
 
@@ -457,12 +490,17 @@ static void summary(const incident *inc, char *buf, size_t len)
         return;
     }
     if (!inc->sc->node_level && inc->job[0]) {
+        char root[160] = "";
+        if (inc->root_scenario != inc->sc->id)
+            snprintf(root, sizeof root, " (root cause %s%s%.64s)",
+                     inc->root_scenario, inc->root_job[0] ? " of job " : "",
+                     inc->root_job);
         if (inc->node[0] || *rack_of(inc))
-            snprintf(buf, len, "Job %s on %s: %s; %s.", inc->job, where,
-                     inc->sc->what, inc->sc->todo);
+            snprintf(buf, len, "Job %s on %s: %s%s; %s.", inc->job, where,
+                     inc->sc->what, root, inc->sc->todo);
         else
-            snprintf(buf, len, "Job %s: %s; %s.", inc->job, inc->sc->what,
-                     inc->sc->todo);
+            snprintf(buf, len, "Job %s: %s%s; %s.", inc->job, inc->sc->what,
+                     root, inc->sc->todo);
         return;
     }
     for (size_t i = 0; i < inc->nchildren; i++)

@@ -36,11 +36,12 @@ static void put_json(engine *e, const char *cluster, const char *kind,
 void eng_persist_job(engine *e, const job *j)
 {
     put_json(e, j->cluster, "jobs", j->id,
-             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I}",
+             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I, s:O*}",
                        "job", j->id, "job_name", j->name, "team", j->team,
                        "state", j->state, "priority", j->priority, "nodes",
                        j->nodes, "config", j->config, "incident", j->incident,
-                       "updated", (json_int_t)j->updated));
+                       "updated", (json_int_t)j->updated, "depends_on",
+                       j->depends_on));
 }
 
 /* Progress changes with every step line: a short record of its own, not
@@ -236,6 +237,8 @@ static int restore_job(engine *e, const char *cluster, const char *field,
     j->updated = jint(o, "updated");
     j->nodes = json_incref(nodes);
     j->config = json_is_object(config) ? json_incref(config) : NULL;
+    if (json_is_array(json_object_get(o, "depends_on")))
+        j->depends_on = json_incref(json_object_get(o, "depends_on"));
     copy_progress(j, strmap_get(e->jobs, field)); /* read back before it */
     eng_job_free(strmap_put(e->jobs, field, j));
     return 0;

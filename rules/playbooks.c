@@ -227,7 +227,7 @@ static const char *const fixes[] = {
     "none",    "exclude_node", "batch",       "activation",
     "alloc_conf", "ticket",    "workers",     "shm",
     "tolerations", "socket_ifname", "worker_memory", "same_config",
-    "input_bound", "checkpoint_memory", "gcs_ft", "peak_hours", "idle_cost"};
+    "input_bound", "checkpoint_memory", "gcs_ft", "peak_hours", "idle_cost", "pipeline"};
 static const char *const whens[] = {"always", "reserved", "elastic",
                                     "repeated", "gcs_ft", "no_gcs_ft"};
 
@@ -345,10 +345,11 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
 static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
 {
     static const char *const keys[] = {"id", "node_level", "what", "todo",
-                                       "actions", NULL};
+                                       "root_actions", "actions", NULL};
     const char *id = scalar(get(r, n, "id"));
     yaml_node_t *acts = get(r, n, "actions");
     const char *nl = scalar(get(r, n, "node_level"));
+    const char *ra = scalar(get(r, n, "root_actions"));
     pb_scenario s = {0};
     pb_step *steps;
     int before = r->errors;
@@ -367,6 +368,9 @@ static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
                       "required", id ? id : "?");
     if (nl && strcmp(nl, "true") && strcmp(nl, "false"))
         problem(r, get(r, n, "node_level"), "node_level must be true or false");
+    if (ra && strcmp(ra, "true") && strcmp(ra, "false"))
+        problem(r, get(r, n, "root_actions"), "root_actions must be true or "
+                "false");
     if (!acts || acts->type != YAML_SEQUENCE_NODE) {
         problem(r, node_or(acts, n), "scenario %s: actions must be a list", id ? id : "?");
         return;
@@ -388,6 +392,7 @@ static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
     s.what = strdup(scalar(get(r, n, "what")));
     s.todo = strdup(scalar(get(r, n, "todo")));
     s.node_level = nl && !strcmp(nl, "true");
+    s.root_actions = ra && !strcmp(ra, "true");
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 16;
         c->v = realloc(c->v, c->cap * sizeof *c->v);

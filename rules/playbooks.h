@@ -42,6 +42,7 @@ typedef enum {
     PB_FIX_GCS_FT,        /* GCS fault tolerance on, a larger head node */
     PB_FIX_PEAK_HOURS,    /* the team's peak hours (UTC) and days seen */
     PB_FIX_IDLE_COST,     /* idle GPUs and what they cost per day */
+    PB_FIX_PIPELINE,      /* the dependency chain's jobs, top first */
 } pb_fix;
 
 /* When a step applies, decided from the job the incident is about. */
@@ -69,6 +70,9 @@ typedef struct pb_step {
 typedef struct pb_scenario {
     const char *id;
     int node_level; /* a fault of the node, not of one job */
+    /* A cascade whose root cause keeps its own response: the root
+     * scenario's actions (on the root job or node) come first. */
+    int root_actions;
     const char *what; /* diagnosis, for the summary */
     const char *todo; /* what to do, for the summary */
     const pb_step *steps;

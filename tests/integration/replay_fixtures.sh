@@ -3,8 +3,8 @@
 # shared stream and of every stream in base/, plus mixed streams) must
 # score exact, twice the same, and must still be what the generator makes
 # from today's shared streams.
-# The cascade_dependency_chain and cascade_shifting_symptoms variants wait
-# for the cascades work and are scored, not required.
+# The cascade_shifting_symptoms variants wait for the cascades work and
+# are scored, not required.
 set -euo pipefail
 bin=$1 shared=$2 fixtures=$3
 score=$shared/tools/score-replay
@@ -25,7 +25,7 @@ fi
 required=() pending=()
 for f in "$fixtures"/*.jsonl "$fixtures"/base/*.jsonl; do
   case $(basename "$f") in
-    cascade_dependency_chain.*|cascade_shifting_symptoms.*) pending+=("$f") ;;
+    cascade_shifting_symptoms.*) pending+=("$f") ;;
     *) required+=("$f") ;;
   esac
 done

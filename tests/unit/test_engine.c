@@ -283,6 +283,76 @@ static void test_swap_rules(void)
     eng_free(e);
 }
 
+#define DEP(ts, id, state, deps, reason) \
+    "{\"ts\":\"" ts "\",\"source\":\"job\",\"job\":\"" id "\",\"state\":\"" \
+    state "\",\"nodes\":[],\"depends_on\":" deps reason "}"
+#define EXPIRED(ts, job) \
+    "{\"ts\":\"" ts "\",\"source\":\"app\",\"host\":\"g1\",\"job\":\"" job \
+    "\",\"line\":\"botocore.exceptions.ClientError: An error occurred " \
+    "(ExpiredToken) when calling the GetObject operation: The provided " \
+    "token has expired.\"}"
+#define NEVER ",\"reason\":\"DependencyNeverSatisfied\""
+
+/* A three-deep pipeline under a failed job: the blocked jobs fold into
+ * the failure's incident, which becomes the chain (root kept, its own
+ * response first); a plain "Dependency" wait, an unexplained upstream
+ * failure and a cycle in depends_on make nothing. */
+static void test_dependency_chain(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    json_t *inc, *acts;
+
+    feed(e, JOB("2026-03-02T08:00:00Z", "a", "RUNNING", "[\"g1\"]"));
+    feed(e, DEP("2026-03-02T08:00:01Z", "b", "PENDING", "[\"a\"]", ""));
+    feed(e, DEP("2026-03-02T08:00:02Z", "c", "PENDING", "[\"b\"]", ""));
+    feed(e, DEP("2026-03-02T08:00:03Z", "d", "PENDING", "[\"c\"]", ""));
+    feed(e, DEP("2026-03-02T08:00:04Z", "x", "PENDING", "[\"y\"]", ""));
+    feed(e, DEP("2026-03-02T08:00:05Z", "y", "PENDING", "[\"x\"]", NEVER));
+    feed(e, EXPIRED("2026-03-02T08:10:00Z", "a"));
+    feed(e, JOB("2026-03-02T08:10:05Z", "a", "FAILED", "[\"g1\"]"));
+    /* still waiting, the scheduler's plain reason: not blocked yet */
+    feed(e, DEP("2026-03-02T08:10:06Z", "d", "PENDING", "[\"c\"]",
+                ",\"reason\":\"Dependency\""));
+    inc = only_incident(e);
+    CHECK_STR(json_string_value(json_object_get(inc, "scenario")), "creds.expired");
+    json_decref(inc);
+    feed(e, DEP("2026-03-02T08:10:07Z", "b", "CANCELLED", "[\"a\"]", NEVER));
+    feed(e, DEP("2026-03-02T08:10:08Z", "c", "CANCELLED", "[\"b\"]", NEVER));
+    feed(e, DEP("2026-03-02T08:10:09Z", "d", "PENDING", "[\"c\"]", NEVER));
+    inc = only_incident(e);
+    CHECK_STR(json_string_value(json_object_get(inc, "scenario")),
+              "cascade.dependency_chain");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(inc,
+              "root_cause"), "scenario")), "creds.expired");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(inc, "scope"),
+              "job")), "d");
+    CHECK_INT(json_array_size(json_object_get(inc, "children")), 3);
+    acts = json_object_get(inc, "actions");
+    CHECK_INT(json_array_size(acts), 2);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(
+              json_array_get(acts, 0), "params"), "category")), "credentials");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(
+              json_array_get(acts, 0), "target"), "job")), "a");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(acts, 1),
+              "approval")), "hitl");
+    json_t *pipe = json_object_get(json_object_get(json_array_get(acts, 1),
+                                                   "params"), "pipeline");
+    CHECK_INT(json_array_size(pipe), 4);
+    CHECK_STR(json_string_value(json_array_get(pipe, 0)), "a");
+    CHECK_STR(json_string_value(json_array_get(pipe, 3)), "d");
+    json_decref(inc);
+    /* an older state delivered again changes nothing */
+    feed(e, DEP("2026-03-02T08:00:01Z", "b", "PENDING", "[\"a\"]", ""));
+    feed(e, DEP("2026-03-02T08:10:07Z", "b", "CANCELLED", "[\"a\"]", NEVER));
+    inc = only_incident(e);
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(inc,
+              "evidence"), "count")), 5);
+    json_decref(inc);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -292,5 +362,6 @@ int main(void)
     test_restore();
     test_flush_new_actions();
     test_swap_rules();
+    test_dependency_chain();
     return check_report();
 }
