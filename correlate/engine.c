@@ -552,6 +552,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
             return;
         }
     }
+    eng_shifting_check(e, s, j);
 }
 
 
@@ -657,6 +658,8 @@ static void on_job_state(engine *e, const sig *s)
         json_decref(j->config);
         j->config = json_incref(s->config);
     }
+    if (is_failure(s->state) && json_is_integer(v = json_object_get(s->obj, "step")))
+        j->step = (double)json_integer_value(v); /* where it stopped */
     if (json_is_array(v = json_object_get(s->obj, "depends_on"))) {
         json_decref(j->depends_on);
         j->depends_on = json_incref(v);
@@ -1026,11 +1029,34 @@ void eng_mark_seen(engine *e, uint64_t id, int64_t ts)
     mark_seen(e, hex, ts);
 }
 
+/* A job's latest error line, by signature: its attempts are told apart
+ * by it (cascade.shifting_symptoms). Kept with the job record. */
+static void note_error(engine *e, const fact *f)
+{
+    job *j;
+
+    switch (f->kind) {
+    case FACT_APP_ERROR:
+    case FACT_NCCL_TIMEOUT:
+    case FACT_CUDA_OOM:
+    case FACT_JOB_FAULT:
+    case FACT_XID:
+        break;
+    default:
+        return;
+    }
+    if (!f->sig_id || !(j = eng_job_of(e, f->job)) || !strcmp(j->error, f->sig_id))
+        return;
+    str_copy(j->error, sizeof j->error, f->sig_id);
+    eng_persist_job(e, j);
+}
+
 /* What one fact means, by its kind. */
 static void on_fact(engine *e, const sig *s, const fact *f)
 {
     const char *same_gpu, *same_job, *ctx;
 
+    note_error(e, f);
     switch (f->kind) {
     case FACT_INVENTORY:
         on_inventory(e, s);

@@ -61,6 +61,7 @@ typedef struct job {
     json_t *nodes;  /* array of host names */
     json_t *config; /* launch parameters */
     json_t *depends_on; /* job ids it waits for, or NULL */
+    char error[64];     /* the signature of its latest error line */
     char incident[24]; /* the incident that explains its failure */
     int64_t updated;   /* event time of its last state change */
     /* Training progress (metrics.c): the last step number seen, when it
@@ -165,6 +166,12 @@ void eng_gap_timer(engine *e);
 int eng_own_key(const char *key);
 /* An incident under its own key (see metrics.c): opened once, touched
  * while its condition holds; NULL when it was open already. */
+/* cascade.shifting_symptoms, when job j's failure is one more of its
+ * logical job's (cascades.c). */
+void eng_shifting_check(engine *e, const sig *s, job *j);
+/* Whether the host showed heat (a GPU at 85 C or thermal throttling)
+ * since `since` (metrics.c). */
+int eng_host_hot(engine *e, const char *host, int64_t since);
 /* A fact a rule decided (not read from a line): kind, scenario, where. */
 void eng_rule_fact(fact *f, fact_kind kind, const char *scenario,
                    const char *host, const char *jobid);

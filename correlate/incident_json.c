@@ -352,6 +352,10 @@ static int step_applies(engine *e, const pb_step *st, const incident *inc)
         return gcs_ft(j);
     case PB_WHEN_NO_GCS_FT:
         return !gcs_ft(j);
+    case PB_WHEN_THERMAL:
+        return strncmp(inc->root_scenario, "thermal.", 8) == 0;
+    case PB_WHEN_NOT_THERMAL:
+        return strncmp(inc->root_scenario, "thermal.", 8) != 0;
     case PB_WHEN_ALWAYS:
         break;
     }
@@ -491,10 +495,12 @@ static void summary(const incident *inc, char *buf, size_t len)
     }
     if (!inc->sc->node_level && inc->job[0]) {
         char root[160] = "";
-        if (inc->root_scenario != inc->sc->id)
-            snprintf(root, sizeof root, " (root cause %s%s%.64s)",
-                     inc->root_scenario, inc->root_job[0] ? " of job " : "",
-                     inc->root_job);
+        if (inc->root_scenario != inc->sc->id && inc->root_job[0])
+            snprintf(root, sizeof root, " (root cause %s of job %.64s)",
+                     inc->root_scenario, inc->root_job);
+        else if (inc->root_scenario != inc->sc->id)
+            snprintf(root, sizeof root, " (root cause %s on %.64s)",
+                     inc->root_scenario, inc->root_node);
         if (inc->node[0] || *rack_of(inc))
             snprintf(buf, len, "Job %s on %s: %s%s; %s.", inc->job, where,
                      inc->sc->what, root, inc->sc->todo);

@@ -616,6 +616,11 @@ static int64_t first_mark(engine *e, const char *host, const char *scen,
     return at;
 }
 
+int eng_host_hot(engine *e, const char *host, int64_t since)
+{
+    return first_mark(e, host, "thermal.fleet_throttle", since) != 0;
+}
+
 /* A hot host (a GPU at RACK_HOT, or a throttle alert, already in its
  * window as a mark): with enough hot hosts in its rack, the rack's
  * incident opens or absorbs it. */

@@ -36,12 +36,13 @@ static void put_json(engine *e, const char *cluster, const char *kind,
 void eng_persist_job(engine *e, const job *j)
 {
     put_json(e, j->cluster, "jobs", j->id,
-             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I, s:O*}",
+             json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I, s:O*, "
+                       "s:s}",
                        "job", j->id, "job_name", j->name, "team", j->team,
                        "state", j->state, "priority", j->priority, "nodes",
                        j->nodes, "config", j->config, "incident", j->incident,
                        "updated", (json_int_t)j->updated, "depends_on",
-                       j->depends_on));
+                       j->depends_on, "error", j->error));
 }
 
 /* Progress changes with every step line: a short record of its own, not
@@ -234,6 +235,7 @@ static int restore_job(engine *e, const char *cluster, const char *field,
     str_copy(j->state, sizeof j->state, jstr(o, "state"));
     str_copy(j->priority, sizeof j->priority, jstr(o, "priority"));
     str_copy(j->incident, sizeof j->incident, jstr(o, "incident"));
+    str_copy(j->error, sizeof j->error, jstr(o, "error"));
     j->updated = jint(o, "updated");
     j->nodes = json_incref(nodes);
     j->config = json_is_object(config) ? json_incref(config) : NULL;

@@ -229,7 +229,8 @@ static const char *const fixes[] = {
     "tolerations", "socket_ifname", "worker_memory", "same_config",
     "input_bound", "checkpoint_memory", "gcs_ft", "peak_hours", "idle_cost", "pipeline"};
 static const char *const whens[] = {"always", "reserved", "elastic",
-                                    "repeated", "gcs_ft", "no_gcs_ft"};
+                                    "repeated", "gcs_ft", "no_gcs_ft",
+                                    "thermal", "not_thermal"};
 
 /* Playbook ids: "family.name", or one word for the generic ones
  * (notify, recommend). */

@@ -53,6 +53,8 @@ typedef enum {
     PB_WHEN_REPEATED, /* the incident recurred (same logical job again) */
     PB_WHEN_GCS_FT,   /* the Ray job runs with GCS fault tolerance */
     PB_WHEN_NO_GCS_FT, /* ... without it */
+    PB_WHEN_THERMAL,   /* the root cause is heat (a thermal.* root) */
+    PB_WHEN_NOT_THERMAL,
 } pb_when;
 
 typedef struct pb_step {

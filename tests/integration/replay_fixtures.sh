@@ -3,8 +3,6 @@
 # shared stream and of every stream in base/, plus mixed streams) must
 # score exact, twice the same, and must still be what the generator makes
 # from today's shared streams.
-# The cascade_shifting_symptoms variants wait for the cascades work and
-# are scored, not required.
 set -euo pipefail
 bin=$1 shared=$2 fixtures=$3
 score=$shared/tools/score-replay
@@ -22,15 +20,7 @@ if [ -s "$tmp/drift" ]; then
   exit 1
 fi
 
-required=() pending=()
-for f in "$fixtures"/*.jsonl "$fixtures"/base/*.jsonl; do
-  case $(basename "$f") in
-    cascade_shifting_symptoms.*) pending+=("$f") ;;
-    *) required+=("$f") ;;
-  esac
-done
-[ "${#required[@]}" -ge 100 ] || { echo "only ${#required[@]} fixtures"; exit 1; }
-"$score" --replay "$bin replay" --twice "${required[@]}"
-echo "--- pending (cascades work), scored only:"
-"$score" --replay "$bin replay" "${pending[@]}" || true
-echo "replay fixtures: ok (${#required[@]} required, ${#pending[@]} pending)"
+files=("$fixtures"/*.jsonl "$fixtures"/base/*.jsonl)
+[ "${#files[@]}" -ge 100 ] || { echo "only ${#files[@]} fixtures"; exit 1; }
+"$score" --replay "$bin replay" --twice "${files[@]}"
+echo "replay fixtures: ok (${#files[@]} streams)"

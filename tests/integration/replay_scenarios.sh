@@ -1,22 +1,13 @@
 #!/usr/bin/env bash
 # Every shared stream must score exact (and twice the same bytes); the
-# negative streams must open nothing. cascade_shifting_symptoms waits for
-# the cascades work: scored, not required.
+# negative streams must open nothing.
 set -euo pipefail
 bin=$1 shared=$2
 scen=$shared/scenarios
 [ -x "$shared/tools/score-replay" ] || { echo "no $shared/tools/score-replay"; exit 1; }
-files=() pending=()
-for f in "$scen"/*.jsonl; do
-  case $(basename "$f") in
-    cascade_shifting_symptoms.jsonl) pending+=("$f") ;;
-    *) files+=("$f") ;;
-  esac
-done
+files=("$scen"/*.jsonl)
 [ "${#files[@]}" -ge 30 ] || { echo "only ${#files[@]} shared streams"; exit 1; }
 "$shared/tools/score-replay" --replay "$bin replay" --twice "${files[@]}"
-echo "--- pending (cascades work), scored only:"
-"$shared/tools/score-replay" --replay "$bin replay" "${pending[@]}" || true
 
 # Byte-for-byte determinism across separate runs (separate redis-servers).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

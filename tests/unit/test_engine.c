@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "incidents.h"
 #include "correlate/engine.h"
 #include "rules/playbooks.h"
 #include "rules/rules_embedded.h"
@@ -353,6 +354,91 @@ static void test_dependency_chain(void)
     eng_free(e);
 }
 
+/* Attempt `id` of logical job "train" on nodes, failed at `step` after
+ * an error line (`err`: 0 NCCL timeout, 1 CUDA launch failure, 2 illegal
+ * memory access) on its first node. */
+static void attempt(engine *e, int hour, const char *id, const char *nodes,
+                    const char *first, int step, int err)
+{
+    static const char *const lines[] = {
+        "[Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=12001, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600010 milliseconds before timing out.",
+        "RuntimeError: CUDA error: unspecified launch failure",
+        "RuntimeError: CUDA error: an illegal memory access was encountered"};
+    char line[1024];
+
+    snprintf(line, sizeof line, "{\"ts\":\"2026-03-02T%02d:00:00Z\",\"source\":"
+             "\"job\",\"job\":\"%s\",\"job_name\":\"train\",\"state\":"
+             "\"RUNNING\",\"nodes\":%s}", hour, id, nodes);
+    feed(e, line);
+    snprintf(line, sizeof line, "{\"ts\":\"2026-03-02T%02d:50:20Z\",\"source\":"
+             "\"app\",\"host\":\"%s\",\"job\":\"%s\",\"line\":\"%s\"}",
+             hour, first, id, lines[err]);
+    feed(e, line);
+    snprintf(line, sizeof line, "{\"ts\":\"2026-03-02T%02d:50:50Z\",\"source\":"
+             "\"job\",\"job\":\"%s\",\"job_name\":\"train\",\"state\":"
+             "\"FAILED\",\"nodes\":%s,\"step\":%d}", hour, id, nodes, step);
+    feed(e, line);
+}
+
+/* Shifting symptoms: three attempts near one step with different errors,
+ * sharing one node (no heat here: a hardware ticket); the same error each
+ * time, steps far apart, two attempts, or no shared node make nothing. */
+static void test_shifting_symptoms(void)
+{
+    static const struct {
+        int steps[3], errs[3];
+        const char *nodes[3];
+        const char *want;
+    } cases[] = {
+        {{11917, 11864, 12124}, {0, 1, 2},
+         {"[\"a\",\"b\"]", "[\"b\",\"c\"]", "[\"a\",\"b\"]"},
+         "cascade.shifting_symptoms"},
+        {{11917, 11864, 12124}, {1, 1, 1},
+         {"[\"a\",\"b\"]", "[\"b\",\"c\"]", "[\"a\",\"b\"]"}, ""},
+        {{3000, 11864, 12124}, {0, 1, 2},
+         {"[\"a\",\"b\"]", "[\"b\",\"c\"]", "[\"a\",\"b\"]"}, ""},
+        {{11917, 11864, 12124}, {0, 1, 2},
+         {"[\"a\",\"b\"]", "[\"c\",\"d\"]", "[\"a\",\"b\"]"}, ""},
+        {{11917, 11864, 12124}, {0, 1, 2},
+         {"[\"a\",\"b\"]", "[\"a\",\"b\"]", "[\"a\",\"b\"]"}, ""},
+    };
+    char buf[256];
+
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        rec r = {0};
+        cs_err err;
+        engine *e = eng_new(&ops, &r, &err);
+        static const char *const ids[] = {"71", "72", "73"};
+        for (int i = 0; i < 3; i++) {
+            const char *nodes = cases[c].nodes[i];
+            char first[8];
+            snprintf(first, sizeof first, "%c", nodes[2]);
+            attempt(e, 8 + i, ids[i], nodes, first, cases[c].steps[i],
+                    cases[c].errs[i]);
+            if (i == 1) /* two attempts are not a pattern yet */
+                CHECK_STR(incident_scenarios(e, buf, sizeof buf), "");
+        }
+        CHECK_STR(incident_scenarios(e, buf, sizeof buf), cases[c].want);
+        if (c == 0) {
+            json_t *inc = only_incident(e), *acts = json_object_get(inc, "actions");
+            CHECK_STR(json_string_value(json_object_get(json_object_get(inc,
+                      "root_cause"), "node")), "b");
+            CHECK_INT(json_array_size(json_object_get(inc, "children")), 3);
+            CHECK_INT(json_array_size(acts), 2);
+            CHECK_STR(json_string_value(json_array_get(json_object_get(
+                      json_object_get(json_array_get(acts, 0), "params"),
+                      "exclude_nodes"), 0)), "b");
+            CHECK_STR(json_string_value(json_object_get(json_object_get(
+                      json_array_get(acts, 1), "params"), "category")),
+                      "hardware");
+            json_decref(inc);
+        }
+        eng_free(e);
+    }
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -363,5 +449,6 @@ int main(void)
     test_flush_new_actions();
     test_swap_rules();
     test_dependency_chain();
+    test_shifting_symptoms();
     return check_report();
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "incidents.h"
 #include "core/ts.h"
 #include "correlate/engine.h"
 
@@ -89,23 +90,10 @@ static void inventory(engine *e, const char *host, const char *rack)
     feed_line(e, line);
 }
 
-/* The scenarios of all incidents, space-separated ("" for none). */
-static void scenarios(engine *e, char *buf, size_t len)
-{
-    json_t *all = eng_incidents(e), *inc;
-    size_t i, off = 0;
-
-    buf[0] = '\0';
-    json_array_foreach(all, i, inc)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? " " : "",
-                                json_string_value(json_object_get(inc, "scenario")));
-    json_decref(all);
-}
-
 #define EXPECT(e, want)                                   \
     do {                                                  \
         char got_[256];                                   \
-        scenarios(e, got_, sizeof got_);                  \
+        incident_scenarios(e, got_, sizeof got_);         \
         CHECK_STR(got_, want);                            \
     } while (0)
 
