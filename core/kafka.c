@@ -39,6 +39,8 @@ struct kfk_consumer {
     size_t nheld, max_batch;
     kfk_batch_fn fn;
     void *arg;
+    int assigned;   /* how many assignments so far */
+    uint64_t held_parts; /* partitions (< 64) of the last assignment */
 };
 
 /* ---- shared configuration ---------------------------------------------- */
@@ -467,6 +469,58 @@ static int consumer_events(kfk_consumer *c, struct event_base *base,
     return 0;
 }
 
+/* Partitions move between the group's members. A correlator keeps its
+ * clusters' state in memory and reads it back from Redis when it starts;
+ * a partition that comes from another member later brings clusters whose
+ * state here may be stale. Until a rebalance reloads it, one correlator
+ * per group is what is supported: say so where it would go wrong. */
+static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e,
+                                  rd_kafka_topic_partition_list_t *parts,
+                                  void *opaque)
+{
+    kfk_consumer *c = opaque;
+    int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    char list[256] = "";
+    uint64_t now = 0, gained;
+    size_t len = 0;
+
+    for (int i = 0; i < parts->cnt; i++) {
+        int32_t p = parts->elems[i].partition;
+        if (p >= 0 && p < 64)
+            now |= 1ull << p;
+        if (len < sizeof list - 16)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%d",
+                                    i ? "," : "", (int)p);
+    }
+    if (e != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        log_info("kafka", "partitions revoked: %s", list[0] ? list : "none");
+        if (cooperative)
+            rd_kafka_incremental_unassign(rk, parts);
+        else
+            rd_kafka_assign(rk, NULL);
+        return;
+    }
+    gained = now & ~c->held_parts;
+    log_info("kafka", "partitions assigned: %s", list[0] ? list : "none");
+    if (c->assigned++ && gained) {
+        len = 0;
+        for (int p = 0; p < 64 && len < sizeof list - 16; p++)
+            if (gained & (1ull << p))
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%d",
+                                        len ? "," : "", p);
+        log_warn("kafka", "partitions taken over from another member of the "
+                 "group (%s): the state of their clusters was read from "
+                 "Redis when this correlator started and may be stale; run "
+                 "one correlator per consumer group, or restart this one",
+                 list);
+    }
+    c->held_parts = cooperative ? c->held_parts | now : now;
+    if (cooperative)
+        rd_kafka_incremental_assign(rk, parts);
+    else
+        rd_kafka_assign(rk, parts);
+}
+
 static int consumer_subscribe(kfk_consumer *c, const char *topic, cs_err *err)
 {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
@@ -504,6 +558,8 @@ static int consumer_client(kfk_consumer *c, const char *brokers,
     if (!conf)
         return -1;
     rd_kafka_conf_set_offset_commit_cb(conf, consumer_commit_cb);
+    rd_kafka_conf_set_rebalance_cb(conf, consumer_rebalance_cb);
+    rd_kafka_conf_set_opaque(conf, c);
     if (!(c->rk = client_new(RD_KAFKA_CONSUMER, conf, err)))
         return -1;
     /* Errors and commit results then arrive on the queue we drain. */
