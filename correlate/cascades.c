@@ -83,7 +83,8 @@ static int ran_on(const job *j, const char *host)
 
 /* The node every attempt ran on: the one that showed heat, else the only
  * one. NULL when none is shared, or several without heat to choose. */
-static const char *shared_node(engine *e, job *const *a, size_t n, int *hot)
+static const char *shared_node(engine *e, job *const *a, size_t n,
+                               int64_t *hot)
 {
     const char *only = NULL;
     size_t shared = 0, i;
@@ -97,10 +98,8 @@ static const char *shared_node(engine *e, job *const *a, size_t n, int *hot)
             all = ran_on(a[k], host);
         if (!all)
             continue;
-        if (eng_host_hot(e, host, e->now - HORIZON)) {
-            *hot = 1;
+        if ((*hot = eng_host_hot(e, host, e->now - HORIZON)))
             return host;
-        }
         shared++;
         only = host;
     }
@@ -115,7 +114,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     const char *host;
     char key[192];
     incident *inc;
-    int hot;
+    int64_t hot;
     fact f;
 
     if (!sc || !j->name[0] || (n = attempts(e, j, a)) < SHIFT_ATTEMPTS ||
@@ -124,19 +123,26 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     snprintf(key, sizeof key, "name:%.180s", j->name);
     inc = strmap_get(e->open_job, key);
     if (!eng_fresh(e, inc) || inc->sc != sc) {
-        eng_rule_fact(&f, FACT_JOB_FAULT, sc->id, host, j->id);
+        const pb_scenario *thermal = hot ? pb_find(e->cat, "thermal.straggler")
+                                         : NULL;
+        /* the root's own line: heat on the node, or the shared node */
+        eng_rule_fact(&f, FACT_JOB_FAULT, thermal ? thermal->id : sc->id, host,
+                      j->id);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "%zu attempts failed near step %.0f with different errors; "
                  "all ran on %.40s%s", n, j->step, host,
-                 hot ? ", which ran hot" : "");
+                 hot ? ", whose GPUs ran hot or throttled" : "");
         inc = eng_open_incident(e, s, sc->id, "job", key);
         inc->job_scope = 1;
         str_copy(inc->key, sizeof inc->key, key);
         str_copy(inc->node, sizeof inc->node, host);
         str_copy(inc->root_node, sizeof inc->root_node, host);
-        if (hot && pb_find(e->cat, "thermal.straggler"))
-            inc->root_scenario = pb_find(e->cat, "thermal.straggler")->id;
-        inc->root_ts = inc->first = a[0]->updated;
+        if (thermal)
+            inc->root_scenario = thermal->id;
+        /* the earliest anomaly: the node's first heat, else the first
+         * attempt's failure */
+        inc->root_ts = inc->first = thermal && hot < a[0]->updated
+                                        ? hot : a[0]->updated;
         inc->cause = f;
         strmap_put(e->open_job, key, inc);
     }

@@ -169,9 +169,9 @@ int eng_own_key(const char *key);
 /* cascade.shifting_symptoms, when job j's failure is one more of its
  * logical job's (cascades.c). */
 void eng_shifting_check(engine *e, const sig *s, job *j);
-/* Whether the host showed heat (a GPU at 85 C or thermal throttling)
- * since `since` (metrics.c). */
-int eng_host_hot(engine *e, const char *host, int64_t since);
+/* When the host first showed heat (a GPU at 85 C or thermal throttling)
+ * since `since`, or 0 (metrics.c). */
+int64_t eng_host_hot(engine *e, const char *host, int64_t since);
 /* A fact a rule decided (not read from a line): kind, scenario, where. */
 void eng_rule_fact(fact *f, fact_kind kind, const char *scenario,
                    const char *host, const char *jobid);

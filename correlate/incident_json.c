@@ -482,6 +482,35 @@ static json_t *children_json(const incident *inc)
     return a;
 }
 
+/* The root cause as a chain: the root with the line that showed it, then
+ * its effects (jobs that failed, were cancelled or blocked) and symptoms
+ * (jobs that only logged errors), each when it showed. */
+static json_t *chain_json(const incident *inc)
+{
+    json_t *a = json_array();
+    json_t *root = json_pack("{s:s, s:s, s:o}", "role", "root", "scenario",
+                             inc->root_scenario, "ts", ts_json(inc->root_ts));
+
+    if (inc->root_node[0])
+        json_object_set_new(root, "node", json_string(inc->root_node));
+    if (inc->root_job[0])
+        json_object_set_new(root, "job", json_string(inc->root_job));
+    if (inc->cause.excerpt[0] && inc->cause.scenario &&
+        strcmp(inc->cause.scenario, inc->root_scenario) == 0)
+        json_object_set_new(root, "signal", json_string(inc->cause.excerpt));
+    json_array_append_new(a, root);
+    for (size_t i = 0; i < inc->nchildren; i++) {
+        const child *c = &inc->children[i];
+        json_t *o = json_pack("{s:s, s:s, s:o}", "role",
+                              c->state[0] ? "effect" : "symptom", "job", c->job,
+                              "ts", ts_json(c->ts));
+        if (c->state[0])
+            json_object_set_new(o, "state", json_string(c->state));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 static void summary(const incident *inc, char *buf, size_t len)
 {
     size_t n = 0, off;
@@ -533,11 +562,12 @@ json_t *eng_incident_json(engine *e, const incident *inc)
     if (inc->root_job[0])
         json_object_set_new(root, "job", json_string(inc->root_job));
     summary(inc, sum, sizeof sum);
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
+                     "s:s}",
                      "id", inc->id, "scenario", inc->sc->id, "status", "open",
                      "scope", scope_json(e, inc), "root_cause", root, "opened",
                      ts_json(inc->opened), "updated", ts_json(inc->updated),
                      "evidence", evidence_json(inc), "children",
-                     children_json(inc), "actions", eng_actions(e, inc),
-                     "summary", sum);
+                     children_json(inc), "chain", chain_json(inc), "actions",
+                     eng_actions(e, inc), "summary", sum);
 }

@@ -616,9 +616,9 @@ static int64_t first_mark(engine *e, const char *host, const char *scen,
     return at;
 }
 
-int eng_host_hot(engine *e, const char *host, int64_t since)
+int64_t eng_host_hot(engine *e, const char *host, int64_t since)
 {
-    return first_mark(e, host, "thermal.fleet_throttle", since) != 0;
+    return first_mark(e, host, "thermal.fleet_throttle", since);
 }
 
 /* A hot host (a GPU at RACK_HOT, or a throttle alert, already in its

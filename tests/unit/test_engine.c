@@ -343,6 +343,18 @@ static void test_dependency_chain(void)
     CHECK_INT(json_array_size(pipe), 4);
     CHECK_STR(json_string_value(json_array_get(pipe, 0)), "a");
     CHECK_STR(json_string_value(json_array_get(pipe, 3)), "d");
+    /* the chain: the root with its line, then the three blocked jobs */
+    json_t *chain = json_object_get(inc, "chain");
+    CHECK_INT(json_array_size(chain), 4);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(chain, 0),
+              "role")), "root");
+    CHECK(strstr(json_string_value(json_object_get(json_array_get(chain, 0),
+                 "signal")) ? json_string_value(json_object_get(
+                 json_array_get(chain, 0), "signal")) : "", "ExpiredToken") != NULL);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(chain, 3),
+              "role")), "effect");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(chain, 3),
+              "job")), "d");
     json_decref(inc);
     /* an older state delivered again changes nothing */
     feed(e, DEP("2026-03-02T08:00:01Z", "b", "PENDING", "[\"a\"]", ""));
