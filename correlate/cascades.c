@@ -21,11 +21,6 @@
 #define SHIFT_STEP 0.10   /* "about the same step": within 10 % */
 #define SHIFT_WINDOW (24 * TS_HOUR)
 
-static int is_failed(const char *state)
-{
-    return strcmp(state, "FAILED") == 0 || strcmp(state, "NODE_FAIL") == 0;
-}
-
 static int by_time(const void *a, const void *b)
 {
     const job *x = *(job *const *)a, *y = *(job *const *)b;
@@ -46,7 +41,7 @@ static size_t attempts(engine *e, const job *j, job **out)
     while (strmap_next(e->jobs, &pos, &k, &v)) {
         job *o = v;
         if (!strcmp(o->name, j->name) && !strcmp(o->cluster, j->cluster) &&
-            is_failed(o->state) && o->updated >= e->now - SHIFT_WINDOW &&
+            eng_is_failure(o->state) && o->updated >= e->now - SHIFT_WINDOW &&
             n < SHIFT_MAX)
             out[n++] = o;
     }
@@ -70,17 +65,6 @@ static int shifting(job *const *a, size_t n)
     return differ && hi - lo <= SHIFT_STEP * hi;
 }
 
-static int ran_on(const job *j, const char *host)
-{
-    size_t i;
-    json_t *n;
-
-    json_array_foreach(j->nodes, i, n)
-        if (strcmp(json_string_value(n), host) == 0)
-            return 1;
-    return 0;
-}
-
 /* The node every attempt ran on: the one that showed heat, else the only
  * one. NULL when none is shared, or several without heat to choose. */
 static const char *shared_node(engine *e, job *const *a, size_t n,
@@ -95,7 +79,7 @@ static const char *shared_node(engine *e, job *const *a, size_t n,
         const char *host = json_string_value(h);
         int all = 1;
         for (size_t k = 0; k < n && all; k++)
-            all = ran_on(a[k], host);
+            all = eng_ran_on(a[k], host);
         if (!all)
             continue;
         if ((*hot = eng_host_hot(e, host, e->now - HORIZON)))

@@ -390,9 +390,20 @@ static void maybe_escalate(engine *e, incident *inc)
     }
 }
 
-static int is_failure(const char *state)
+int eng_is_failure(const char *state)
 {
     return strcmp(state, "FAILED") == 0 || strcmp(state, "NODE_FAIL") == 0;
+}
+
+int eng_ran_on(const job *j, const char *host)
+{
+    size_t i;
+    json_t *n;
+
+    json_array_foreach(j->nodes, i, n)
+        if (strcmp(json_string_value(n), host) == 0)
+            return 1;
+    return 0;
 }
 
 job *eng_job_of(engine *e, const char *id)
@@ -412,7 +423,7 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
         entry *en = &w->v[i];
         job *j = eng_job_of(e, en->job);
         if (en->kind != FACT_JOB_STATE || en->ts < e->now - CRASH_WINDOW || !j ||
-            !is_failure(j->state) ||
+            !eng_is_failure(j->state) ||
             (j->incident[0] && strcmp(j->incident, inc->id)))
             continue;
         eng_add_child(inc, j->id, j->state, en->ts);
@@ -540,7 +551,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
             job *o = eng_job_of(e, w->v[k].job);
             if (w->v[k].kind == FACT_JOB_STATE &&
                 w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0] &&
-                is_failure(o->state))
+                eng_is_failure(o->state))
                 failed++;
         }
         if (failed >= 2 && pb_find(e->cat, "cascade.node_crash")) {
@@ -658,7 +669,7 @@ static void on_job_state(engine *e, const sig *s)
         json_decref(j->config);
         j->config = json_incref(s->config);
     }
-    if (is_failure(s->state) && json_is_integer(v = json_object_get(s->obj, "step")))
+    if (eng_is_failure(s->state) && json_is_integer(v = json_object_get(s->obj, "step")))
         j->step = (double)json_integer_value(v); /* where it stopped */
     if (json_is_array(v = json_object_get(s->obj, "depends_on"))) {
         json_decref(j->depends_on);
@@ -669,7 +680,7 @@ static void on_job_state(engine *e, const sig *s)
     if (strcmp(s->state, "RUNNING") == 0 || strcmp(s->state, "PENDING") == 0)
         j->incident[0] = '\0'; /* a new attempt starts unexplained */
 
-    if (is_failure(j->state))
+    if (eng_is_failure(j->state))
         on_job_failed(e, s, j);
     else if (strcmp(j->state, "PREEMPTED") == 0)
         on_job_preempted(e, s, j);
@@ -889,19 +900,17 @@ static void on_job_preempted(engine *e, const sig *s, job *j)
 /* The job running on a host now (the latest to start), or NULL. */
 job *eng_job_on(engine *e, const char *host)
 {
-    size_t pos = 0, i;
+    size_t pos = 0;
     const char *k;
     void *v;
     job *best = NULL;
-    json_t *n;
 
     while (strmap_next(e->jobs, &pos, &k, &v)) {
         job *j = v;
         if (strcmp(j->state, "RUNNING") || (best && j->updated < best->updated))
             continue;
-        json_array_foreach(j->nodes, i, n)
-            if (!strcmp(json_string_value(n), host))
-                best = j;
+        if (eng_ran_on(j, host))
+            best = j;
     }
     return best;
 }

@@ -172,6 +172,10 @@ void eng_shifting_check(engine *e, const sig *s, job *j);
 /* When the host first showed heat (a GPU at 85 C or thermal throttling)
  * since `since`, or 0 (metrics.c). */
 int64_t eng_host_hot(engine *e, const char *host, int64_t since);
+/* A scheduler state that is a failure (FAILED, NODE_FAIL). */
+int eng_is_failure(const char *state);
+/* Whether host is one of the job's nodes. */
+int eng_ran_on(const job *j, const char *host);
 /* A fact a rule decided (not read from a line): kind, scenario, where. */
 void eng_rule_fact(fact *f, fact_kind kind, const char *scenario,
                    const char *host, const char *jobid);

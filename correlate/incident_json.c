@@ -517,8 +517,8 @@ static void summary(const incident *inc, char *buf, size_t len)
     const char *where = inc->node[0] ? inc->node
                         : *rack_of(inc) ? rack_of(inc) : "?";
 
-    if (strncmp(inc->key, "peak:", 5) == 0) { /* about a team, not a job */
-        snprintf(buf, len, "Team %.64s: %s (%s); %s.", inc->key + 5,
+    if (inc->team[0] && !inc->job[0]) { /* about a team, not a job */
+        snprintf(buf, len, "Team %.64s: %s (%s); %s.", inc->team,
                  inc->sc->what, inc->cause.excerpt, inc->sc->todo);
         return;
     }

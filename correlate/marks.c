@@ -203,24 +203,22 @@ static void peak_days(const node_win *w, int64_t now, int days[24])
 void eng_peak_hit(engine *e, const sig *s, const char *jobid)
 {
     job *j = eng_job_of(e, jobid);
-    int hour = (int)((s->ts / TS_HOUR) % 24), days[24], most = 0;
-    char win[160], key[160], hours[96] = "";
+    int hour = (int)((s->ts / TS_HOUR) % 24), days[24], most = 0, counted = 0;
+    char key[160], hours[96] = "";
     node_win *w;
     incident *inc;
     fact f;
 
     if (!j || !j->team[0])
         return; /* a hit nobody owns says nothing about a team's hours */
-    snprintf(win, sizeof win, "peak:%.120s", j->team);
-    w = strmap_get(e->nodes, win);
-    peak_days(w, s->ts, days);
+    /* the team's window and its incident share the key "peak:TEAM" */
+    snprintf(key, sizeof key, "peak:%.120s", j->team);
+    w = strmap_get(e->nodes, key);
     for (size_t i = 0; w && i < w->n; i++)
-        if (w->v[i].ts / TS_HOUR == s->ts / TS_HOUR)
-            goto judge; /* this hour of this day is already counted */
-    eng_win_add(e, s, win, FACT_MARK, j->id, "capacity.peak_demand", NULL);
-    w = strmap_get(e->nodes, win);
-    peak_days(w, s->ts, days);
-judge:
+        counted |= w->v[i].ts / TS_HOUR == s->ts / TS_HOUR;
+    if (!counted) /* one entry per hour of each day */
+        eng_win_add(e, s, key, FACT_MARK, j->id, "capacity.peak_demand", NULL);
+    peak_days(strmap_get(e->nodes, key), s->ts, days);
     if (days[hour] < PEAK_DAYS || !pb_find(e->cat, "capacity.peak_demand"))
         return;
     for (int h = 0; h < 24; h++) {
@@ -236,7 +234,6 @@ judge:
     snprintf(f.excerpt, sizeof f.excerpt,
              "held back by queue limits at %s h UTC on %d of the last 7 days",
              hours, most);
-    snprintf(key, sizeof key, "peak:%.120s", j->team);
     if ((inc = eng_advisory(e, s, &f, key, 0)))
         str_copy(inc->team, sizeof inc->team, j->team);
 }

@@ -404,18 +404,14 @@ static const char *network_trigger(engine *e, const job *j)
     while (strmap_next(e->series, &pos, &k, &v)) {
         const series *se = v;
         int tcp = strcmp(se->name, M_TCP_RETX) == 0;
-        size_t i;
-        json_t *n;
-        int ours = 0;
         if ((!tcp && strcmp(se->name, M_RETX)) || !se->burst ||
             se->burst < j->progress_ts - BURST_BEFORE ||
             se->burst > j->progress_ts + STALL_RECHECK ||
             strcmp(se->cluster, j->cluster))
             continue;
-        json_array_foreach(j->nodes, i, n)
-            ours |= strcmp(json_string_value(n), se->host) == 0;
-        if (!ours || (tcp && recent_checkpoint(e, se->host, j->id, se->burst,
-                                               BURST_BEFORE)))
+        if (!eng_ran_on(j, se->host) ||
+            (tcp && recent_checkpoint(e, se->host, j->id, se->burst,
+                                      BURST_BEFORE)))
             continue;
         if (!best || se->burst < best_ts ||
             (se->burst == best_ts && strcmp(se->host, best) < 0)) {
@@ -958,12 +954,13 @@ void eng_capacity_waiting(engine *e, const sig *s)
  * nothing else to explain it is money spent on nothing. */
 static void idle_check(engine *e, const sig *s)
 {
-    job *j = eng_job_on(e, s->host);
+    /* busy GPUs first: the common case ends before the scan of the jobs */
     int64_t since = eng_host_idle_since(e, s->cluster, s->host);
+    job *j = since ? eng_job_on(e, s->host) : NULL;
     const series *cpu, *io;
     fact f;
 
-    if (!j || !since || since < j->updated || eng_fresh(e, strmap_get(e->open_job, j->id)))
+    if (!j || since < j->updated || eng_fresh(e, strmap_get(e->open_job, j->id)))
         return;
     idle_allocation(e, s, j, since);
     cpu = host_gauge(e, s->cluster, s->host, M_CPU);
@@ -1029,19 +1026,15 @@ void eng_driver_evidence(engine *e, const sig *s, const char *host)
 static job *job_at(engine *e, const char *host, int64_t ts)
 {
     job *best = eng_job_on(e, host);
-    size_t pos = 0, i;
+    size_t pos = 0;
     const char *k;
     void *v;
-    json_t *n;
 
     while (!best && strmap_next(e->jobs, &pos, &k, &v)) {
         job *j = v;
-        if ((strcmp(j->state, "FAILED") && strcmp(j->state, "NODE_FAIL")) ||
-            j->updated < ts - CRASH_WINDOW || j->updated > ts)
-            continue;
-        json_array_foreach(j->nodes, i, n)
-            if (!strcmp(json_string_value(n), host))
-                best = j;
+        if (eng_is_failure(j->state) && j->updated >= ts - CRASH_WINDOW &&
+            j->updated <= ts && eng_ran_on(j, host))
+            best = j;
     }
     return best;
 }
@@ -1053,8 +1046,7 @@ static job *job_at(engine *e, const char *host, int64_t ts)
 int eng_job_computing(engine *e, const job *j, int64_t ts)
 {
     gpu_census c = census(e, j, ts - STALL_RECHECK - 1);
-    size_t i, pos = 0;
-    json_t *n;
+    size_t pos = 0;
     const char *k;
     void *v;
 
@@ -1063,10 +1055,8 @@ int eng_job_computing(engine *e, const job *j, int64_t ts)
     while (strmap_next(e->series, &pos, &k, &v)) {
         const series *se = v;
         if ((!strcmp(se->name, M_RETX) || !strcmp(se->name, M_TCP_RETX)) &&
-            se->up >= ts - BURST_BEFORE && se->burst)
-            json_array_foreach(j->nodes, i, n)
-                if (!strcmp(json_string_value(n), se->host))
-                    return 0;
+            se->up >= ts - BURST_BEFORE && se->burst && eng_ran_on(j, se->host))
+            return 0;
     }
     return 1;
 }

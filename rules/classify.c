@@ -483,16 +483,16 @@ int cls_expand_hostlist(const char *list, char names[][128], int max)
     return n;
 }
 
-/* One signal's text through its source's signatures. A (?<nodes>)
- * hostlist makes one fact per node. */
-static int classify_text(classifier *c, const sig *s, const char *text,
-                         fact *out)
+/* One signal's text through its source's signatures; *gp gets the one
+ * that matched. A (?<nodes>) hostlist makes one fact per node. */
+static int classify_sig(classifier *c, const sig *s, const char *text,
+                        fact *out, const pb_signature **gp)
 {
     char nodes[512] = "", names[CLS_MAX_FACTS][128];
     const pb_signature *g = first_match(c, s->source, text, -1);
     int k;
 
-    if (!g)
+    if (!(*gp = g))
         return 0;
     from_signature(c, g, s, text, out, nodes, sizeof nodes);
     if (out->kind == FACT_CUDA_OOM)
@@ -505,6 +505,14 @@ static int classify_text(classifier *c, const sig *s, const char *text,
     for (int i = 0; i < k; i++)
         str_copy(out[i].host, sizeof out[i].host, names[i]);
     return k > 0 ? k : 0;
+}
+
+static int classify_text(classifier *c, const sig *s, const char *text,
+                         fact *out)
+{
+    const pb_signature *g;
+
+    return classify_sig(c, s, text, out, &g);
 }
 
 /* dcgm-exporter conventions first (Hostname, gpu, err_code), then the
@@ -740,7 +748,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
             tb->dirty = 1;
         return 0;
     }
-    if (classify_text(c, s, line, out)) {
+    if (classify_sig(c, s, line, out, &g)) {
         out->rank = rank;
         if (out->kind == FACT_CUDA_OOM) {
             if (tb)
@@ -750,8 +758,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
             if (!out->scenario)
                 out->scenario = oom_scenario(out);
         }
-        g = out->sig_id ? pb_signature_find(c->cat, out->sig_id) : NULL;
-        if (g && g->report) {
+        if (g->report) {
             report_open(c, key, s);
             return 0;
         }
