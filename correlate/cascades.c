@@ -96,7 +96,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     job *a[SHIFT_MAX];
     size_t n;
     const char *host;
-    char key[192];
+    char key[192], idkey[192];
     incident *inc;
     int64_t hot;
     fact f;
@@ -104,7 +104,8 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     if (!sc || !j->name[0] || (n = attempts(e, j, a)) < SHIFT_ATTEMPTS ||
         !shifting(a, n) || !(host = shared_node(e, a, n, &hot)))
         return;
-    snprintf(key, sizeof key, "name:%.180s", j->name);
+    eng_name_key(key, sizeof key, j->cluster, j->name);
+    snprintf(idkey, sizeof idkey, "name:%s", j->name);
     inc = strmap_get(e->open_job, key);
     if (!eng_fresh(e, inc) || inc->sc != sc) {
         const pb_scenario *thermal = hot ? pb_find(e->cat, "thermal.straggler")
@@ -116,7 +117,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
                  "%zu attempts failed near step %.0f with different errors; "
                  "all ran on %.40s%s", n, j->step, host,
                  hot ? ", whose GPUs ran hot or throttled" : "");
-        inc = eng_open_incident(e, s, sc->id, "job", key);
+        inc = eng_open_incident(e, s, sc->id, "job", idkey);
         inc->job_scope = 1;
         str_copy(inc->key, sizeof inc->key, key);
         str_copy(inc->node, sizeof inc->node, host);

@@ -62,6 +62,7 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
     e->seen = strmap_new();
     e->seen_limit = SEEN_FLOOR;
     e->series = strmap_new();
+    e->clocks = strmap_new();
     return e;
 }
 
@@ -81,6 +82,7 @@ void eng_free(engine *e)
     strmap_free(e->open_job, NULL);
     strmap_free(e->seen, free);
     strmap_free(e->series, eng_series_free);
+    strmap_free(e->clocks, free);
     for (size_t i = 0; i < e->ninc; i++) {
         free(e->incs[i]->children);
         json_decref(e->incs[i]->published);
@@ -123,6 +125,54 @@ int eng_set_catalog(engine *e, pb_catalog *cat, cs_err *err)
 size_t eng_incident_count(const engine *e)
 {
     return e->ninc;
+}
+
+/* ---- event time ------------------------------------------------------ */
+
+int64_t eng_clock(const engine *e, const char *cluster)
+{
+    const int64_t *t = strmap_get(e->clocks, cluster);
+    return t ? *t : 0;
+}
+
+void eng_clock_advance(engine *e, const char *cluster, int64_t ts)
+{
+    int64_t *t = strmap_get(e->clocks, cluster);
+
+    if (!t) {
+        t = xcalloc(1, sizeof *t);
+        *t = ts;
+        strmap_put(e->clocks, cluster, t);
+    } else if (ts > *t) {
+        *t = ts;
+    }
+    if (ts > e->high)
+        e->high = ts;
+}
+
+int64_t eng_enter(engine *e, const char *cluster)
+{
+    int64_t saved = e->now;
+    e->now = eng_clock(e, cluster);
+    return saved;
+}
+
+void eng_leave(engine *e, int64_t saved)
+{
+    e->now = saved;
+}
+
+/* The cluster keeps logical jobs of the same name apart (the incident id
+ * hashes "name:NAME" with the cluster, as it did before). */
+void eng_name_key(char *key, size_t len, const char *cluster, const char *name)
+{
+    snprintf(key, len, "name:%.60s|%.120s", cluster, name);
+}
+
+const char *eng_name_of(const char *key)
+{
+    const char *bar = strchr(key, '|');
+    return bar ? bar + 1 : key + 5;
 }
 
 /* ---- store keys ------------------------------------------------------ */
@@ -835,13 +885,14 @@ static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
 static void name_incident(engine *e, const sig *s, const fact *f, job *j,
                           const char *state)
 {
-    char key[192];
+    char key[192], idkey[192];
     incident *inc;
 
-    snprintf(key, sizeof key, "name:%s", j->name[0] ? j->name : j->id);
+    eng_name_key(key, sizeof key, j->cluster, j->name[0] ? j->name : j->id);
+    snprintf(idkey, sizeof idkey, "name:%s", j->name[0] ? j->name : j->id);
     inc = strmap_get(e->open_job, key);
     if (!eng_fresh(e, inc)) {
-        inc = eng_open_incident(e, s, f->scenario, "job", key);
+        inc = eng_open_incident(e, s, f->scenario, "job", idkey);
         inc->job_scope = 1;
         inc->cause = *f;
         str_copy(inc->key, sizeof inc->key, key);
@@ -997,7 +1048,7 @@ static void prune_seen(engine *e)
     char **old = xcalloc(strmap_len(e->seen), sizeof *old);
 
     while (strmap_next(e->seen, &pos, &k, &v))
-        if (*(int64_t *)v < e->now - HORIZON)
+        if (*(int64_t *)v < e->high - HORIZON)
             old[nold++] = strdup(k);
     for (size_t i = 0; i < nold; i++) {
         free(strmap_del(e->seen, old[i]));
@@ -1164,8 +1215,8 @@ int eng_feed(engine *e, const sig *s)
     fact facts[CLS_MAX_FACTS];
     int n;
 
-    if (s->ts > e->now)
-        e->now = s->ts;
+    eng_clock_advance(e, s->cluster, s->ts);
+    e->now = eng_clock(e, s->cluster);
     reports_due(e, s, s->ts);
     if (s->source == SRC_METRIC) {
         n = eng_on_metric(e, s);
@@ -1238,7 +1289,7 @@ void eng_tick(engine *e, int64_t wall)
 {
     /* Wall clock drives timers only once the stream has caught up: while
      * a backlog is read, event time decides, as in replay. */
-    if (wall > e->now && wall - e->now <= LIVE_SKEW) {
+    if (wall > e->high && wall - e->high <= LIVE_SKEW) {
         e->live_clock = wall;
         reports_due(e, NULL, wall);
         eng_timers(e);

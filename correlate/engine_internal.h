@@ -81,7 +81,7 @@ typedef struct child {
 typedef struct incident {
     char id[24];
     int job_scope; /* opened for a job (else for a node) */
-    char key[192];  /* its key in open_job: the job id, or "name:<job_name>"
+    char key[192];  /* its key in open_job: the job id, or "name:C|<job_name>"
                      * for faults that follow a logical job (spot) */
     const pb_scenario *sc;
     char cluster[64], node[128], gpu[16], job[64];
@@ -112,7 +112,13 @@ struct engine {
     size_t seen_limit; /* prune the seen set when it reaches this size */
     incident **incs;
     size_t ninc, capinc;
-    int64_t now; /* event-time watermark */
+    /* Event time is per cluster: each cluster's signals come in order on
+     * their own partition, but partitions interleave at random. `now` is
+     * the clock of the cluster being worked on (eng_enter), `high` the
+     * newest of all. */
+    int64_t now;
+    int64_t high;
+    strmap *clocks; /* cluster -> (int64_t *) newest event time */
     strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
     int64_t next_check; /* earliest stall check due (0: none) */
     int64_t live_clock; /* wall clock, once caught up (eng_tick) */
@@ -123,6 +129,19 @@ struct engine {
 
 /* Window entry kinds as one letter, indexed by fact_kind. */
 extern const char eng_kind_code[];
+
+/* A cluster's event-time clock (0 before its first signal); advance
+ * moves it forward only. eng_enter makes it `now` and returns the `now`
+ * it replaced (for eng_leave). */
+int64_t eng_clock(const engine *e, const char *cluster);
+void eng_clock_advance(engine *e, const char *cluster, int64_t ts);
+int64_t eng_enter(engine *e, const char *cluster);
+void eng_leave(engine *e, int64_t saved);
+
+/* A logical job's key in open_job, "name:CLUSTER|NAME"; eng_name_of
+ * gives back NAME. */
+void eng_name_key(char *key, size_t len, const char *cluster, const char *name);
+const char *eng_name_of(const char *key);
 
 node_win *eng_win_of(engine *e, const char *host);
 entry *eng_win_push(node_win *w);

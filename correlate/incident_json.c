@@ -448,7 +448,7 @@ static json_t *scope_json(engine *e, const incident *inc)
     if (j && j->name[0])
         json_object_set_new(s, "job_name", json_string(j->name));
     else if (strncmp(inc->key, "name:", 5) == 0)
-        json_object_set_new(s, "job_name", json_string(inc->key + 5));
+        json_object_set_new(s, "job_name", json_string(eng_name_of(inc->key)));
     if (j && j->team[0])
         json_object_set_new(s, "team", json_string(j->team));
     else if (inc->team[0])

@@ -476,22 +476,33 @@ void eng_timers_rearm(engine *e)
             schedule(e, stall_due(v));
 }
 
+/* The time timers go by in a cluster: its event time, or the wall clock
+ * once the stream has caught up. */
+static int64_t timer_now(const engine *e, const char *cluster)
+{
+    int64_t t = eng_clock(e, cluster);
+    return e->live_clock > t ? e->live_clock : t;
+}
+
 void eng_timers(engine *e)
 {
-    int64_t now = e->live_clock > e->now ? e->live_clock : e->now;
+    int64_t high = e->live_clock > e->high ? e->live_clock : e->high;
     size_t pos = 0;
     const char *k;
     void *v;
 
-    if (!e->next_check || now < e->next_check)
+    if (!e->next_check || high < e->next_check)
         return;
     e->next_check = 0;
     while (strmap_next(e->jobs, &pos, &k, &v)) {
         job *j = v;
         if (!watched(j))
             continue;
+        int64_t saved = eng_enter(e, j->cluster);
+        int64_t now = timer_now(e, j->cluster);
         if (stall_due(j) <= now)
             stall_eval(e, j, now);
+        eng_leave(e, saved);
         if (watched(j))
             schedule(e, stall_due(j));
     }
@@ -882,9 +893,10 @@ int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host)
     return host_idle(e, cluster, host, &n);
 }
 
-/* A fresh sched.capacity_exhausted incident of a job of another team
- * than `team`, or NULL. */
-static incident *other_team_waiting(engine *e, const char *team)
+/* A fresh sched.capacity_exhausted incident in the cluster of a job of
+ * another team than `team`, or NULL. */
+static incident *other_team_waiting(engine *e, const char *cluster,
+                                    const char *team)
 {
     size_t pos = 0;
     const char *k;
@@ -894,7 +906,8 @@ static incident *other_team_waiting(engine *e, const char *team)
         incident *inc = v;
         job *w = strmap_get(e->jobs, inc->job);
         if (eng_fresh(e, inc) && !strcmp(inc->sc->id, "sched.capacity_exhausted") &&
-            w && w->team[0] && strcmp(w->team, team))
+            !strcmp(inc->cluster, cluster) && w && w->team[0] &&
+            strcmp(w->team, team))
             return inc;
     }
     return NULL;
@@ -910,7 +923,7 @@ static void idle_allocation(engine *e, const sig *s, job *j, int64_t since)
     fact f;
 
     if (!j->team[0] || s->ts - since < ALLOC_IDLE ||
-        !(waiting = other_team_waiting(e, j->team)))
+        !(waiting = other_team_waiting(e, j->cluster, j->team)))
         return;
     eng_rule_fact(&f, FACT_JOB_FAULT, "capacity.idle_allocation",
               json_string_value(json_array_get(j->nodes, 0)), j->id);
@@ -933,7 +946,7 @@ void eng_capacity_waiting(engine *e, const sig *s)
         int64_t since = 0;
         size_t i;
         json_t *n;
-        if (strcmp(j->state, "RUNNING"))
+        if (strcmp(j->state, "RUNNING") || strcmp(j->cluster, s->cluster))
             continue;
         json_array_foreach(j->nodes, i, n) {
             int64_t at = eng_host_idle_since(e, j->cluster, json_string_value(n));
@@ -1155,72 +1168,95 @@ static int checkpoint_step(engine *e, const sig *s, const char *jobid)
 /* telemetry.gap: a host whose job runs stopped reporting GAP_AFTER ago
  * while other hosts went on, and no open incident of the host explains it
  * (node.down would). Runs once a minute of event time over every series. */
-static void gap_scan(engine *e, int64_t now)
+/* The newest sample under "CLUSTER|HOST" (and "CLUSTER|" for the whole
+ * cluster) in last. */
+static void newest_sample(strmap *last, const char *cluster, const char *host,
+                          int64_t ts)
 {
-    strmap *last = strmap_new();
-    size_t pos = 0, i;
-    const char *k;
-    void *v;
+    char hk[200];
+    int64_t *t;
+
+    snprintf(hk, sizeof hk, "%s|%s", cluster, host);
+    if (!(t = strmap_get(last, hk))) {
+        if (!(t = calloc(1, sizeof *t)))
+            abort();
+        strmap_put(last, hk, t);
+    }
+    if (ts > *t)
+        *t = ts;
+}
+
+/* Job j's hosts that went silent while others in its cluster kept
+ * reporting (last: see newest_sample). */
+static void gap_job(engine *e, const job *j, strmap *last)
+{
+    char ck[80];
+    const int64_t *nt;
+    int64_t newest, now = timer_now(e, j->cluster);
+    size_t i;
     json_t *n;
 
-    int64_t newest = 0;
+    snprintf(ck, sizeof ck, "%.63s|", j->cluster);
+    nt = strmap_get(last, ck);
+    newest = nt ? *nt : 0;
+    json_array_foreach(j->nodes, i, n) {
+        const char *host = json_string_value(n);
+        char hk[200];
+        int64_t *t;
+        sig s;
+        fact f;
+        snprintf(hk, sizeof hk, "%s|%s", j->cluster, host);
+        t = strmap_get(last, hk);
+        /* Others kept reporting meanwhile: when every host is silent
+         * it is the collector (or the end of a capture), not one host. */
+        if (!t || *t < j->updated || now - *t < GAP_AFTER ||
+            newest - *t < GAP_AFTER ||
+            eng_fresh(e, strmap_get(e->open_node, host)) ||
+            advisory_open(e, "gap", host, 1))
+            continue;
+        rule_sig(&s, "gap", j->cluster, host, *t + GAP_AFTER);
+        eng_rule_fact(&f, FACT_NODE_FAULT, "telemetry.gap", host, NULL);
+        snprintf(f.excerpt, sizeof f.excerpt,
+                 "%s sent no metrics for %d min while job %s runs", host,
+                 (int)(GAP_AFTER / TS_MIN), j->id);
+        incident *inc = advisory(e, &s, &f, "gap", host, 1);
+        if (inc)
+            inc->root_ts = inc->first = *t;
+    }
+}
+
+static void gap_scan(engine *e)
+{
+    strmap *last = strmap_new();
+    size_t pos = 0;
+    const char *k;
+    void *v;
 
     while (strmap_next(e->series, &pos, &k, &v)) {
         const series *se = v;
-        char hk[200];
-        int64_t *t;
-        if (se->ts > newest)
-            newest = se->ts;
-        snprintf(hk, sizeof hk, "%s|%s", se->cluster, se->host);
-        if (!(t = strmap_get(last, hk))) {
-            if (!(t = calloc(1, sizeof *t)))
-                abort();
-            strmap_put(last, hk, t);
-        }
-        if (se->ts > *t)
-            *t = se->ts;
+        newest_sample(last, se->cluster, se->host, se->ts);
+        newest_sample(last, se->cluster, "", se->ts);
     }
     pos = 0;
     while (strmap_next(e->jobs, &pos, &k, &v)) {
         job *j = v;
         if (strcmp(j->state, "RUNNING"))
             continue;
-        json_array_foreach(j->nodes, i, n) {
-            const char *host = json_string_value(n);
-            char hk[200];
-            int64_t *t;
-            sig s;
-            fact f;
-            snprintf(hk, sizeof hk, "%s|%s", j->cluster, host);
-            t = strmap_get(last, hk);
-            /* Others kept reporting meanwhile: when every host is silent
-             * it is the collector (or the end of a capture), not one host. */
-            if (!t || *t < j->updated || now - *t < GAP_AFTER ||
-                newest - *t < GAP_AFTER ||
-                eng_fresh(e, strmap_get(e->open_node, host)) ||
-                advisory_open(e, "gap", host, 1))
-                continue;
-            rule_sig(&s, "gap", j->cluster, host, *t + GAP_AFTER);
-            eng_rule_fact(&f, FACT_NODE_FAULT, "telemetry.gap", host, NULL);
-            snprintf(f.excerpt, sizeof f.excerpt,
-                     "%s sent no metrics for %d min while job %s runs", host,
-                     (int)(GAP_AFTER / TS_MIN), j->id);
-            incident *inc = advisory(e, &s, &f, "gap", host, 1);
-            if (inc)
-                inc->root_ts = inc->first = *t;
-        }
+        int64_t saved = eng_enter(e, j->cluster);
+        gap_job(e, j, last);
+        eng_leave(e, saved);
     }
     strmap_free(last, free);
 }
 
 void eng_gap_timer(engine *e)
 {
-    int64_t now = e->live_clock > e->now ? e->live_clock : e->now;
+    int64_t high = e->live_clock > e->high ? e->live_clock : e->high;
 
-    if (now < e->next_gap)
+    if (high < e->next_gap)
         return;
-    e->next_gap = now + TS_MIN;
-    gap_scan(e, now);
+    e->next_gap = high + TS_MIN;
+    gap_scan(e);
 }
 
 /* ---- samples in -------------------------------------------------------- */
@@ -1332,8 +1368,7 @@ int eng_restore_series(engine *e, const char *cluster, const char *field,
     se->n = n;
     series_key(key, sizeof key, cluster, host, name, dev);
     free(strmap_put(e->series, key, se));
-    if (se->ts > e->now)
-        e->now = se->ts;
+    eng_clock_advance(e, se->cluster, se->ts);
     return 0;
 }
 
@@ -1346,7 +1381,8 @@ size_t eng_prune_series(engine *e)
     char **old = NULL;
 
     while (strmap_next(e->series, &pos, &k, &v))
-        if (((series *)v)->ts < e->now - HORIZON) {
+        if (((series *)v)->ts <
+            eng_clock(e, ((series *)v)->cluster) - HORIZON) {
             old = realloc(old, (n + 1) * sizeof *old);
             if (!old || !(old[n++] = strdup(k)))
                 abort();

@@ -114,9 +114,14 @@ static void tb_change(void *arg, const char *key, const char *value)
         e->ops->hash_del(e->ctx, hkey, bar + 1);
 }
 
+static int64_t clock_of(void *arg, const char *cluster)
+{
+    return eng_clock(arg, cluster);
+}
+
 void eng_persist_tracebacks(engine *e)
 {
-    cls_tb_changes(e->cls, e->now, tb_change, e);
+    cls_tb_changes(e->cls, clock_of, tb_change, e);
 }
 
 /* ---- reading back ---------------------------------------------------- */
@@ -138,13 +143,14 @@ static int split_key(const char *key, char *cluster, size_t len,
 int eng_restore_window(engine *e, const char *key, int64_t ts,
                        const char *member)
 {
-    const char *host = strstr(key, ":w:node:");
-    char kc, jobid[64], scen[64], src[32] = "", sid[64] = "";
+    const char *host = strstr(key, ":w:node:"), *kind;
+    char kc, jobid[64], scen[64], src[32] = "", sid[64] = "", cluster[128];
     unsigned long long id;
     sig_source source = SRC__COUNT; /* unknown: older records lack it */
     node_win *w;
 
-    if (!host || sscanf(member, "%16llx %c %63s %63s %31s %63s", &id, &kc,
+    if (!host || split_key(key, cluster, sizeof cluster, &kind) ||
+        sscanf(member, "%16llx %c %63s %63s %31s %63s", &id, &kc,
                         jobid, scen, src, sid) < 4)
         return -1;
     const char *k = strchr(eng_kind_code, kc);
@@ -175,8 +181,7 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     /* A signal in a window was processed: seeing it again (Kafka redelivers
      * what was not committed) must change nothing. */
     eng_mark_seen(e, id, ts);
-    if (ts > e->now)
-        e->now = ts;
+    eng_clock_advance(e, cluster, ts);
     return 0;
 }
 
@@ -445,7 +450,7 @@ size_t eng_restore_done(engine *e)
             strmap_put(e->open_node, inc->key, inc);
         else if (!inc->job_scope && inc->node[0])
             strmap_put(e->open_node, inc->node, inc);
-        if (e->now - inc->updated <= FOLD_WINDOW)
+        if (eng_clock(e, inc->cluster) - inc->updated <= FOLD_WINDOW)
             open++;
     }
     eng_prune(e);
@@ -474,7 +479,7 @@ static size_t prune_incidents(engine *e)
         incident *inc = e->incs[i];
         int64_t keep_for = eng_fold_window(inc) > HORIZON ? eng_fold_window(inc)
                                                           : HORIZON;
-        if (inc->dirty || e->now - inc->updated <= keep_for) {
+        if (inc->dirty || eng_clock(e, inc->cluster) - inc->updated <= keep_for) {
             e->incs[keep++] = inc;
             continue;
         }
@@ -504,7 +509,8 @@ static size_t prune_jobs(engine *e)
 
     while (strmap_next(e->jobs, &pos, &k, &v)) {
         job *j = v;
-        if (finished(j->state) && e->now - j->updated > HORIZON) {
+        if (finished(j->state) &&
+            eng_clock(e, j->cluster) - j->updated > HORIZON) {
             old = realloc(old, (n + 1) * sizeof *old);
             if (!old || !(old[n++] = strdup(k)))
                 abort();

@@ -801,6 +801,13 @@ static int report_fact(classifier *c, struct traceback *tb, sig *head,
     return n > 0;
 }
 
+/* Assembly keys start with "CLUSTER|". */
+static int same_cluster(const char *key, const char *cluster)
+{
+    size_t n = strlen(cluster);
+    return strncmp(key, cluster, n) == 0 && key[n] == '|';
+}
+
 int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
                     fact *out)
 {
@@ -818,6 +825,12 @@ int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
         struct traceback *tb = v;
         if (tb->kind != TB_REPORT)
             continue;
+        /* Clusters keep their own event time: another cluster's signal
+         * says nothing about how quiet this report has been. */
+        if (s && !same_cluster(k, s->cluster)) {
+            open++;
+            continue;
+        }
         /* A line older than the report (redelivered after a restart)
          * neither continues nor ends it. */
         if (now - tb->last <= REPORT_QUIET &&
@@ -885,7 +898,20 @@ static char *tb_value(const struct traceback *tb)
     return n < 0 ? NULL : out;
 }
 
-void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
+/* The event time of the cluster an assembly key ("CLUSTER|...") is in. */
+static int64_t key_clock(const char *key, cls_clock_fn now_of, void *arg)
+{
+    char cluster[128];
+    const char *bar = strchr(key, '|');
+
+    if (!now_of || !bar)
+        return INT64_MIN;
+    snprintf(cluster, sizeof cluster, "%.*s", (int)(bar - key), key);
+    return now_of(arg, cluster);
+}
+
+void cls_tb_changes(classifier *c, cls_clock_fn now_of, cls_tb_fn fn,
+                    void *arg)
 {
     size_t pos = 0, nold = 0;
     const char *k;
@@ -894,7 +920,9 @@ void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg)
 
     while (strmap_next(c->tracebacks, &pos, &k, &v)) {
         struct traceback *tb = v;
-        if (tb->kind != TB_REPORT && now - tb->started > tb_max_age(tb)) {
+        int64_t now = tb->kind == TB_REPORT ? INT64_MIN
+                                            : key_clock(k, now_of, arg);
+        if (now != INT64_MIN && now - tb->started > tb_max_age(tb)) {
             old = realloc(old, (nold + 1) * sizeof *old);
             if (!old || !(old[nold++] = strdup(k)))
                 abort();

@@ -80,7 +80,8 @@ int cls_classify(classifier *c, const sig *s, fact *out);
 /* A report (a signature with `report: true`) gives its fact once its
  * indented lines are read: call this before cls_classify with each signal
  * (s), and with s NULL as time passes (now) or at the end of a stream
- * (now = INT64_MAX). Each call returns 1 and the fact of one report that s
+ * (now = INT64_MAX); a signal ends only reports of its own cluster, whose
+ * event time it is. Each call returns 1 and the fact of one report that s
  * or the time ended, with its head signal (the caller sig_frees it), or 0
  * when none is left. */
 int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
@@ -93,7 +94,11 @@ int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
  * with the signal's cluster and '|'. cls_tb_restore takes such a pair back
  * after a restart; -1 when the value is malformed. */
 typedef void (*cls_tb_fn)(void *arg, const char *key, const char *value);
-void cls_tb_changes(classifier *c, int64_t now, cls_tb_fn fn, void *arg);
+/* now_of: the event time of a cluster, by which finished assemblies
+ * expire (NULL: none expires). */
+typedef int64_t (*cls_clock_fn)(void *arg, const char *cluster);
+void cls_tb_changes(classifier *c, cls_clock_fn now_of, cls_tb_fn fn,
+                    void *arg);
 int cls_tb_restore(classifier *c, const char *key, const char *value);
 
 /* Exposed for tests and fuzzers: the per-format parsers. cls_parse_xid

@@ -299,7 +299,7 @@ static void test_kernel_wrapped(void)
     classifier *a = cls_new(cat, &err), *b;
     CHECK_INT(kern_feed(a, "g4", l1, t0, f), 0);
     CHECK_INT(kern_feed(a, "g4", l2, t1, f), 0);
-    cls_tb_changes(a, 0, save_one, NULL);
+    cls_tb_changes(a, NULL, save_one, NULL);
     CHECK(strstr(saved_val, " K 2 NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI") != NULL);
     cls_free(a);
     b = cls_new(cat, &err);
@@ -405,7 +405,7 @@ static void test_desync_report(void)
     CHECK_INT(report_feed(a, 4, head, t, &done), 0);
     for (int i = 0; i < 3; i++)
         CHECK_INT(report_feed(a, 4, lines[i], t, &done), 0);
-    cls_tb_changes(a, 0, save_report, NULL);
+    cls_tb_changes(a, NULL, save_report, NULL);
     CHECK(strstr(rep_val, " R ") != NULL);
     b = cls_new(cat, &err);
     CHECK_INT(cls_tb_restore(b, rep_key, rep_val), 0);
