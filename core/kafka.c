@@ -39,8 +39,13 @@ struct kfk_consumer {
     size_t nheld, max_batch;
     kfk_batch_fn fn;
     void *arg;
-    int assigned;   /* how many assignments so far */
-    uint64_t held_parts; /* partitions (< 64) of the last assignment */
+    int paused;
+    int32_t *owned; /* partitions owned now, sorted */
+    size_t nowned;
+    int32_t partition_cnt; /* of the topic; 0 until known */
+    char *topic;
+    kfk_assign_fn on_assign;
+    void *assign_arg;
 };
 
 /* ---- shared configuration ---------------------------------------------- */
@@ -433,7 +438,7 @@ static void consumer_wake(evutil_socket_t fd, short what, void *arg)
 
     (void)what;
     drain_pipe((int)fd);
-    if (!c->nheld)
+    if (!c->nheld && !c->paused)
         deliver(c);
 }
 
@@ -443,7 +448,7 @@ static void consumer_idle(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (!c->nheld)
+    if (!c->nheld && !c->paused)
         event_active(c->wake, EV_READ, 0);
 }
 
@@ -469,56 +474,128 @@ static int consumer_events(kfk_consumer *c, struct event_base *base,
     return 0;
 }
 
-/* Partitions move between the group's members. A correlator keeps its
- * clusters' state in memory and reads it back from Redis when it starts;
- * a partition that comes from another member later brings clusters whose
- * state here may be stale. Until a rebalance reloads it, one correlator
- * per group is what is supported: say so where it would go wrong. */
+/* The topic's partition count, asked once (a rebalance is rare and the
+ * consumer is not fetching meanwhile). */
+static int32_t partition_count(kfk_consumer *c)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *t;
+
+    if (c->partition_cnt > 0)
+        return c->partition_cnt;
+    if (!(t = rd_kafka_topic_new(c->rk, c->topic, NULL)))
+        return 0;
+    if (rd_kafka_metadata(c->rk, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        md->topic_cnt == 1 && !md->topics[0].err)
+        c->partition_cnt = md->topics[0].partition_cnt;
+    else
+        log_warn("kafka", "no partition count for %s: rebalances cannot "
+                 "tell which clusters moved", c->topic);
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+    return c->partition_cnt;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Owned partitions after an assignment (add) or a revocation (!add); a
+ * full assignment replaces them. */
+static void owned_update(kfk_consumer *c, const rd_kafka_topic_partition_list_t *parts,
+                         int add, int replace)
+{
+    size_t keep = 0;
+
+    if (replace)
+        c->nowned = 0;
+    for (size_t i = 0; !add && i < c->nowned; i++) {
+        int gone = 0;
+        for (int k = 0; k < parts->cnt; k++)
+            gone |= parts->elems[k].partition == c->owned[i];
+        if (!gone)
+            c->owned[keep++] = c->owned[i];
+    }
+    if (!add)
+        c->nowned = keep;
+    if (add) {
+        int32_t *o = realloc(c->owned, (c->nowned + (size_t)parts->cnt + 1) *
+                                           sizeof *o);
+        if (!o)
+            abort();
+        c->owned = o;
+        for (int k = 0; k < parts->cnt; k++)
+            c->owned[c->nowned++] = parts->elems[k].partition;
+        qsort(c->owned, c->nowned, sizeof *c->owned, cmp_i32);
+    }
+}
+
+static void list_parts(char *buf, size_t len,
+                       const rd_kafka_topic_partition_list_t *parts)
+{
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < parts->cnt && off < len - 16; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "",
+                                (int)parts->elems[i].partition);
+    if (!buf[0])
+        snprintf(buf, len, "none");
+}
+
+/* Partitions move between the group's members. Whoever consumes a
+ * partition owns the state of the clusters keyed to it: on each change
+ * the owner of the callback (the correlator) re-reads that state from
+ * Redis before it sees a message of them. */
 static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e,
                                   rd_kafka_topic_partition_list_t *parts,
                                   void *opaque)
 {
     kfk_consumer *c = opaque;
     int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
-    char list[256] = "";
-    uint64_t now = 0, gained;
-    size_t len = 0;
+    int assign = e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+    char list[256];
 
-    for (int i = 0; i < parts->cnt; i++) {
-        int32_t p = parts->elems[i].partition;
-        if (p >= 0 && p < 64)
-            now |= 1ull << p;
-        if (len < sizeof list - 16)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%d",
-                                    i ? "," : "", (int)p);
-    }
-    if (e != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        log_info("kafka", "partitions revoked: %s", list[0] ? list : "none");
+    list_parts(list, sizeof list, parts);
+    log_info("kafka", "partitions %s: %s", assign ? "assigned" : "revoked",
+             list);
+    owned_update(c, parts, assign, assign && !cooperative);
+    if (assign) {
+        if (cooperative)
+            rd_kafka_incremental_assign(rk, parts);
+        else
+            rd_kafka_assign(rk, parts);
+    } else {
         if (cooperative)
             rd_kafka_incremental_unassign(rk, parts);
         else
             rd_kafka_assign(rk, NULL);
-        return;
     }
-    gained = now & ~c->held_parts;
-    log_info("kafka", "partitions assigned: %s", list[0] ? list : "none");
-    if (c->assigned++ && gained) {
-        len = 0;
-        for (int p = 0; p < 64 && len < sizeof list - 16; p++)
-            if (gained & (1ull << p))
-                len += (size_t)snprintf(list + len, sizeof list - len, "%s%d",
-                                        len ? "," : "", p);
-        log_warn("kafka", "partitions taken over from another member of the "
-                 "group (%s): the state of their clusters was read from "
-                 "Redis when this correlator started and may be stale; run "
-                 "one correlator per consumer group, or restart this one",
-                 list);
-    }
-    c->held_parts = cooperative ? c->held_parts | now : now;
-    if (cooperative)
-        rd_kafka_incremental_assign(rk, parts);
-    else
-        rd_kafka_assign(rk, parts);
+    /* Eager: the assignment that follows says what is owned. */
+    if (c->on_assign && (assign || cooperative))
+        c->on_assign(c->assign_arg, c->owned, c->nowned, partition_count(c));
+}
+
+void kfk_consumer_on_assign(kfk_consumer *c, kfk_assign_fn fn, void *arg)
+{
+    c->on_assign = fn;
+    c->assign_arg = arg;
+}
+
+void kfk_consumer_pause(kfk_consumer *c, int paused)
+{
+    c->paused = paused;
+    if (!paused && c->wake)
+        event_active(c->wake, EV_READ, 0);
+}
+
+int32_t kfk_partition_of(const char *key, size_t len, int32_t partition_cnt)
+{
+    return rd_kafka_msg_partitioner_consistent(NULL, key, len, partition_cnt,
+                                               NULL, NULL);
 }
 
 static int consumer_subscribe(kfk_consumer *c, const char *topic, cs_err *err)
@@ -583,6 +660,10 @@ kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
     }
     c->pipefd[0] = c->pipefd[1] = -1;
     c->max_batch = max_batch;
+    if (!(c->topic = strdup(topic))) {
+        cs_err_set(err, "out of memory");
+        goto fail;
+    }
     c->fn = fn;
     c->arg = arg;
     if (consumer_client(c, brokers, group, err) ||
@@ -682,5 +763,7 @@ void kfk_consumer_free(kfk_consumer *c)
         if (c->pipefd[i] >= 0)
             close(c->pipefd[i]);
     free(c->held);
+    free(c->owned);
+    free(c->topic);
     free(c);
 }

@@ -89,6 +89,19 @@ kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
 int kfk_consumer_commit_held(kfk_consumer *c, cs_err *err);
 /* Drops the held batch without committing. */
 void kfk_consumer_release(kfk_consumer *c);
+/* Called with the partitions this member owns (sorted) whenever a
+ * rebalance changed them, and the topic's partition count. It runs from
+ * the loop, only while no batch is held, before any message of a newly
+ * owned partition is handed out. Eager rebalances revoke everything before
+ * assigning: fn then sees only the new assignment. */
+typedef void (*kfk_assign_fn)(void *arg, const int32_t *parts, size_t n,
+                              int32_t partition_cnt);
+void kfk_consumer_on_assign(kfk_consumer *c, kfk_assign_fn fn, void *arg);
+/* While paused no batch is handed out (the consumer stays in the group). */
+void kfk_consumer_pause(kfk_consumer *c, int paused);
+/* The partition a producer's default partitioner (consistent_random) puts
+ * a non-empty key in: CRC-32 of the key modulo the partition count. */
+int32_t kfk_partition_of(const char *key, size_t len, int32_t partition_cnt);
 /* Leaves the group (blocking, shutdown only). NULL is fine. */
 void kfk_consumer_free(kfk_consumer *c);
 

@@ -47,8 +47,16 @@ struct correlator {
     size_t npend, cappend, sent;
     enum phase phase;
     int held; /* a consumed batch waits for its commit */
-    struct event *tick, *prune;
-    unsigned long signals, dead, incidents, republished;
+    struct event *tick, *prune, *kick;
+    unsigned long signals, dead, incidents, republished, misrouted;
+    /* The partitions whose clusters' state is in the engine (sorted), and
+     * the topic's partition count (0: unknown, every cluster counts as
+     * owned). */
+    int32_t *owned;
+    size_t nowned;
+    int32_t nparts;
+    int loaded;   /* state read for the current assignment */
+    int leftover; /* publishing outputs found in the outbox; consumer paused */
     /* Fault injection for the restart tests (CASCADE_CRASH_AT). */
     enum phase crash_phase;
     long crash_n;
@@ -255,19 +263,10 @@ static void on_cleared(void *arg)
                                    "%lu signals so far", c->npend, c->signals);
     }
     pend_clear(c);
-    if (!c->cons) {
-        /* The outbox of the last run is out: now take new signals. */
-        c->cons = kfk_consumer_new(c->base, c->opts.brokers,
-                                   c->opts.group ? c->opts.group
-                                                 : "cascade-correlate",
-                                   KFK_TOPIC_SIGNALS,
-                                   c->opts.batch ? c->opts.batch : 1000,
-                                   on_batch, c, &err);
-        if (!c->cons) {
-            log_error("correlate", "cannot consume %s: %s", KFK_TOPIC_SIGNALS,
-                      err.msg);
-            event_base_loopbreak(c->base);
-        }
+    if (c->leftover) {
+        /* The outbox found in Redis is out: now take new signals. */
+        c->leftover = 0;
+        kfk_consumer_pause(c->cons, 0);
     }
 }
 
@@ -319,6 +318,25 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     advance(arg);
 }
 
+/* A cluster's signals must come on the partition its state belongs to:
+ * another partitioner (a Java producer's murmur2) would split it. */
+static void check_route(correlator *c, const rd_kafka_message_t *m,
+                        const sig *s)
+{
+    int32_t want;
+
+    if (c->nparts <= 0)
+        return;
+    want = kfk_partition_of(s->cluster, strlen(s->cluster), c->nparts);
+    if (want == m->partition || c->misrouted++)
+        return;
+    log_warn("correlate", "cluster %s arrived on partition %d, not on %d "
+             "where the producers' default partitioner puts it: with more "
+             "than one correlator its state is split (produce signals keyed "
+             "by cluster with librdkafka's consistent_random)", s->cluster,
+             (int)m->partition, (int)want);
+}
+
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
 {
     correlator *c = arg;
@@ -331,6 +349,7 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
             dead_letter(c, msgs[i], err.msg);
             continue;
         }
+        check_route(c, msgs[i], &s);
         eng_feed(c->eng, &s);
         sig_free(&s);
         c->signals++;
@@ -358,6 +377,41 @@ static void on_prune(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- start-up: read the state back ----------------------------------- */
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int owns(const correlator *c, const char *cluster)
+{
+    int32_t p;
+
+    if (c->nparts <= 0)
+        return 1;
+    p = kfk_partition_of(cluster, strlen(cluster), c->nparts);
+    return bsearch(&p, c->owned, c->nowned, sizeof *c->owned, cmp_i32) != NULL;
+}
+
+/* Whether the state key "cascade:{C}:..." is of a cluster owned here. */
+static int owned_key(const correlator *c, const char *key)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open ? strstr(open, "}:") : NULL;
+    char cluster[128];
+
+    if (!close || (size_t)(close - open - 1) >= sizeof cluster)
+        return 0;
+    snprintf(cluster, sizeof cluster, "%.*s", (int)(close - open - 1),
+             open + 1);
+    return owns(c, cluster);
+}
+
+static int r_owned(void *arg, const char *key)
+{
+    return owned_key(arg, key);
+}
 
 static int r_window(void *arg, const char *key, int64_t ts, const char *member)
 {
@@ -434,17 +488,79 @@ static int r_hash(void *arg, const char *key, const char *field,
 
 static int restore(correlator *c, cs_err *err)
 {
-    static const store_restore_fns fns = {r_window, r_wants, r_hash};
-    long n = store_restore(c->opts.redis, "", &fns, c, err);
+    static const store_restore_fns fns = {r_window, r_wants, r_hash,
+                                          r_owned};
+    long n;
     size_t open;
 
+    if (eng_reset(c->eng, err))
+        return -1;
+    n = store_restore(c->opts.redis, "", &fns, c, err);
     if (n < 0)
         return -1;
     open = eng_restore_done(c->eng);
-    log_info("correlate", "restored %ld state records from redis: %zu open "
-                          "incidents, %zu outputs to publish again",
-             n, open, c->npend);
+    log_info("correlate", "restored %ld state records from redis for %zu of "
+             "%d partitions: %zu open incidents, %zu outputs to publish again",
+             n, c->nowned, (int)c->nparts, open, c->npend);
     return 0;
+}
+
+/* Outputs found in the outbox go out before the next signal is taken,
+ * unless a batch that came meanwhile carries them. */
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    correlator *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->phase != PH_IDLE || c->held || c->npend == 0)
+        return;
+    c->leftover = 1;
+    c->republished += c->npend;
+    kfk_consumer_pause(c->cons, 1);
+    c->phase = PH_PUBLISHING;
+    advance(c);
+}
+
+static int same_set(const correlator *c, const int32_t *parts, size_t n,
+                    int32_t cnt)
+{
+    return c->loaded && c->nparts == cnt && c->nowned == n &&
+           (n == 0 || !memcmp(c->owned, parts, n * sizeof *parts));
+}
+
+/* A rebalance changed what this correlator owns. No batch is held (the
+ * consumer calls this between batches), so every write of ours is in
+ * Redis: forget everything and read back the clusters now owned,
+ * including the outputs another member (or our previous run) stored but
+ * may not have published. Blocking, like a start: the consumer fetches
+ * nothing for the new partitions until this returns. */
+static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
+{
+    correlator *c = arg;
+    cs_err err = {{0}};
+
+    if (same_set(c, parts, n, cnt))
+        return;
+    free(c->owned);
+    c->owned = n ? malloc(n * sizeof *parts) : NULL;
+    if (n && !c->owned)
+        abort();
+    if (n)
+        memcpy(c->owned, parts, n * sizeof *parts);
+    c->nowned = n;
+    c->nparts = cnt;
+    c->loaded = 1;
+    pend_clear(c);
+    if (restore(c, &err)) {
+        log_error("correlate", "cannot read the state of the partitions "
+                  "assigned: %s; stopping", err.msg);
+        c->loaded = 0;
+        event_base_loopbreak(c->base);
+        return;
+    }
+    if (c->npend > 0)
+        event_active(c->kick, 0, 0);
 }
 
 correlator *corr_start(struct event_base *base, const corr_opts *o,
@@ -466,8 +582,10 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     c->out = out;
     c->trk = kfk_tracker_new();
     c->tick = evtimer_new(base, on_tick, c);
+    c->kick = evtimer_new(base, on_kick, c);
     c->prune = event_new(base, -1, EV_PERSIST, on_prune, c);
-    if (!c->trk || !c->tick || !c->prune || event_add(c->prune, &every)) {
+    if (!c->trk || !c->tick || !c->kick || !c->prune ||
+        event_add(c->prune, &every)) {
         cs_err_set(err, "out of memory");
         goto fail;
     }
@@ -480,21 +598,17 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
         if (eng_set_catalog(c->eng, r, err))
             goto fail;
     }
-    if (restore(c, err))
+    /* Redis must answer now; the state itself is read once the group
+     * says which clusters are ours (on_assign). */
+    if (store_ping(o->redis, err))
         goto fail;
-    if (c->npend > 0) {
-        /* Outputs of the last run that Kafka may not have: first. */
-        c->republished = c->npend;
-        c->phase = PH_PUBLISHING;
-        advance(c);
-        return c;
-    }
     c->cons = kfk_consumer_new(base, o->brokers,
                                o->group ? o->group : "cascade-correlate",
                                KFK_TOPIC_SIGNALS, o->batch ? o->batch : 1000,
                                on_batch, c, err);
     if (!c->cons)
         goto fail;
+    kfk_consumer_on_assign(c->cons, on_assign, c);
     return c;
 fail:
     pb_catalog_free(rules);
@@ -522,6 +636,9 @@ void corr_free(correlator *c)
     kfk_consumer_free(c->cons);
     if (c->tick)
         event_free(c->tick);
+    if (c->kick)
+        event_free(c->kick);
+    free(c->owned);
     if (c->prune)
         event_free(c->prune);
     eng_free(c->eng);

@@ -41,19 +41,8 @@ void eng_job_free(void *p)
     free(j);
 }
 
-engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
+static void state_new(engine *e)
 {
-    engine *e = xcalloc(1, sizeof *e);
-
-    e->ops = ops;
-    e->ctx = ctx;
-    e->cat = pb_catalog_embedded();
-    e->cls = cls_new(e->cat, err);
-    if (!e->cls) {
-        pb_catalog_free(e->cat);
-        free(e);
-        return NULL;
-    }
     e->nodes = strmap_new();
     e->inventory = strmap_new();
     e->jobs = strmap_new();
@@ -63,18 +52,10 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
     e->seen_limit = SEEN_FLOOR;
     e->series = strmap_new();
     e->clocks = strmap_new();
-    return e;
 }
 
-void eng_free(engine *e)
+static void state_free(engine *e)
 {
-    if (!e)
-        return;
-    cls_free(e->cls);
-    pb_catalog_free(e->cat);
-    for (size_t i = 0; i < e->nold; i++)
-        pb_catalog_free(e->old_cats[i]);
-    free(e->old_cats);
     strmap_free(e->nodes, free_win);
     strmap_free(e->inventory, free);
     strmap_free(e->jobs, eng_job_free);
@@ -89,7 +70,53 @@ void eng_free(engine *e)
         free(e->incs[i]);
     }
     free(e->incs);
+    e->incs = NULL;
+    e->ninc = e->capinc = 0;
+    e->now = e->high = e->live_clock = 0;
+    e->next_check = e->next_gap = 0;
+}
+
+engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
+{
+    engine *e = xcalloc(1, sizeof *e);
+
+    e->ops = ops;
+    e->ctx = ctx;
+    e->cat = pb_catalog_embedded();
+    e->cls = cls_new(e->cat, err);
+    if (!e->cls) {
+        pb_catalog_free(e->cat);
+        free(e);
+        return NULL;
+    }
+    state_new(e);
+    return e;
+}
+
+void eng_free(engine *e)
+{
+    if (!e)
+        return;
+    cls_free(e->cls);
+    pb_catalog_free(e->cat);
+    for (size_t i = 0; i < e->nold; i++)
+        pb_catalog_free(e->old_cats[i]);
+    free(e->old_cats);
+    state_free(e);
     free(e);
+}
+
+int eng_reset(engine *e, cs_err *err)
+{
+    classifier *cls = cls_new(e->cat, err);
+
+    if (!cls)
+        return -1;
+    cls_free(e->cls);
+    e->cls = cls;
+    state_free(e);
+    state_new(e);
+    return 0;
 }
 
 int eng_set_catalog(engine *e, pb_catalog *cat, cs_err *err)

@@ -69,6 +69,10 @@ int eng_restore_hash(engine *e, const char *key, const char *field,
                      const char *value, cs_err *err);
 /* Relinks what was restored; returns the open incidents it holds. */
 size_t eng_restore_done(engine *e);
+/* Forgets all state (not the rule set): before the state of the clusters
+ * a correlator owns now is read back after a rebalance. Writes already
+ * handed to the store stay queued. -1 (err set) leaves e as it was. */
+int eng_reset(engine *e, cs_err *err);
 
 /* A long-running correlator forgets what can no longer change: incidents
  * and finished jobs untouched for the horizon (2 h of event time), in

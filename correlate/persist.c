@@ -365,6 +365,10 @@ static int restore_incident(engine *e, const char *field, json_t *o,
     str_copy(inc->job, sizeof inc->job, jstr(o, "job"));
     str_copy(inc->key, sizeof inc->key,
              *jstr(o, "key") ? jstr(o, "key") : inc->job);
+    /* Records written before clusters kept logical jobs apart. */
+    if (!strncmp(inc->key, "name:", 5) && !strchr(inc->key, '|'))
+        eng_name_key(inc->key, sizeof inc->key, inc->cluster,
+                     jstr(o, "key") + 5);
     str_copy(inc->root_node, sizeof inc->root_node, jstr(o, "root_node"));
     str_copy(inc->root_job, sizeof inc->root_job, jstr(o, "root_job"));
     str_copy(inc->team, sizeof inc->team, jstr(o, "team"));

@@ -410,8 +410,12 @@ static long restore_key(redisContext *c, const char *key, const char *prefix,
                         const store_restore_fns *fns, void *arg)
 {
     const char *name = key + strlen(prefix);
-    redisReply *t = redisCommand(c, "TYPE %s", key);
+    redisReply *t;
     long n = 0;
+
+    if (fns->wants_key && !fns->wants_key(arg, name))
+        return 0;
+    t = redisCommand(c, "TYPE %s", key);
 
     if (t && t->type == REDIS_REPLY_STATUS) {
         if (strcmp(t->str, "zset") == 0 && fns->window)
@@ -422,6 +426,25 @@ static long restore_key(redisContext *c, const char *key, const char *prefix,
     }
     freeReplyObject(t);
     return n;
+}
+
+int store_ping(const char *addr, cs_err *err)
+{
+    redisContext *c = connect_sync(addr, err);
+    redisReply *r;
+    int rc = 0;
+
+    if (!c)
+        return -1;
+    r = redisCommand(c, "PING");
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        cs_err_set(err, "redis at %s does not answer PING: %s", addr,
+                   r ? r->str : c->errstr);
+        rc = -1;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return rc;
 }
 
 long store_restore(const char *addr, const char *prefix,

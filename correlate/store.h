@@ -30,6 +30,9 @@ int store_flush(store *st, store_done_fn done, void *arg);
 int store_busy(const store *st);
 unsigned long store_commands_sent(const store *st);
 
+/* Whether Redis answers (blocking; start-up only): 0, or -1 (err set). */
+int store_ping(const char *addr, cs_err *err);
+
 /* Reads back every cascade key under prefix (blocking; start-up only):
  * each sorted-set entry goes to window(), each field of the hashes that
  * wants_hash() accepts (all when NULL) to hash(). Names are passed without
@@ -40,6 +43,9 @@ typedef struct store_restore_fns {
     int (*wants_hash)(void *arg, const char *key);
     int (*hash)(void *arg, const char *key, const char *field,
                 const char *value);
+    /* Keys of any type it returns 0 for are not read at all (NULL: all
+     * are read). */
+    int (*wants_key)(void *arg, const char *key);
 } store_restore_fns;
 long store_restore(const char *addr, const char *prefix,
                    const store_restore_fns *fns, void *arg, cs_err *err);

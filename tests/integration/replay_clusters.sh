@@ -11,37 +11,7 @@ set -euo pipefail
 bin=$1 shared=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-python3 - "$shared/scenarios" "$tmp" <<'PY'
-import datetime, glob, json, os, re, sys
-scen, out = sys.argv[1], sys.argv[2]
-streams = []
-for i, path in enumerate(sorted(glob.glob(os.path.join(scen, "*.jsonl")))):
-    c = "c%02d" % i
-    lines = []
-    for raw in open(path):
-        if not raw.strip():
-            continue
-        raw = re.sub(r"\bgpu-(?=\d)", c + "gpu-", raw)
-        raw = re.sub(r"\brack-(?=\d)", c + "rack-", raw)
-        s = json.loads(raw)
-        s["cluster"] = c
-        t = datetime.datetime.strptime(s["ts"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        t += datetime.timedelta(days=i)
-        s["ts"] = t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
-        lines.append(json.dumps(s, separators=(",", ":")))
-    with open(os.path.join(out, "%s.jsonl" % c), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    streams.append(lines)
-with open(os.path.join(out, "mixed.jsonl"), "w") as f:
-    pos = [0] * len(streams)
-    # later (further ahead) clusters first in each round
-    while any(p < len(s) for p, s in zip(pos, streams)):
-        for k in reversed(range(len(streams))):
-            chunk = streams[k][pos[k]:pos[k] + 7]
-            pos[k] += 7
-            for l in chunk:
-                f.write(l + "\n")
-PY
+python3 "$(dirname "$0")/clusterize.py" "$tmp" 7 "$shared"/scenarios/*.jsonl
 
 want=0
 for f in "$tmp"/c*.jsonl; do

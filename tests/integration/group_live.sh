@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Two correlators in one consumer group share the partitions and produce
+# the incidents one would (ARCHITECTURE.md, "State and delivery"): each
+# owns the clusters keyed to its partitions, and a rebalance hands a
+# cluster's state over through Redis.
+#
+#   - eight shared streams, each made a cluster of its own (clusterize.py);
+#     the clusters fall on both halves of the 64 partitions;
+#   - correlators A and B in one group; A is SIGKILLed mid-stream, B takes
+#     its partitions over (after the group's session timeout) and goes on
+#     with A's clusters from Redis, including outputs A stored but did not
+#     publish; a new A' joins and takes half back;
+#   - the last version of each incident on cascade.incidents must equal
+#     the replay of the same stream; no action request lost.
+#
+# CASCADE_SOAK=1: all shared streams as clusters and ROUNDS (default 6)
+# kills of a random member at a random moment, with a replacement each
+# time, and Redis SIGKILLed and restarted from its AOF in the second.
+set -uo pipefail
+bin=$1 shared=$2
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/live_lib.sh"
+redis_killed=
+
+if [ "${CASCADE_SOAK:-0}" = 1 ]; then
+  streams=("$shared"/scenarios/*.jsonl)
+  rounds=${ROUNDS:-6}
+else
+  streams=()
+  for s in cascade_node_crash_xid oom_batch_size cascade_node_crash_silent \
+           oom_activation cascade_dependency_chain hw_gpu_off_bus job_stalled \
+           thermal_straggler; do
+    streams+=("$shared/scenarios/$s.jsonl")
+  done
+  rounds=1
+fi
+python3 "$here/clusterize.py" "$tmp" 5 "${streams[@]}" || fail "clusterize.py"
+low=$(awk '$2 < 32' "$tmp/partitions" | wc -l)
+high=$(awk '$2 >= 32' "$tmp/partitions" | wc -l)
+[ "$low" -ge 2 ] && [ "$high" -ge 2 ] || fail "clusters on one half of the partitions only"
+"$bin" replay "$tmp/mixed.jsonl" > "$tmp/want.jsonl" 2> "$tmp/replay.err" \
+  || fail "replay of the stream failed"
+[ "$(wc -l < "$tmp/want.jsonl")" -ge 6 ] || fail "replay found too few incidents"
+
+start_redis
+start_broker 900
+
+n=0
+declare -A live=()
+correlate() {
+  n=$((n + 1))
+  "$bin" --log-level debug correlate --brokers "$brokers" --redis "$tmp/redis.sock" \
+    --group cascade-group-test --batch 20 --for 600 \
+    > "$tmp/correlate$n.out" 2> "$tmp/correlate$n.err" &
+  live[$n]=$!
+  pids+=($!)
+}
+# wait_for N PATTERN: until correlator N's log matches.
+wait_for() {
+  for _ in $(seq 1 600); do
+    grep -q "$2" "$tmp/correlate$1.err" && return 0
+    sleep 0.05
+  done
+  fail "correlator $1 never logged '$2'"
+}
+total=$(wc -l < "$tmp/mixed.jsonl")
+parts=$((2 * rounds + 2))
+per=$(( (total + parts - 1) / parts ))
+split -l "$per" -d -a 3 "$tmp/mixed.jsonl" "$tmp/part."
+chunks=("$tmp"/part.*)
+ci=0
+ingest_next() {
+  [ "$ci" -lt "${#chunks[@]}" ] || return 0
+  "$bin" ingest file --brokers "$brokers" "${chunks[$ci]}" >> "$tmp/ingest.out" 2>> "$tmp/ingest.err" \
+    || fail "ingest file ${chunks[$ci]} failed"
+  ci=$((ci + 1))
+}
+
+correlate; a=$n
+wait_for "$a" "restored .* for 64 of 64 partitions"
+correlate; b=$n
+# both in the group with half the partitions each
+wait_for "$a" "for 32 of 64 partitions"
+wait_for "$b" "for 32 of 64 partitions"
+ingest_next
+# consumed N: until the first two members together have read N signals
+# (exact while nobody was killed: no signal is read twice).
+consumed() {
+  local got=0
+  for _ in $(seq 1 600); do
+    got=0
+    for m in $a $b; do
+      c=$(sed -n 's/.*batch committed: .*, \([0-9]*\) signals so far.*/\1/p' \
+          "$tmp/correlate$m.err" | tail -n 1)
+      got=$((got + ${c:-0}))
+    done
+    [ "$got" -ge "$1" ] && return 0
+    sleep 0.05
+  done
+  fail "the group read $got of $1 signals"
+}
+for r in $(seq 1 "$rounds"); do
+  ingest_next
+  if [ "$r" = 1 ]; then
+    # the first kill hits a member that holds the state of half the
+    # clusters: everything so far was read and committed
+    consumed "$(cat "${chunks[@]:0:$ci}" | wc -l)"
+  else
+    for m in "${!live[@]}"; do wait_for "$m" "batch committed"; done
+  fi
+  ids=("${!live[@]}")
+  victim=${ids[$((RANDOM % ${#ids[@]}))]}
+  [ "$rounds" -gt 1 ] && sleep "0.$((RANDOM % 10))"
+  kill -9 "${live[$victim]}"; wait "${live[$victim]}" 2>/dev/null
+  unset "live[$victim]"
+  survivor=${!live[*]}
+  # the survivor takes the dead member's partitions over (session timeout)
+  wait_for "$survivor" "for 64 of 64 partitions"
+  if [ "$r" = 2 ]; then
+    # Redis dies under the survivor and comes back from its AOF
+    kill -9 "$redis_pid"; wait "$redis_pid" 2>/dev/null
+    sleep 1
+    start_redis
+    redis_killed=1
+  fi
+  ingest_next
+  correlate
+  wait_for "$n" "for 32 of 64 partitions"
+done
+while [ "$ci" -lt "${#chunks[@]}" ]; do ingest_next; done
+
+expect_replay "$tmp/want.jsonl" "the incidents of the group differ from the replay"
+expect_actions "$tmp/want.jsonl"
+! grep -h "arrived on partition" "$tmp"/correlate*.err || fail "signals on the wrong partition"
+takeovers=$(grep -l "for 64 of 64 partitions" "$tmp"/correlate*.err | wc -l)
+echo "group: ok ($(wc -l < "$tmp/want.sorted") incidents and $(wc -l < "$tmp/want.actions") action requests of ${#streams[@]} clusters equal to replay; $rounds member(s) killed${redis_killed:+ and redis once}, $n correlators in all, $takeovers took every partition over)"

@@ -1,0 +1,80 @@
+# Shared by the live tests (sourced after setting $bin): a private
+# folder ($tmp) and the processes started (pids), both gone at exit.
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# fail WHY: says why with the tail of every log (debug lines left out).
+fail() {
+  echo "FAIL: $*"
+  for f in "$tmp"/*.err; do echo "--- $f"; grep -v ' debug ' "$f" | tail -n 20; done
+  exit 1
+}
+
+# start_redis: a redis-server of the test's own, append-only with fsync
+# always, so that what it acknowledged survives its own SIGKILL; its pid
+# in redis_pid.
+start_redis() {
+  "${CASCADE_REDIS_SERVER:-redis-server}" --port 0 --unixsocket "$tmp/redis.sock" \
+    --dir "$tmp" --appendonly yes --appendfsync always --save '' \
+    >> "$tmp/redis.out" 2>&1 &
+  redis_pid=$!
+  pids+=($redis_pid)
+  for _ in $(seq 1 100); do
+    redis-cli -s "$tmp/redis.sock" ping >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  fail "redis-server did not start"
+}
+
+# start_broker SECONDS: `cascade broker` in its own process; its address
+# in brokers.
+start_broker() {
+  "$bin" broker --for "$1" > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
+  for _ in $(seq 1 100); do
+    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/broker.out")
+    [ -n "$brokers" ] && return 0
+    sleep 0.05
+  done
+  fail "cascade broker printed no address"
+}
+
+# final_state: the last version of each incident on cascade.incidents.
+final_state() {
+  kcat -b "$brokers" -C -t cascade.incidents -o beginning -e -q 2>>"$tmp/kcat.err" |
+    awk '{ match($0, /"id":"[^"]*"/); id = substr($0, RSTART, RLENGTH);
+           if (!(id in last)) order[++k] = id; last[id] = $0 }
+         END { for (i = 1; i <= k; i++) print last[order[i]] }' | sort
+}
+
+# expect_replay WANT WHAT: until the final state on Kafka equals the
+# replay output WANT (two minutes at most).
+expect_replay() {
+  local ok=
+  sort "$1" > "$tmp/want.sorted"
+  for _ in $(seq 1 240); do
+    final_state > "$tmp/got.sorted"
+    if cmp -s "$tmp/want.sorted" "$tmp/got.sorted"; then ok=1; break; fi
+    sleep 0.5
+  done
+  if [ -z "$ok" ]; then
+    diff "$tmp/want.sorted" "$tmp/got.sorted" | cut -c1-400
+    fail "$2"
+  fi
+}
+
+# expect_actions WANT: every action of the replay's final incidents reached
+# cascade.actions (at least once; a crash may repeat some) -> want.actions.
+expect_actions() {
+  jq -c '.id as $i | .actions[] | {incident: $i, action: .}' "$1" |
+    sort -u > "$tmp/want.actions"
+  kcat -b "$brokers" -C -t cascade.actions -o beginning -e -q 2>>"$tmp/kcat.err" |
+    jq -c '{incident, action}' | sort -u > "$tmp/got.actions"
+  local lost
+  lost=$(comm -23 "$tmp/want.actions" "$tmp/got.actions")
+  [ -z "$lost" ] || fail "action requests lost: $lost"
+}
