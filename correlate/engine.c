@@ -228,7 +228,7 @@ node_win *eng_win_of(engine *e, const char *host)
 }
 
 /* Indexed by fact_kind; the letters are stored in Redis, never reuse one. */
-const char eng_kind_code[] = "XDOAJICFNMTSHP";
+const char eng_kind_code[] = "XDOAJICFNMTSHPR";
 
 entry *eng_win_push(node_win *w)
 {
@@ -347,9 +347,41 @@ int64_t eng_fold_window(const incident *inc)
                ? NAME_WINDOW : FOLD_WINDOW;
 }
 
+int64_t eng_resolved_at(const incident *inc, int64_t now)
+{
+    if (inc->recovered && inc->recovered >= inc->updated)
+        return inc->recovered;
+    if (!inc->sc->node_level && now - inc->updated > eng_fold_window(inc))
+        return inc->updated + eng_fold_window(inc);
+    return 0;
+}
+
+int64_t eng_inc_now(const engine *e, const incident *inc)
+{
+    int64_t t = eng_clock(e, inc->cluster);
+    return e->live_clock > t ? e->live_clock : t;
+}
+
+void eng_resolve(incident *inc, const sig *s, const char *why)
+{
+    if (eng_resolved_at(inc, s->ts) || s->ts < inc->updated)
+        return;
+    inc->recovered = s->ts;
+    str_copy(inc->resolution, sizeof inc->resolution, why);
+    inc->dirty = 1;
+}
+
+/* Whether inc takes a related signal now: open and within its fold
+ * window, or resolved less than REOPEN_GRACE ago. */
 int eng_fresh(const engine *e, const incident *inc)
 {
-    return inc && e->now - inc->updated <= eng_fold_window(inc);
+    int64_t r;
+
+    if (!inc)
+        return 0;
+    if ((r = eng_resolved_at(inc, e->now)))
+        return e->now - r <= REOPEN_GRACE;
+    return e->now - inc->updated <= eng_fold_window(inc);
 }
 
 static incident *incident_by_id(engine *e, const char *id)
@@ -362,6 +394,13 @@ static incident *incident_by_id(engine *e, const char *id)
 
 void eng_touch(incident *inc, const sig *s)
 {
+    int64_t r = eng_resolved_at(inc, s->ts);
+
+    if (r && s->ts > r) {
+        inc->reopened++;
+        inc->recovered = 0;
+        inc->resolution[0] = '\0';
+    }
     inc->count++;
     inc->sources |= 1u << s->source;
     if (s->ts < inc->first)
@@ -565,8 +604,11 @@ void eng_on_node_fault(engine *e, const sig *s, const fact *f,
 
     eng_win_add(e, s, host, f->kind, s->job, f->scenario, f->sig_id);
     /* A long-lived incident (a GPU faulting job after job) absorbs only
-     * its own scenario past the usual fold window. */
-    if (inc && e->now - inc->updated > FOLD_WINDOW &&
+     * its own scenario past the usual fold window; one resolved by the
+     * node's recovery takes any fault within the grace period (the node
+     * flaps). */
+    if (inc && !(inc->recovered && eng_resolved_at(inc, e->now)) &&
+        e->now - inc->updated > FOLD_WINDOW &&
         strcmp(inc->sc->id, f->scenario ? f->scenario : ""))
         inc = NULL;
     if (!eng_fresh(e, inc))
@@ -714,6 +756,46 @@ static void on_blocked(engine *e, const sig *s, job *j)
     str_copy(j->incident, sizeof j->incident, inc->id);
 }
 
+/* A job that completes resolves what was open about it, or about an
+ * earlier attempt of its logical job (the resubmit worked). */
+static void on_job_completed(engine *e, const sig *s, const job *j)
+{
+    char why[160];
+
+    snprintf(why, sizeof why, "job %.40s%s%.80s completed", j->id,
+             j->name[0] ? " of " : "", j->name);
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        const job *o = eng_job_of(e, inc->job);
+        if (!inc->job_scope || inc->team[0] || strcmp(inc->cluster, j->cluster))
+            continue;
+        if (strcmp(inc->job, j->id) &&
+            !(j->name[0] && o && !strcmp(o->name, j->name)))
+            continue;
+        eng_resolve(inc, s, why);
+    }
+}
+
+/* A node back (the fact has no scenario: the scheduler or Kubernetes says
+ * so) resolves what the node being down explains; an alert that resolved
+ * resolves the incident of its scenario there. */
+static void on_recovery(engine *e, const sig *s, const fact *f)
+{
+    const char *what = f->scenario ? f->scenario : "node.down";
+
+    if (!f->host[0])
+        return;
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        /* a rack's or an advisory's incident is more than this node */
+        if (strcmp(inc->cluster, s->cluster) || eng_own_key(inc->key) ||
+            (strcmp(inc->node, f->host) && strcmp(inc->root_node, f->host)) ||
+            (strcmp(inc->sc->id, what) && strcmp(inc->root_scenario, what)))
+            continue;
+        eng_resolve(inc, s, f->excerpt);
+    }
+}
+
 static void on_job_state(engine *e, const sig *s)
 {
     job *j = strmap_get(e->jobs, s->job);
@@ -759,6 +841,8 @@ static void on_job_state(engine *e, const sig *s)
 
     if (eng_is_failure(j->state))
         on_job_failed(e, s, j);
+    else if (strcmp(j->state, "COMPLETED") == 0)
+        on_job_completed(e, s, j);
     else if (strcmp(j->state, "PREEMPTED") == 0)
         on_job_preempted(e, s, j);
     if (j->depends_on && !j->incident[0] && blocked(j->state, s))
@@ -1207,6 +1291,9 @@ static void on_fact(engine *e, const sig *s, const fact *f)
         if (f->step >= 0)
             eng_progress(e, f->job, s->ts, (double)f->step);
         break;
+    case FACT_RECOVERY:
+        on_recovery(e, s, f);
+        break;
     case FACT_CHECKPOINT:
         /* Context only: never opens an incident (seed 004), but the
          * rules that read a host's OOM or a slow step look for it. */
@@ -1281,9 +1368,12 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         size_t k;
         json_t *a;
 
-        if (!inc->dirty)
+        /* Quiet resolves without a signal: publish the new status. */
+        int resolved = eng_resolved_at(inc, eng_inc_now(e, inc)) != 0;
+        if (!inc->dirty && resolved == inc->pub_resolved)
             continue;
         inc->dirty = 0;
+        inc->pub_resolved = resolved;
         js = eng_incident_json(e, inc);
         acts = json_object_get(js, "actions");
         fresh_acts = json_array();

@@ -22,6 +22,10 @@
 /* A team's queue-limit hits by hour of day ("peak:TEAM" windows), kept for
  * a week to find the hours they recur (capacity.peak_demand). */
 #define PEAK_HISTORY (7 * 24 * TS_HOUR)
+/* A resolved incident takes a related signal this long after it was
+ * resolved, and is open again (a node that flaps, a fix that did not
+ * hold) instead of a new incident opening. */
+#define REOPEN_GRACE TS_HOUR
 /* How long window entries and seen ids are kept, in memory and in Redis. */
 #define HORIZON (2 * TS_HOUR)
 /* eng_tick: how far behind the wall clock the stream may be for the wall
@@ -94,6 +98,14 @@ typedef struct incident {
     child *children;
     size_t nchildren;
     fact cause;      /* the fact that opened it (sizes for OOM fixes) */
+    /* Lifecycle. A recovery signal after its last one resolves it (when,
+     * and what said so); so does quiet for its fold window, for what is
+     * not a node's fault (a node's fault stays open until the node is
+     * back). A related signal after that reopens it. */
+    int64_t recovered;
+    char resolution[160];
+    int reopened;
+    int pub_resolved; /* the status last published: 1 resolved */
     int dirty;
     json_t *published; /* actions already sent */
 } incident;
@@ -235,6 +247,14 @@ void eng_win_add(engine *e, const sig *s, const char *host, fact_kind kind,
                  const char *jobid, const char *scenario, const char *sig_id);
 
 json_t *eng_incident_json(engine *e, const incident *inc);
+/* When the incident was resolved as of `now` (its cluster's time), or 0
+ * while it is open. */
+int64_t eng_resolved_at(const incident *inc, int64_t now);
+/* The time lifecycle decisions about inc go by: its cluster's event time,
+ * or the wall clock once the stream has caught up. */
+int64_t eng_inc_now(const engine *e, const incident *inc);
+/* A recovery signal resolves inc (nothing when it is resolved already). */
+void eng_resolve(incident *inc, const sig *s, const char *why);
 /* Children that failed (not only seen erroring). */
 size_t eng_failed_children(const incident *inc);
 /* How long an incident keeps absorbing related signals after its last. */

@@ -511,7 +511,7 @@ static json_t *chain_json(const incident *inc)
     return a;
 }
 
-static void summary(const incident *inc, char *buf, size_t len)
+static void summary_open(const incident *inc, char *buf, size_t len)
 {
     size_t n = 0, off;
     const char *where = inc->node[0] ? inc->node
@@ -551,23 +551,65 @@ static void summary(const incident *inc, char *buf, size_t len)
         snprintf(buf + off, len - off, "; %s.", inc->sc->todo);
 }
 
+/* What resolved it: the recovery signal, or quiet. */
+static void resolution(const incident *inc, char *buf, size_t len)
+{
+    if (inc->recovered && inc->recovered >= inc->updated)
+        snprintf(buf, len, "%s", inc->resolution);
+    else
+        snprintf(buf, len, "nothing new for %lld min",
+                 (long long)(eng_fold_window(inc) / TS_MIN));
+}
+
+static void summary(const incident *inc, int64_t resolved, char *buf,
+                    size_t len)
+{
+    char why[200];
+    size_t off;
+
+    summary_open(inc, buf, len);
+    off = strlen(buf);
+    if (resolved && off < len) {
+        resolution(inc, why, sizeof why);
+        snprintf(buf + off, len - off, " Resolved: %s.", why);
+    }
+}
+
+/* status, and when resolved: since when and why; how often it reopened. */
+static void lifecycle_json(json_t *js, const incident *inc, int64_t resolved)
+{
+    char why[200];
+
+    if (resolved) {
+        resolution(inc, why, sizeof why);
+        json_object_set_new(js, "resolved", ts_json(resolved));
+        json_object_set_new(js, "resolution", json_string(why));
+    }
+    if (inc->reopened)
+        json_object_set_new(js, "reopened", json_integer(inc->reopened));
+}
+
 json_t *eng_incident_json(engine *e, const incident *inc)
 {
-    char sum[512];
-    json_t *root = json_pack("{s:s, s:o}", "scenario", inc->root_scenario, "ts",
+    char sum[768];
+    int64_t resolved = eng_resolved_at(inc, eng_inc_now(e, inc));
+    json_t *js, *root = json_pack("{s:s, s:o}", "scenario", inc->root_scenario, "ts",
                              ts_json(inc->root_ts));
 
     if (inc->root_node[0])
         json_object_set_new(root, "node", json_string(inc->root_node));
     if (inc->root_job[0])
         json_object_set_new(root, "job", json_string(inc->root_job));
-    summary(inc, sum, sizeof sum);
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
-                     "s:s}",
-                     "id", inc->id, "scenario", inc->sc->id, "status", "open",
-                     "scope", scope_json(e, inc), "root_cause", root, "opened",
-                     ts_json(inc->opened), "updated", ts_json(inc->updated),
-                     "evidence", evidence_json(inc), "children",
-                     children_json(inc), "chain", chain_json(inc), "actions",
-                     eng_actions(e, inc), "summary", sum);
+    summary(inc, resolved, sum, sizeof sum);
+    js = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
+                   "s:s}",
+                   "id", inc->id, "scenario", inc->sc->id, "status",
+                   resolved ? "resolved" : "open",
+                   "scope", scope_json(e, inc), "root_cause", root, "opened",
+                   ts_json(inc->opened), "updated", ts_json(inc->updated),
+                   "evidence", evidence_json(inc), "children",
+                   children_json(inc), "chain", chain_json(inc), "actions",
+                   eng_actions(e, inc), "summary", sum);
+    lifecycle_json(js, inc, resolved);
+    return js;
 }

@@ -72,30 +72,35 @@ static json_t *fact_json(const fact *f)
 
 void eng_persist_incident(engine *e, const incident *inc)
 {
-    json_t *kids = json_array();
+    json_t *kids = json_array(), *rec;
 
     for (size_t i = 0; i < inc->nchildren; i++) {
         const child *c = &inc->children[i];
         json_array_append_new(kids, json_pack("[s, s, s, I]", c->job, c->state,
                                               c->scenario, (json_int_t)c->ts));
     }
-    put_json(e, inc->cluster, "state", inc->id,
-             json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
-                       "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O, s:s, "
-                       "s:s}",
-                       "v", STATE_VERSION, "scope",
-                       inc->job_scope ? "job" : "node", "scenario", inc->sc->id,
-                       "node", inc->node, "gpu", inc->gpu, "job", inc->job,
-                       "root_scenario", inc->root_scenario, "root_node",
-                       inc->root_node, "root_job", inc->root_job, "cluster",
-                       inc->cluster, "root_ts", (json_int_t)inc->root_ts,
-                       "opened", (json_int_t)inc->opened, "updated",
-                       (json_int_t)inc->updated, "first",
-                       (json_int_t)inc->first, "last", (json_int_t)inc->last,
-                       "count", inc->count, "sources",
-                       (json_int_t)inc->sources, "children", kids, "cause",
-                       fact_json(&inc->cause), "published", inc->published,
-                       "key", inc->key, "team", inc->team));
+    rec = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
+                    "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O, s:s, "
+                    "s:s}",
+                    "v", STATE_VERSION, "scope",
+                    inc->job_scope ? "job" : "node", "scenario", inc->sc->id,
+                    "node", inc->node, "gpu", inc->gpu, "job", inc->job,
+                    "root_scenario", inc->root_scenario, "root_node",
+                    inc->root_node, "root_job", inc->root_job, "cluster",
+                    inc->cluster, "root_ts", (json_int_t)inc->root_ts,
+                    "opened", (json_int_t)inc->opened, "updated",
+                    (json_int_t)inc->updated, "first",
+                    (json_int_t)inc->first, "last", (json_int_t)inc->last,
+                    "count", inc->count, "sources",
+                    (json_int_t)inc->sources, "children", kids, "cause",
+                    fact_json(&inc->cause), "published", inc->published,
+                    "key", inc->key, "team", inc->team);
+    /* lifecycle */
+    json_object_set_new(rec, "recovered", json_integer(inc->recovered));
+    json_object_set_new(rec, "resolution", json_string(inc->resolution));
+    json_object_set_new(rec, "reopened", json_integer(inc->reopened));
+    json_object_set_new(rec, "pub_resolved", json_integer(inc->pub_resolved));
+    put_json(e, inc->cluster, "state", inc->id, rec);
 }
 
 static void tb_change(void *arg, const char *key, const char *value)
@@ -379,6 +384,10 @@ static int restore_incident(engine *e, const char *field, json_t *o,
     inc->last = jint(o, "last");
     inc->count = (int)jint(o, "count");
     inc->sources = (unsigned)jint(o, "sources");
+    inc->recovered = jint(o, "recovered");
+    str_copy(inc->resolution, sizeof inc->resolution, jstr(o, "resolution"));
+    inc->reopened = (int)jint(o, "reopened");
+    inc->pub_resolved = (int)jint(o, "pub_resolved");
     restore_fact(e, json_object_get(o, "cause"), &inc->cause);
     json_array_extend(inc->published, published);
     if (restore_children(inc, json_object_get(o, "children"))) {

@@ -77,6 +77,7 @@ static const char *const fact_names[FACT__COUNT] = {
     [FACT_SPOT] = "spot",
     [FACT_HOST_OOM] = "host_oom",
     [FACT_PROGRESS] = "progress",
+    [FACT_RECOVERY] = "recovery",
 };
 
 const char *cls_fact_name(fact_kind k)
@@ -573,9 +574,23 @@ static int classify_alerts(classifier *c, const sig *s, fact *out)
 
     json_array_foreach(alerts, i, a) {
         const char *status = json_string_value(json_object_get(a, "status"));
-        if (n == CLS_MAX_FACTS || (status && strcmp(status, "firing")))
+        int resolved = status && !strcmp(status, "resolved");
+        if (n == CLS_MAX_FACTS || (status && strcmp(status, "firing") && !resolved))
             continue;
-        n += classify_alert(c, s, json_object_get(a, "labels"), &out[n]);
+        if (!classify_alert(c, s, json_object_get(a, "labels"), &out[n]))
+            continue;
+        /* An Xid alert resolves when its counter stops rising, not when
+         * the GPU is fixed: that is no recovery. */
+        if (resolved && out[n].kind == FACT_XID)
+            continue;
+        if (resolved) {
+            /* the fault it named ended: the same fact, as a recovery */
+            size_t len = strlen(out[n].excerpt);
+            out[n].kind = FACT_RECOVERY;
+            snprintf(out[n].excerpt + len, sizeof out[n].excerpt - len,
+                     " resolved");
+        }
+        n++;
     }
     return n;
 }

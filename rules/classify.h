@@ -28,6 +28,9 @@ typedef enum {
     FACT_SPOT,       /* the cloud is reclaiming a node or its pods */
     FACT_HOST_OOM,   /* the kernel's OOM killer ended a process */
     FACT_PROGRESS,   /* a training step completed (its number in step) */
+    FACT_RECOVERY,   /* a node is back (the scheduler or Kubernetes says
+                      * so), or an alert resolved (scenario: the fault that
+                      * ended) */
     FACT__COUNT
 } fact_kind;
 

@@ -23,4 +23,10 @@ fi
 files=("$fixtures"/*.jsonl "$fixtures"/base/*.jsonl)
 [ "${#files[@]}" -ge 100 ] || { echo "only ${#files[@]} fixtures"; exit 1; }
 "$score" --replay "$bin replay" --twice "${files[@]}"
+# Lifecycle: the node crash resolves when the node is back, reopens when
+# it fails again within the grace period and resolves again.
+"$bin" replay "$fixtures/base/node_down_recovered.jsonl" > "$tmp/life.jsonl"
+[ "$(jq -r '[.status, .reopened, .resolution] | @tsv' "$tmp/life.jsonl")" = \
+  "$(printf 'resolved\t1\tNodeReady: Node gpu-012 status is now: NodeReady')" ] \
+  || { echo "node_down_recovered: wrong lifecycle"; cat "$tmp/life.jsonl"; exit 1; }
 echo "replay fixtures: ok (${#files[@]} streams)"

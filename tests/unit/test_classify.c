@@ -226,12 +226,26 @@ static void test_alert(void)
         "\"instance\":\"gpu-064:9400\",\"err_code\":\"48\"}}]}}";
 
     CHECK_INT(sig_parse_json(&s, line, strlen(line), &err), 0);
-    CHECK_INT(cls_classify(c, &s, f), 2); /* the resolved alert opens nothing */
+    /* a resolved Xid alert is no recovery: its counter stopped rising */
+    CHECK_INT(cls_classify(c, &s, f), 2);
     CHECK_STR(f[0].host, "gpu-062");
     CHECK_STR(f[0].gpu, "5");
     CHECK_STR(f[0].scenario, "hw.gpu_off_bus");
     CHECK_STR(f[1].host, "gpu-064"); /* instance without its port */
     CHECK_STR(f[1].scenario, "hw.ecc_uncorrectable");
+    sig_free(&s);
+
+    /* a thermal alert that resolved: the heat on that host ended */
+    line = "{\"ts\":\"2026-03-02T08:30:00Z\",\"source\":\"alertmanager\","
+           "\"payload\":{\"version\":\"4\",\"status\":\"resolved\",\"alerts\":["
+           "{\"status\":\"resolved\",\"labels\":{\"alertname\":"
+           "\"HWThermalThrottle\",\"Hostname\":\"gpu-016\",\"gpu\":\"0\"}}]}}";
+    CHECK_INT(sig_parse_json(&s, line, strlen(line), &err), 0);
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_INT(f[0].kind, FACT_RECOVERY);
+    CHECK_STR(f[0].host, "gpu-016");
+    CHECK_STR(f[0].scenario, "thermal.fleet_throttle");
+    CHECK_STR(f[0].excerpt, "alert HWThermalThrottle resolved");
     sig_free(&s);
 }
 

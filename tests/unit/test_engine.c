@@ -451,6 +451,128 @@ static void test_shifting_symptoms(void)
     }
 }
 
+#define SLURM(ts, text) \
+    "{\"ts\":\"" ts "\",\"source\":\"slurm\",\"line\":\"" text "\"}"
+#define WAITING(ts, cluster, id, name) \
+    "{\"ts\":\"" ts "\",\"source\":\"k8s\",\"cluster\":\"" cluster \
+    "\",\"job\":\"" id "\",\"job_name\":\"" name "\",\"event\":" \
+    "{\"reason\":\"FailedScheduling\",\"message\":\"0/4 nodes are " \
+    "available: 4 Insufficient nvidia.com/gpu.\"}}"
+#define NAMED_JOB(ts, cluster, id, name, state) \
+    "{\"ts\":\"" ts "\",\"source\":\"job\",\"cluster\":\"" cluster \
+    "\",\"job\":\"" id "\",\"job_name\":\"" name "\",\"state\":\"" \
+    state "\",\"nodes\":[\"gpu-070\"]}"
+
+static const char *field(json_t *inc, const char *k)
+{
+    const char *v = json_string_value(json_object_get(inc, k));
+    return v ? v : "";
+}
+
+/* A node that comes back resolves its incident; failing again within the
+ * grace period reopens it; later, a new incident opens. */
+static void test_recover_and_reopen(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    json_t *inc;
+
+    feed(e, SLURM("2026-03-02T08:00:00Z", "error: Nodes gpu-012 not responding"));
+    inc = only_incident(e);
+    CHECK_STR(field(inc, "scenario"), "node.down");
+    CHECK_STR(field(inc, "status"), "open");
+    json_decref(inc);
+    feed(e, SLURM("2026-03-02T08:10:00Z", "Node gpu-012 now responding"));
+    inc = only_incident(e);
+    CHECK_STR(field(inc, "status"), "resolved");
+    CHECK_STR(field(inc, "resolved"), "2026-03-02T08:10:00.000Z");
+    CHECK_STR(field(inc, "resolution"), "Node gpu-012 now responding");
+    CHECK(strstr(field(inc, "summary"), "Resolved: Node gpu-012 now responding.") != NULL);
+    json_decref(inc);
+    /* a recovery of another node, or one older than the fault, is no news */
+    feed(e, SLURM("2026-03-02T08:20:00Z", "error: Nodes gpu-012 not responding"));
+    inc = only_incident(e);
+    CHECK_STR(field(inc, "status"), "open");
+    CHECK_INT(json_integer_value(json_object_get(inc, "reopened")), 1);
+    json_decref(inc);
+    feed(e, SLURM("2026-03-02T08:25:00Z", "Node gpu-013 now responding"));
+    inc = only_incident(e);
+    CHECK_STR(field(inc, "status"), "open");
+    json_decref(inc);
+    feed(e, SLURM("2026-03-02T08:30:00Z", "Node gpu-012 now responding"));
+    /* more than the grace period after it was resolved: a new incident */
+    feed(e, SLURM("2026-03-02T09:31:00Z", "error: Nodes gpu-012 not responding"));
+    json_t *all = eng_incidents(e);
+    CHECK_INT(json_array_size(all), 2);
+    CHECK_STR(field(json_array_get(all, 0), "status"), "resolved");
+    CHECK_STR(field(json_array_get(all, 1), "status"), "open");
+    json_decref(all);
+    eng_free(e);
+}
+
+static void count_resolved(void *arg, const char *id, json_t *inc, json_t *acts)
+{
+    (void)id;
+    (void)acts;
+    if (!strcmp(field(inc, "status"), "resolved"))
+        ++*(int *)arg;
+}
+
+/* A job-level incident resolves when a later attempt of the logical job
+ * completes, or after its fold window of quiet by its own cluster's
+ * clock; a node's fault stays open through any quiet. */
+static void test_resolve_by_completion_and_quiet(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    json_t *all;
+    int resolved = 0;
+
+    feed(e, NAMED_JOB("2026-03-02T07:59:00Z", "a", "501", "sweep", "PENDING"));
+    feed(e, WAITING("2026-03-02T08:00:00Z", "a", "501", "sweep"));
+    feed(e, NAMED_JOB("2026-03-02T08:20:00Z", "a", "502", "sweep", "RUNNING"));
+    feed(e, NAMED_JOB("2026-03-02T08:25:00Z", "a", "502", "sweep", "COMPLETED"));
+    all = eng_incidents(e);
+    CHECK_INT(json_array_size(all), 1);
+    CHECK_STR(field(json_array_get(all, 0), "status"), "resolved");
+    CHECK_STR(field(json_array_get(all, 0), "resolution"),
+              "job 502 of sweep completed");
+    json_decref(all);
+    eng_free(e);
+
+    e = eng_new(&ops, &r, &err);
+    feed(e, WAITING("2026-03-02T08:00:00Z", "a", "601", "eval"));
+    feed(e, XID79("2026-03-02T08:00:00Z", "gpu-090"));
+    eng_flush(e, NULL, NULL);
+    /* hours later, in another cluster: cluster a's time has not moved */
+    feed(e, WAITING("2026-03-02T12:00:00Z", "b", "701", "other"));
+    eng_flush(e, count_resolved, &resolved);
+    CHECK_INT(resolved, 0);
+    /* cluster a, 45 min on: the wait resolved by quiet, published once */
+    feed(e, NAMED_JOB("2026-03-02T08:45:00Z", "a", "602", "x", "RUNNING"));
+    eng_flush(e, count_resolved, &resolved);
+    CHECK_INT(resolved, 1);
+    eng_flush(e, count_resolved, &resolved);
+    CHECK_INT(resolved, 1);
+    feed(e, XID79("2026-03-02T08:45:00Z", "gpu-091"));
+    all = eng_incidents(e);
+    for (size_t i = 0; i < json_array_size(all); i++) {
+        json_t *inc = json_array_get(all, i);
+        const char *sc = field(inc, "scenario");
+        if (!strcmp(sc, "sched.capacity_exhausted") &&
+            !strcmp(field(json_object_get(inc, "scope"), "cluster"), "a")) {
+            CHECK_STR(field(inc, "status"), "resolved");
+            CHECK_STR(field(inc, "resolution"), "nothing new for 30 min");
+        } else if (!strcmp(sc, "hw.gpu_off_bus")) {
+            CHECK_STR(field(inc, "status"), "open");
+        }
+    }
+    json_decref(all);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -462,5 +584,7 @@ int main(void)
     test_swap_rules();
     test_dependency_chain();
     test_shifting_symptoms();
+    test_recover_and_reopen();
+    test_resolve_by_completion_and_quiet();
     return check_report();
 }
