@@ -64,11 +64,8 @@ static void state_free(engine *e)
     strmap_free(e->seen, free);
     strmap_free(e->series, eng_series_free);
     strmap_free(e->clocks, free);
-    for (size_t i = 0; i < e->ninc; i++) {
-        free(e->incs[i]->children);
-        json_decref(e->incs[i]->published);
-        free(e->incs[i]);
-    }
+    for (size_t i = 0; i < e->ninc; i++)
+        eng_incident_free(e->incs[i]);
     free(e->incs);
     e->incs = NULL;
     e->ninc = e->capinc = 0;
@@ -431,6 +428,14 @@ incident *eng_open_incident(engine *e, const sig *s, const char *scenario,
     return inc;
 }
 
+void eng_incident_free(incident *inc)
+{
+    free(inc->children);
+    free(inc->members);
+    json_decref(inc->published);
+    free(inc);
+}
+
 incident *eng_incident_new(engine *e)
 {
     incident *inc = xcalloc(1, sizeof *inc);
@@ -492,7 +497,8 @@ static void maybe_escalate(engine *e, incident *inc)
     int64_t last = 0;
     size_t near = 0;
 
-    if (!crash || !inc->sc->node_level || inc->sc == crash)
+    /* a storm stays what its nodes share */
+    if (!crash || !inc->sc->node_level || inc->sc == crash || eng_is_storm(inc))
         return;
     for (size_t i = 0; i < inc->nchildren; i++)
         if (inc->children[i].state[0] && inc->children[i].ts > last)
@@ -614,9 +620,10 @@ void eng_on_node_fault(engine *e, const sig *s, const fact *f,
     if (!eng_fresh(e, inc))
         inc = open_node_incident(e, s, host, f->scenario, f);
     eng_touch(inc, s);
-    if (!inc->gpu[0] && f->gpu[0])
+    if (!inc->gpu[0] && f->gpu[0] && !eng_is_storm(inc))
         str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
     absorb_failed_jobs(e, inc, host);
+    eng_storm_check(e, s, inc);
 }
 
 /* A job failed. Explained by its own incident (OOM, ...), by a node fault
@@ -679,6 +686,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
             inc->root_scenario = nf ? nf->scenario : "cascade.node_crash";
             eng_touch(inc, s);
             absorb_failed_jobs(e, inc, host);
+            eng_storm_check(e, s, inc);
             return;
         }
     }
@@ -785,6 +793,7 @@ static void on_recovery(engine *e, const sig *s, const fact *f)
 
     if (!f->host[0])
         return;
+    eng_storm_recovered(e, s, f->host, what);
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
         /* a rack's or an advisory's incident is more than this node */
@@ -1358,6 +1367,30 @@ static int cmp_inc(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
+/* Incidents merged into a storm, once published as such, are gone: the
+ * storm answers for them (their hosts lead to it). */
+static void drop_merged(engine *e)
+{
+    size_t keep = 0;
+    char key[320];
+
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        if (!inc->merged[0]) {
+            e->incs[keep++] = inc;
+            continue;
+        }
+        if (inc->node[0] && strmap_get(e->open_node, inc->node) == inc)
+            strmap_del(e->open_node, inc->node);
+        if (inc->key[0] && strmap_get(e->open_node, inc->key) == inc)
+            strmap_del(e->open_node, inc->key);
+        eng_key(key, sizeof key, inc->cluster, "state", NULL);
+        e->ops->hash_del(e->ctx, key, inc->id);
+        eng_incident_free(inc);
+    }
+    e->ninc = keep;
+}
+
 void eng_flush(engine *e, eng_change_fn fn, void *arg)
 {
     char key[320];
@@ -1372,6 +1405,10 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         int resolved = eng_resolved_at(inc, eng_inc_now(e, inc)) != 0;
         if (!inc->dirty && resolved == inc->pub_resolved)
             continue;
+        /* merged into a storm before anyone saw it: nothing to close */
+        if (inc->merged[0] && !inc->shown)
+            continue;
+        inc->shown = 1;
         inc->dirty = 0;
         inc->pub_resolved = resolved;
         js = eng_incident_json(e, inc);
@@ -1399,6 +1436,7 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         json_decref(fresh_acts);
         json_decref(js);
     }
+    drop_merged(e);
     eng_persist_tracebacks(e);
 }
 
@@ -1418,10 +1456,13 @@ json_t *eng_incidents(engine *e)
     incident **sorted = xcalloc(e->ninc + 1, sizeof *sorted);
     json_t *out = json_array();
 
-    if (e->ninc)
-        memcpy(sorted, e->incs, e->ninc * sizeof *sorted);
-    qsort(sorted, e->ninc, sizeof *sorted, cmp_inc);
+    size_t n = 0;
+
     for (size_t i = 0; i < e->ninc; i++)
+        if (!e->incs[i]->merged[0]) /* the storm answers for it */
+            sorted[n++] = e->incs[i];
+    qsort(sorted, n, sizeof *sorted, cmp_inc);
+    for (size_t i = 0; i < n; i++)
         json_array_append_new(out, eng_incident_json(e, sorted[i]));
     free(sorted);
     return out;

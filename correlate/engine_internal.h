@@ -82,6 +82,15 @@ typedef struct child {
     int64_t ts;
 } child;
 
+/* A node incident merged into a storm (storms.c). */
+typedef struct storm_member {
+    char node[128];
+    char id[24];
+    char scenario[48];
+    int64_t ts;
+    int64_t recovered; /* when the node was back, or 0 */
+} storm_member;
+
 typedef struct incident {
     char id[24];
     int job_scope; /* opened for a job (else for a node) */
@@ -97,6 +106,10 @@ typedef struct incident {
     unsigned sources;
     child *children;
     size_t nchildren;
+    storm_member *members; /* a storm's node incidents */
+    size_t nmembers;
+    char merged[24]; /* merged into this storm: published once, then gone */
+    char rack[80];   /* a storm's rack */
     fact cause;      /* the fact that opened it (sizes for OOM fixes) */
     /* Lifecycle. A recovery signal after its last one resolves it (when,
      * and what said so); so does quiet for its fold window, for what is
@@ -106,6 +119,7 @@ typedef struct incident {
     char resolution[160];
     int reopened;
     int pub_resolved; /* the status last published: 1 resolved */
+    int shown;        /* published at least once */
     int dirty;
     json_t *published; /* actions already sent */
 } incident;
@@ -232,6 +246,16 @@ void eng_add_child(incident *inc, const char *jobid, const char *state,
                    int64_t ts);
 size_t eng_prune_series(engine *e);
 
+/* storms.c: one fault on many nodes of a rack is one incident. */
+int eng_is_storm(const incident *inc);
+/* After a node incident opened or changed. */
+void eng_storm_check(engine *e, const sig *s, incident *inc);
+incident *eng_storm_of(engine *e, const char *host, const char *root);
+/* A node of a storm is back: the storm resolves once all of them are. */
+void eng_storm_recovered(engine *e, const sig *s, const char *host,
+                         const char *what);
+void eng_storm_relink(engine *e, incident *storm);
+
 /* engine.c handlers that metric rules reuse. */
 void eng_on_job_fault(engine *e, const sig *s, const fact *f);
 void eng_on_node_fault(engine *e, const sig *s, const fact *f,
@@ -247,6 +271,7 @@ void eng_win_add(engine *e, const sig *s, const char *host, fact_kind kind,
                  const char *jobid, const char *scenario, const char *sig_id);
 
 json_t *eng_incident_json(engine *e, const incident *inc);
+void eng_incident_free(incident *inc);
 /* When the incident was resolved as of `now` (its cluster's time), or 0
  * while it is open. */
 int64_t eng_resolved_at(const incident *inc, int64_t now);

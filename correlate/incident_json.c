@@ -235,13 +235,25 @@ static void fix_pipeline(json_t *p, const incident *inc)
     json_object_set_new(p, "pipeline", jobs);
 }
 
+/* The nodes a resubmit must avoid: the incident's, or a storm's. */
+static json_t *exclude_nodes(const incident *inc)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; i < inc->nmembers; i++)
+        json_array_append_new(a, json_string(inc->members[i].node));
+    if (!inc->nmembers)
+        json_array_append_new(a, json_string(inc->node));
+    return a;
+}
+
 static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
 {
     json_t *p = json_object();
 
     switch (st->fix) {
     case PB_FIX_EXCLUDE_NODE:
-        json_object_set_new(p, "exclude_nodes", json_pack("[s]", inc->node));
+        json_object_set_new(p, "exclude_nodes", exclude_nodes(inc));
         break;
     case PB_FIX_BATCH:
         fix_batch(p, inc, j);
@@ -314,16 +326,20 @@ static json_t *action(engine *e, const pb_step *st, const incident *inc,
 {
     pb_approval a = st->approval;
 
+    /* A storm's blast radius is the rack: no canary stands for it. */
     if (a == APPR_CANARY)
-        a = is_canary(e, inc->node) ? APPR_AUTO : APPR_HITL;
+        a = !eng_is_storm(inc) && is_canary(e, inc->node) ? APPR_AUTO
+                                                           : APPR_HITL;
     return json_pack("{s:s, s:s, s:o, s:o, s:s}", "playbook", st->playbook,
                      "approval", pb_approval_name(a), "target", target,
                      "params", step_params(st, inc, j), "state", "proposed");
 }
 
-/* A rack incident's rack (its key is "rack:<name>"), or "". */
+/* A rack incident's rack (its key is "rack:<name>", or a storm's), or "". */
 static const char *rack_of(const incident *inc)
 {
+    if (inc->rack[0])
+        return inc->rack;
     return strncmp(inc->key, "rack:", 5) == 0 ? inc->key + 5 : "";
 }
 
@@ -362,6 +378,48 @@ static int step_applies(engine *e, const pb_step *st, const incident *inc)
     return 1;
 }
 
+/* On the incident's node, or on each node of a storm. */
+static void node_actions(engine *e, const pb_step *st, const incident *inc,
+                         json_t *out)
+{
+    json_t *t;
+
+    /* one ticket for the rack, not one per node */
+    if (eng_is_storm(inc) && !strcmp(st->playbook, "ticket.create")) {
+        json_array_append_new(out, action(e, st, inc, NULL,
+                                          json_pack("{s:s}", "rack", inc->rack)));
+        return;
+    }
+    for (size_t k = 0; k < inc->nmembers; k++)
+        json_array_append_new(out, action(e, st, inc, NULL,
+                                          json_pack("{s:s}", "node",
+                                                    inc->members[k].node)));
+    if (eng_is_storm(inc))
+        return;
+    t = json_pack("{s:s}", "node", inc->node);
+    if (inc->gpu[0] && strcmp(st->playbook, "gpu.reset") == 0)
+        json_object_set_new(t, "gpu", json_string(inc->gpu));
+    json_array_append_new(out, action(e, st, inc, NULL, t));
+}
+
+/* A storm whose scenario opens no ticket gets one for its rack: what
+ * many nodes share there (power, cooling, a switch) is the facilities'. */
+static void storm_ticket(const incident *inc, json_t *out)
+{
+    size_t i;
+    json_t *a;
+
+    json_array_foreach(out, i, a)
+        if (!strcmp(json_string_value(json_object_get(a, "playbook")),
+                    "ticket.create"))
+            return;
+    json_array_append_new(out, json_pack("{s:s, s:s, s:{s:s}, s:{s:s}, s:s}",
+                                         "playbook", "ticket.create",
+                                         "approval", "auto", "target", "rack",
+                                         inc->rack, "params", "category",
+                                         "facilities", "state", "proposed"));
+}
+
 static void steps_actions(engine *e, const incident *inc, json_t *out)
 {
     for (int i = 0; i < inc->sc->nsteps; i++) {
@@ -369,13 +427,9 @@ static void steps_actions(engine *e, const incident *inc, json_t *out)
         if (!step_applies(e, st, inc))
             continue;
         switch (st->target) {
-        case PB_TARGET_NODE: {
-            json_t *t = json_pack("{s:s}", "node", inc->node);
-            if (inc->gpu[0] && strcmp(st->playbook, "gpu.reset") == 0)
-                json_object_set_new(t, "gpu", json_string(inc->gpu));
-            json_array_append_new(out, action(e, st, inc, NULL, t));
+        case PB_TARGET_NODE:
+            node_actions(e, st, inc, out);
             break;
-        }
         case PB_TARGET_JOB: {
             const job *j = strmap_get(e->jobs, inc->job);
             json_array_append_new(out, action(e, st, inc, j,
@@ -408,6 +462,8 @@ static void steps_actions(engine *e, const incident *inc, json_t *out)
             break;
         }
     }
+    if (eng_is_storm(inc))
+        storm_ticket(inc, out);
 }
 
 json_t *eng_actions(engine *e, const incident *inc)
@@ -471,6 +527,13 @@ static json_t *children_json(const incident *inc)
 {
     json_t *a = json_array();
 
+    for (size_t i = 0; i < inc->nmembers; i++) { /* a storm's nodes */
+        const storm_member *m = &inc->members[i];
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o}", "incident",
+                                           m->id, "node", m->node, "scenario",
+                                           m->scenario, "ts", ts_json(m->ts)));
+    }
+
     for (size_t i = 0; i < inc->nchildren; i++) {
         const child *c = &inc->children[i];
         if (!c->state[0])
@@ -511,11 +574,38 @@ static json_t *chain_json(const incident *inc)
     return a;
 }
 
+/* "rack-3: the scheduler lost the node on 4 nodes at once (gpu-1, ...)" */
+static void summary_storm(const incident *inc, char *buf, size_t len)
+{
+    size_t off, jobs = eng_failed_children(inc);
+
+    off = (size_t)snprintf(buf, len, "%s: %s on %zu nodes at once (", inc->rack,
+                           inc->sc->what, inc->nmembers);
+    for (size_t i = 0; i < inc->nmembers && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
+                                inc->members[i].node);
+    if (off < len)
+        off += (size_t)snprintf(buf + off, len - off,
+                                "), first on %s: one cause for the rack more "
+                                "likely than %zu faults", inc->root_node,
+                                inc->nmembers);
+    if (jobs && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "; %zu job%s failed",
+                                jobs, jobs == 1 ? "" : "s");
+    if (off < len)
+        snprintf(buf + off, len - off, "; %s.", inc->sc->todo);
+}
+
 static void summary_open(const incident *inc, char *buf, size_t len)
 {
     size_t n = 0, off;
     const char *where = inc->node[0] ? inc->node
                         : *rack_of(inc) ? rack_of(inc) : "?";
+
+    if (eng_is_storm(inc)) {
+        summary_storm(inc, buf, len);
+        return;
+    }
 
     if (inc->team[0] && !inc->job[0]) { /* about a team, not a job */
         snprintf(buf, len, "Team %.64s: %s (%s); %s.", inc->team,
@@ -551,10 +641,12 @@ static void summary_open(const incident *inc, char *buf, size_t len)
         snprintf(buf + off, len - off, "; %s.", inc->sc->todo);
 }
 
-/* What resolved it: the recovery signal, or quiet. */
+/* What resolved it: a storm that took it, the recovery signal, or quiet. */
 static void resolution(const incident *inc, char *buf, size_t len)
 {
-    if (inc->recovered && inc->recovered >= inc->updated)
+    if (inc->merged[0])
+        snprintf(buf, len, "merged into %s, a storm on its rack", inc->merged);
+    else if (inc->recovered && inc->recovered >= inc->updated)
         snprintf(buf, len, "%s", inc->resolution);
     else
         snprintf(buf, len, "nothing new for %lld min",
@@ -585,6 +677,10 @@ static void lifecycle_json(json_t *js, const incident *inc, int64_t resolved)
         json_object_set_new(js, "resolved", ts_json(resolved));
         json_object_set_new(js, "resolution", json_string(why));
     }
+    if (inc->merged[0]) {
+        json_object_set_new(js, "merged_into", json_string(inc->merged));
+        json_object_set_new(js, "actions", json_array()); /* the storm's now */
+    }
     if (inc->reopened)
         json_object_set_new(js, "reopened", json_integer(inc->reopened));
 }
@@ -592,7 +688,8 @@ static void lifecycle_json(json_t *js, const incident *inc, int64_t resolved)
 json_t *eng_incident_json(engine *e, const incident *inc)
 {
     char sum[768];
-    int64_t resolved = eng_resolved_at(inc, eng_inc_now(e, inc));
+    int64_t resolved = inc->merged[0] ? inc->updated
+                                      : eng_resolved_at(inc, eng_inc_now(e, inc));
     json_t *js, *root = json_pack("{s:s, s:o}", "scenario", inc->root_scenario, "ts",
                              ts_json(inc->root_ts));
 

@@ -100,6 +100,20 @@ void eng_persist_incident(engine *e, const incident *inc)
     json_object_set_new(rec, "resolution", json_string(inc->resolution));
     json_object_set_new(rec, "reopened", json_integer(inc->reopened));
     json_object_set_new(rec, "pub_resolved", json_integer(inc->pub_resolved));
+    json_object_set_new(rec, "shown", json_integer(inc->shown));
+    if (inc->nmembers || inc->merged[0]) {
+        json_t *m = json_array();
+        for (size_t i = 0; i < inc->nmembers; i++)
+            json_array_append_new(m, json_pack("[s, s, s, I, I]",
+                                               inc->members[i].node,
+                                               inc->members[i].id,
+                                               inc->members[i].scenario,
+                                               (json_int_t)inc->members[i].ts,
+                                               (json_int_t)inc->members[i].recovered));
+        json_object_set_new(rec, "members", m);
+        json_object_set_new(rec, "rack", json_string(inc->rack));
+        json_object_set_new(rec, "merged", json_string(inc->merged));
+    }
     put_json(e, inc->cluster, "state", inc->id, rec);
 }
 
@@ -343,6 +357,33 @@ static int restore_children(incident *inc, json_t *kids)
     return 0;
 }
 
+/* A storm's nodes: [[node, incident id, scenario, ts, recovered], ...]. */
+static int restore_members(incident *inc, json_t *ms)
+{
+    size_t i;
+    json_t *m;
+
+    if (!ms)
+        return 0;
+    inc->members = calloc(json_array_size(ms) + 1, sizeof *inc->members);
+    if (!inc->members)
+        abort();
+    json_array_foreach(ms, i, m) {
+        storm_member *p = &inc->members[inc->nmembers];
+        if (!json_is_array(m) || json_array_size(m) != 5 ||
+            !json_is_string(json_array_get(m, 0)))
+            return -1;
+        str_copy(p->node, sizeof p->node, json_string_value(json_array_get(m, 0)));
+        str_copy(p->id, sizeof p->id, json_string_value(json_array_get(m, 1)));
+        str_copy(p->scenario, sizeof p->scenario,
+                 json_string_value(json_array_get(m, 2)));
+        p->ts = (int64_t)json_integer_value(json_array_get(m, 3));
+        p->recovered = (int64_t)json_integer_value(json_array_get(m, 4));
+        inc->nmembers++;
+    }
+    return 0;
+}
+
 static int restore_incident(engine *e, const char *field, json_t *o,
                             cs_err *err)
 {
@@ -388,6 +429,13 @@ static int restore_incident(engine *e, const char *field, json_t *o,
     str_copy(inc->resolution, sizeof inc->resolution, jstr(o, "resolution"));
     inc->reopened = (int)jint(o, "reopened");
     inc->pub_resolved = (int)jint(o, "pub_resolved");
+    inc->shown = (int)jint(o, "shown");
+    str_copy(inc->rack, sizeof inc->rack, jstr(o, "rack"));
+    str_copy(inc->merged, sizeof inc->merged, jstr(o, "merged"));
+    if (restore_members(inc, json_object_get(o, "members"))) {
+        cs_err_set(err, "incident state %s: a malformed storm member", field);
+        return -1;
+    }
     restore_fact(e, json_object_get(o, "cause"), &inc->cause);
     json_array_extend(inc->published, published);
     if (restore_children(inc, json_object_get(o, "children"))) {
@@ -463,6 +511,8 @@ size_t eng_restore_done(engine *e)
             strmap_put(e->open_node, inc->key, inc);
         else if (!inc->job_scope && inc->node[0])
             strmap_put(e->open_node, inc->node, inc);
+        if (eng_is_storm(inc))
+            eng_storm_relink(e, inc);
         if (eng_clock(e, inc->cluster) - inc->updated <= FOLD_WINDOW)
             open++;
     }
@@ -499,9 +549,7 @@ static size_t prune_incidents(engine *e)
         unlink_incident(e, inc);
         eng_key(key, sizeof key, inc->cluster, "state", NULL);
         e->ops->hash_del(e->ctx, key, inc->id);
-        free(inc->children);
-        json_decref(inc->published);
-        free(inc);
+        eng_incident_free(inc);
         dropped++;
     }
     e->ninc = keep;

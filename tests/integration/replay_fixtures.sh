@@ -29,4 +29,10 @@ files=("$fixtures"/*.jsonl "$fixtures"/base/*.jsonl)
 [ "$(jq -r '[.status, .reopened, .resolution] | @tsv' "$tmp/life.jsonl")" = \
   "$(printf 'resolved\t1\tNodeReady: Node gpu-012 status is now: NodeReady')" ] \
   || { echo "node_down_recovered: wrong lifecycle"; cat "$tmp/life.jsonl"; exit 1; }
+# A storm: six nodes of rack-7 down at once are one rack incident, which
+# resolves when all six are back; rack-8's node stays its own, open.
+"$bin" replay "$fixtures/base/rack_power_storm.jsonl" > "$tmp/storm.jsonl"
+[ "$(jq -r '[.scope.rack, .status, (.children | map(select(.node)) | length)] | @tsv' "$tmp/storm.jsonl")" = \
+  "$(printf 'rack-7\tresolved\t6\nrack-8\topen\t0')" ] \
+  || { echo "rack_power_storm: wrong storm"; cat "$tmp/storm.jsonl"; exit 1; }
 echo "replay fixtures: ok (${#files[@]} streams)"

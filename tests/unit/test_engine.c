@@ -573,6 +573,79 @@ static void test_resolve_by_completion_and_quiet(void)
     eng_free(e);
 }
 
+typedef struct seen_pub {
+    int storm, merged, other;
+} seen_pub;
+
+static void note_pub(void *arg, const char *id, json_t *inc, json_t *acts)
+{
+    seen_pub *p = arg;
+    (void)id;
+    (void)acts;
+    if (json_object_get(inc, "merged_into")) {
+        CHECK_STR(field(inc, "status"), "resolved");
+        CHECK_INT(json_array_size(json_object_get(inc, "actions")), 0);
+        p->merged++;
+    } else if (json_object_get(json_object_get(inc, "scope"), "rack") &&
+               !json_object_get(json_object_get(inc, "scope"), "node")) {
+        p->storm++;
+    } else {
+        p->other++;
+    }
+}
+
+#define INV(host, rack) \
+    "{\"ts\":\"2026-03-02T07:00:00Z\",\"source\":\"inventory\",\"host\":\"" \
+    host "\",\"rack\":\"" rack "\",\"gpus\":8}"
+
+/* The third node of a rack down within minutes makes a storm: the node
+ * incidents already published are published once more, merged, and are
+ * gone; a node of another rack, or one too late, stays apart. */
+static void test_storm(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    seen_pub p = {0};
+    json_t *all;
+
+    feed(e, INV("gpu-401", "rack-9"));
+    feed(e, INV("gpu-402", "rack-9"));
+    feed(e, INV("gpu-403", "rack-9"));
+    feed(e, INV("gpu-404", "rack-9"));
+    feed(e, INV("gpu-501", "rack-10"));
+    feed(e, SLURM("2026-03-02T08:00:00Z", "error: Nodes gpu-401 not responding"));
+    feed(e, SLURM("2026-03-02T08:00:30Z", "error: Nodes gpu-501 not responding"));
+    eng_flush(e, note_pub, &p);
+    feed(e, SLURM("2026-03-02T08:02:00Z", "error: Nodes gpu-402 not responding"));
+    eng_flush(e, note_pub, &p);
+    CHECK_INT(p.other, 3);
+    CHECK_INT(p.storm, 0);
+    feed(e, SLURM("2026-03-02T08:05:00Z", "error: Nodes gpu-403 not responding"));
+    eng_flush(e, note_pub, &p);
+    CHECK_INT(p.storm, 1);
+    CHECK_INT(p.merged, 2); /* gpu-403's own was never shown */
+    CHECK_INT(p.other, 3);
+    all = eng_incidents(e);
+    CHECK_INT(json_array_size(all), 2); /* the storm and gpu-501 */
+    json_decref(all);
+    /* a fourth node of the rack, later, joins the storm */
+    feed(e, SLURM("2026-03-02T08:20:00Z", "error: Nodes gpu-404 not responding"));
+    eng_flush(e, note_pub, &p);
+    all = eng_incidents(e);
+    CHECK_INT(json_array_size(all), 2);
+    for (size_t i = 0; i < json_array_size(all); i++) {
+        json_t *inc = json_array_get(all, i);
+        if (json_object_get(json_object_get(inc, "scope"), "node"))
+            continue;
+        CHECK_STR(field(json_object_get(inc, "scope"), "rack"), "rack-9");
+        CHECK_INT(json_array_size(json_object_get(inc, "children")), 4);
+        CHECK_STR(field(json_object_get(inc, "root_cause"), "node"), "gpu-401");
+    }
+    json_decref(all);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -586,5 +659,6 @@ int main(void)
     test_shifting_symptoms();
     test_recover_and_reopen();
     test_resolve_by_completion_and_quiet();
+    test_storm();
     return check_report();
 }

@@ -1,0 +1,195 @@
+/* Storms: one fault on many nodes of a rack at once (a PDU, a top-of-rack
+ * switch, a bad driver rollout) is one incident for the rack, not one per
+ * node. The third node of a rack whose incident has the same root cause
+ * within STORM_WINDOW makes the storm: the node incidents merge into it
+ * (each is published once more, resolved, with merged_into, and then
+ * forgotten), later faults of the rack's nodes join it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/str.h"
+#include "correlate/engine_internal.h"
+
+#define STORM_NODES 3
+#define STORM_WINDOW (10 * TS_MIN)
+
+static const char *rack_of_host(engine *e, const char *host)
+{
+    const node_info *ni = strmap_get(e->inventory, host);
+    return ni && ni->rack[0] ? ni->rack : NULL;
+}
+
+int eng_is_storm(const incident *inc)
+{
+    return strncmp(inc->key, "storm:", 6) == 0;
+}
+
+/* "storm:RACK|ROOT" */
+static void storm_key(char *buf, size_t len, const char *rack,
+                      const char *root)
+{
+    snprintf(buf, len, "storm:%.80s|%.60s", rack, root);
+}
+
+/* A node's own incident (not a rack's or an advisory's), not merged. */
+static int stormable(const incident *inc)
+{
+    return !inc->job_scope && inc->node[0] && !inc->merged[0] &&
+           !eng_own_key(inc->key);
+}
+
+static void add_member(incident *storm, const incident *m)
+{
+    storm_member *p;
+
+    for (size_t i = 0; i < storm->nmembers; i++)
+        if (!strcmp(storm->members[i].node, m->node))
+            return;
+    storm->members = realloc(storm->members,
+                             (storm->nmembers + 1) * sizeof *storm->members);
+    if (!storm->members)
+        abort();
+    p = &storm->members[storm->nmembers++];
+    memset(p, 0, sizeof *p);
+    str_copy(p->node, sizeof p->node, m->node);
+    str_copy(p->id, sizeof p->id, m->id);
+    str_copy(p->scenario, sizeof p->scenario, m->sc->id);
+    p->ts = m->opened;
+}
+
+/* The storm takes m's evidence, root (when earlier), failed jobs and node. */
+static void merge(engine *e, incident *storm, incident *m)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    add_member(storm, m);
+    storm->count += m->count;
+    storm->sources |= m->sources;
+    if (m->first < storm->first)
+        storm->first = m->first;
+    if (m->last > storm->last)
+        storm->last = m->last;
+    if (m->updated > storm->updated)
+        storm->updated = m->updated;
+    if (m->root_ts < storm->root_ts || !storm->root_node[0]) {
+        storm->root_ts = m->root_ts;
+        str_copy(storm->root_node, sizeof storm->root_node, m->root_node);
+        storm->cause = m->cause;
+    }
+    for (size_t i = 0; i < m->nchildren; i++)
+        eng_add_child(storm, m->children[i].job, m->children[i].state,
+                      m->children[i].ts);
+    while (strmap_next(e->jobs, &pos, &k, &v)) {
+        job *j = v;
+        if (!strcmp(j->incident, m->id)) {
+            str_copy(j->incident, sizeof j->incident, storm->id);
+            eng_persist_job(e, j);
+        }
+    }
+    if (strmap_get(e->open_node, m->node) == m)
+        strmap_put(e->open_node, m->node, storm);
+    str_copy(m->merged, sizeof m->merged, storm->id);
+    m->dirty = storm->dirty = 1;
+}
+
+/* The fresh storm of host's rack for this root cause, or NULL. */
+incident *eng_storm_of(engine *e, const char *host, const char *root)
+{
+    const char *rack = rack_of_host(e, host);
+    char key[192];
+    incident *storm;
+
+    if (!rack || !root)
+        return NULL;
+    storm_key(key, sizeof key, rack, root);
+    storm = strmap_get(e->open_node, key);
+    return eng_fresh(e, storm) ? storm : NULL;
+}
+
+/* Fresh node incidents of inc's rack and cluster with its root cause,
+ * opened within STORM_WINDOW before it (inc included), one per node. */
+static size_t storm_candidates(engine *e, const incident *inc,
+                               const char *rack, incident **out, size_t max)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < e->ninc && n < max; i++) {
+        incident *o = e->incs[i];
+        const char *r;
+        if (!stormable(o) || !eng_fresh(e, o) ||
+            strcmp(o->cluster, inc->cluster) ||
+            strcmp(o->root_scenario, inc->root_scenario) ||
+            o->opened < inc->opened - STORM_WINDOW ||
+            !(r = rack_of_host(e, o->node)) || strcmp(r, rack))
+            continue;
+        out[n++] = o;
+    }
+    return n;
+}
+
+void eng_storm_check(engine *e, const sig *s, incident *inc)
+{
+    incident *cand[64], *storm;
+    const char *rack;
+    char key[192];
+    size_t n;
+
+    if (!inc || !stormable(inc) || !(rack = rack_of_host(e, inc->node)) ||
+        !pb_find(e->cat, inc->root_scenario))
+        return;
+    if ((storm = eng_storm_of(e, inc->node, inc->root_scenario))) {
+        merge(e, storm, inc);
+        return;
+    }
+    if ((n = storm_candidates(e, inc, rack, cand, 64)) < STORM_NODES)
+        return;
+    storm_key(key, sizeof key, rack, inc->root_scenario);
+    storm = eng_open_incident(e, s, inc->root_scenario, "node", key);
+    str_copy(storm->key, sizeof storm->key, key);
+    str_copy(storm->rack, sizeof storm->rack, rack);
+    storm->root_scenario = storm->sc->id;
+    storm->count = 0;
+    storm->root_node[0] = '\0';
+    strmap_put(e->open_node, key, storm);
+    for (size_t i = 0; i < n; i++)
+        merge(e, storm, cand[i]);
+}
+
+void eng_storm_recovered(engine *e, const sig *s, const char *host,
+                         const char *what)
+{
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *st = e->incs[i];
+        size_t back = 0, hit = 0;
+        char why[160];
+        if (!eng_is_storm(st) || strcmp(st->cluster, s->cluster) ||
+            strcmp(st->root_scenario, what))
+            continue;
+        for (size_t k = 0; k < st->nmembers; k++) {
+            storm_member *m = &st->members[k];
+            if (!strcmp(m->node, host) && !m->recovered && s->ts >= m->ts) {
+                m->recovered = s->ts;
+                st->dirty = hit = 1;
+            }
+            back += m->recovered != 0;
+        }
+        if (hit && back == st->nmembers) {
+            snprintf(why, sizeof why, "all %zu nodes back, the last %.100s",
+                     back, host);
+            eng_resolve(st, s, why);
+        }
+    }
+}
+
+/* After a restart: the storm's nodes lead to it again. */
+void eng_storm_relink(engine *e, incident *storm)
+{
+    for (size_t i = 0; i < storm->nmembers; i++) {
+        incident *cur = strmap_get(e->open_node, storm->members[i].node);
+        if (!cur || cur->opened <= storm->opened)
+            strmap_put(e->open_node, storm->members[i].node, storm);
+    }
+}
