@@ -350,9 +350,14 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
             continue;
         }
         check_route(c, msgs[i], &s);
-        eng_feed(c->eng, &s);
+        if (eng_feed(c->eng, &s) == ENG_LATE) {
+            char why[256];
+            eng_late_reason(c->eng, &s, why, sizeof why);
+            dead_letter(c, msgs[i], why);
+        } else {
+            c->signals++;
+        }
         sig_free(&s);
-        c->signals++;
     }
     /* Timers (a job's absent progress) by the wall clock once caught up.
      * They ride on batches: a cluster's metrics arrive every scrape, so a

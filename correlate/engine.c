@@ -1333,11 +1333,34 @@ void eng_drain(engine *e)
     reports_due(e, NULL, INT64_MAX);
 }
 
+int64_t eng_cluster_time(const engine *e, const char *cluster)
+{
+    return eng_clock(e, cluster);
+}
+
+_Static_assert(ENG_ALLOWED_LATENESS <= HORIZON,
+               "windows must keep what a late signal is compared with");
+
+void eng_late_reason(const engine *e, const sig *s, char *buf, size_t len)
+{
+    char at[40], newest[40];
+    int64_t now = eng_clock(e, s->cluster);
+
+    ts_format(s->ts, at, sizeof at);
+    ts_format(now, newest, sizeof newest);
+    snprintf(buf, len, "late: event time %s is %lld min behind cluster %.64s "
+             "(newest %s); the allowed lateness is %lld min", at,
+             (long long)((now - s->ts) / TS_MIN), s->cluster, newest,
+             (long long)(ENG_ALLOWED_LATENESS / TS_MIN));
+}
+
 int eng_feed(engine *e, const sig *s)
 {
     fact facts[CLS_MAX_FACTS];
     int n;
 
+    if (s->ts < eng_clock(e, s->cluster) - ENG_ALLOWED_LATENESS)
+        return ENG_LATE;
     eng_clock_advance(e, s->cluster, s->ts);
     e->now = eng_clock(e, s->cluster);
     reports_due(e, s, s->ts);

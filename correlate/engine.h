@@ -43,10 +43,23 @@ void eng_free(engine *e);
  * set's patterns do not compile) nothing changes and cat is freed. */
 int eng_set_catalog(engine *e, struct pb_catalog *cat, cs_err *err);
 
+/* Event time is per cluster (each cluster's signals come in order on its
+ * own partition). A signal may be late by up to ENG_ALLOWED_LATENESS
+ * behind its cluster's newest: it goes into its windows at its own time
+ * and correlates as if on time. Later than that, the windows no longer
+ * hold what it would be compared with. */
+#define ENG_ALLOWED_LATENESS (2 * 3600 * INT64_C(1000000))
+#define ENG_LATE (-1)
+
 /* Feeds one signal. Returns 1 when it changed state, 0 when it was a
  * duplicate (same signal id seen within the window horizon) or carried
- * nothing the rules use. */
+ * nothing the rules use, ENG_LATE when it was later than the allowed
+ * lateness and changed nothing (the caller dead-letters or reports it). */
 int eng_feed(engine *e, const sig *s);
+/* The newest event time of a cluster (us; 0 before its first signal). */
+int64_t eng_cluster_time(const engine *e, const char *cluster);
+/* Why s is ENG_LATE, in words: its time, its cluster's, the bound. */
+void eng_late_reason(const engine *e, const sig *s, char *buf, size_t len);
 
 /* Live: the wall clock (us), so that timers (a job's absent progress)
  * fire when nothing arrives. Ignored while the stream lags behind it by

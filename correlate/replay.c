@@ -92,7 +92,12 @@ static void next_batch(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     while (n < r->o->batch && (s = pick(r))) {
-        eng_feed(r->eng, &s->cur);
+        if (eng_feed(r->eng, &s->cur) == ENG_LATE) {
+            char why[256];
+            eng_late_reason(r->eng, &s->cur, why, sizeof why);
+            fprintf(stderr, "%s:%ld: %s\n", s->path, s->lineno, why);
+            r->rejected++;
+        }
         sig_free(&s->cur);
         advance(r, s);
         n++;

@@ -20,6 +20,19 @@ grep -q "in.jsonl:6: field 'ts' is required" "$tmp/err" || { echo "line 6 not re
 grep -q '"scenario":"hw.gpu_off_bus"' "$tmp/out" || { echo "incident lost"; fail=1; }
 "$bin" replay /nonexistent.jsonl > /dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || { echo "missing file: exit $rc, want 2"; fail=1; }
+# A signal later than the allowed lateness (2 h behind its cluster) is
+# reported with its line and changes nothing; one 1 h late still counts.
+last=$(wc -l < "$src")
+{ cat "$src"
+  echo '{"ts":"2026-03-02T05:00:00Z","source":"kernel","host":"gpu-777","line":"NVRM: Xid (PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen off the bus."}'
+  echo '{"ts":"2026-03-02T07:40:00Z","source":"kernel","host":"gpu-778","line":"NVRM: Xid (PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen off the bus."}'
+} > "$tmp/late.jsonl"
+"$bin" replay "$tmp/late.jsonl" > "$tmp/late.out" 2> "$tmp/late.err"; rc=$?
+[ "$rc" -eq 1 ] || { echo "late: exit $rc, want 1"; fail=1; }
+grep -q "late.jsonl:$((last + 1)): late: event time 2026-03-02T05:00:00.000Z is [0-9]* min behind cluster default" "$tmp/late.err" \
+  || { echo "the late line not reported"; cat "$tmp/late.err"; fail=1; }
+grep -q '"node":"gpu-777"' "$tmp/late.out" && { echo "the late signal opened an incident"; fail=1; }
+grep -q '"node":"gpu-778"' "$tmp/late.out" || { echo "a signal within the allowed lateness was lost"; fail=1; }
 [ $fail -eq 0 ] && echo "replay bad input: ok"
 cat "$tmp/err"
 exit $fail
