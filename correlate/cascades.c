@@ -90,6 +90,20 @@ static const char *shared_node(engine *e, job *const *a, size_t n,
     return shared == 1 ? only : NULL;
 }
 
+/* An attempt's own incident (an OOM, a straggler) was a surface of the
+ * cascade: the cascade takes it in. */
+static void merge_attempt(engine *e, incident *inc, const job *a)
+{
+    for (size_t i = 0; a->incident[0] && i < e->ninc; i++) {
+        incident *o = e->incs[i];
+        if (o != inc && !o->merged[0] && o->job_scope &&
+            !strcmp(o->id, a->incident) && !strcmp(o->job, a->id)) {
+            eng_merge(e, inc, o);
+            return;
+        }
+    }
+}
+
 void eng_shifting_check(engine *e, const sig *s, job *j)
 {
     const pb_scenario *sc = pb_find(e->cat, "cascade.shifting_symptoms");
@@ -134,6 +148,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     str_copy(inc->job, sizeof inc->job, j->id);
     for (size_t i = 0; i < n; i++) {
         eng_add_child(inc, a[i]->id, a[i]->state, a[i]->updated);
+        merge_attempt(e, inc, a[i]);
         if (strcmp(a[i]->incident, inc->id)) {
             str_copy(a[i]->incident, sizeof a[i]->incident, inc->id);
             if (a[i] != j)

@@ -246,6 +246,8 @@ void eng_add_child(incident *inc, const char *jobid, const char *state,
                    int64_t ts);
 size_t eng_prune_series(engine *e);
 
+/* storms.c: into takes m in (evidence, failed jobs, its node and key); m is published once more, merged, then gone. */
+void eng_merge(engine *e, incident *into, incident *m);
 /* storms.c: one fault on many nodes of a rack is one incident. */
 int eng_is_storm(const incident *inc);
 /* After a node incident opened or changed. */

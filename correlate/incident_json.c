@@ -645,7 +645,7 @@ static void summary_open(const incident *inc, char *buf, size_t len)
 static void resolution(const incident *inc, char *buf, size_t len)
 {
     if (inc->merged[0])
-        snprintf(buf, len, "merged into %s, a storm on its rack", inc->merged);
+        snprintf(buf, len, "merged into %s, which explains it", inc->merged);
     else if (inc->recovered && inc->recovered >= inc->updated)
         snprintf(buf, len, "%s", inc->resolution);
     else

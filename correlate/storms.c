@@ -1,4 +1,10 @@
-/* Storms: one fault on many nodes of a rack at once (a PDU, a top-of-rack
+/* Merges and storms.
+ *
+ * A cascade that forms after incidents it explains opened takes them in
+ * (eng_merge): each is published once more, resolved with merged_into,
+ * and is then forgotten.
+ *
+ * Storms: one fault on many nodes of a rack at once (a PDU, a top-of-rack
  * switch, a bad driver rollout) is one incident for the rack, not one per
  * node. The third node of a rack whose incident has the same root cause
  * within STORM_WINDOW makes the storm: the node incidents merge into it
@@ -56,16 +62,20 @@ static void add_member(incident *storm, const incident *m)
     str_copy(p->id, sizeof p->id, m->id);
     str_copy(p->scenario, sizeof p->scenario, m->sc->id);
     p->ts = m->opened;
+    /* the storm's root: its earliest node */
+    if (m->root_ts < storm->root_ts || !storm->root_node[0]) {
+        storm->root_ts = m->root_ts;
+        str_copy(storm->root_node, sizeof storm->root_node, m->root_node);
+        storm->cause = m->cause;
+    }
 }
 
-/* The storm takes m's evidence, root (when earlier), failed jobs and node. */
-static void merge(engine *e, incident *storm, incident *m)
+void eng_merge(engine *e, incident *storm, incident *m)
 {
     size_t pos = 0;
     const char *k;
     void *v;
 
-    add_member(storm, m);
     storm->count += m->count;
     storm->sources |= m->sources;
     if (m->first < storm->first)
@@ -74,11 +84,6 @@ static void merge(engine *e, incident *storm, incident *m)
         storm->last = m->last;
     if (m->updated > storm->updated)
         storm->updated = m->updated;
-    if (m->root_ts < storm->root_ts || !storm->root_node[0]) {
-        storm->root_ts = m->root_ts;
-        str_copy(storm->root_node, sizeof storm->root_node, m->root_node);
-        storm->cause = m->cause;
-    }
     for (size_t i = 0; i < m->nchildren; i++)
         eng_add_child(storm, m->children[i].job, m->children[i].state,
                       m->children[i].ts);
@@ -89,8 +94,10 @@ static void merge(engine *e, incident *storm, incident *m)
             eng_persist_job(e, j);
         }
     }
-    if (strmap_get(e->open_node, m->node) == m)
+    if (m->node[0] && strmap_get(e->open_node, m->node) == m)
         strmap_put(e->open_node, m->node, storm);
+    if (m->key[0] && strmap_get(e->open_job, m->key) == m)
+        strmap_del(e->open_job, m->key);
     str_copy(m->merged, sizeof m->merged, storm->id);
     m->dirty = storm->dirty = 1;
 }
@@ -141,7 +148,8 @@ void eng_storm_check(engine *e, const sig *s, incident *inc)
         !pb_find(e->cat, inc->root_scenario))
         return;
     if ((storm = eng_storm_of(e, inc->node, inc->root_scenario))) {
-        merge(e, storm, inc);
+        add_member(storm, inc);
+        eng_merge(e, storm, inc);
         return;
     }
     if ((n = storm_candidates(e, inc, rack, cand, 64)) < STORM_NODES)
@@ -154,8 +162,10 @@ void eng_storm_check(engine *e, const sig *s, incident *inc)
     storm->count = 0;
     storm->root_node[0] = '\0';
     strmap_put(e->open_node, key, storm);
-    for (size_t i = 0; i < n; i++)
-        merge(e, storm, cand[i]);
+    for (size_t i = 0; i < n; i++) {
+        add_member(storm, cand[i]);
+        eng_merge(e, storm, cand[i]);
+    }
 }
 
 void eng_storm_recovered(engine *e, const sig *s, const char *host,

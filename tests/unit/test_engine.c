@@ -377,7 +377,12 @@ static void attempt(engine *e, int hour, const char *id, const char *nodes,
         "WorkNCCL(SeqNum=12001, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
         "Timeout(ms)=600000) ran for 600010 milliseconds before timing out.",
         "RuntimeError: CUDA error: unspecified launch failure",
-        "RuntimeError: CUDA error: an illegal memory access was encountered"};
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 "
+        "GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.20 GiB is "
+        "free. Including non-PyTorch memory, this process has 77.90 GiB "
+        "memory in use. Of the allocated memory 75.00 GiB is allocated by "
+        "PyTorch, and 1.50 GiB is reserved by PyTorch but unallocated."};
     char line[1024];
 
     snprintf(line, sizeof line, "{\"ts\":\"2026-03-02T%02d:00:00Z\",\"source\":"
@@ -415,6 +420,10 @@ static void test_shifting_symptoms(void)
          {"[\"a\",\"b\"]", "[\"c\",\"d\"]", "[\"a\",\"b\"]"}, ""},
         {{11917, 11864, 12124}, {0, 1, 2},
          {"[\"a\",\"b\"]", "[\"a\",\"b\"]", "[\"a\",\"b\"]"}, ""},
+        /* the first attempt's own incident (an OOM) merges into it */
+        {{11917, 11864, 12124}, {3, 1, 2},
+         {"[\"a\",\"b\"]", "[\"b\",\"c\"]", "[\"a\",\"b\"]"},
+         "cascade.shifting_symptoms"},
     };
     char buf[256];
 
@@ -430,9 +439,17 @@ static void test_shifting_symptoms(void)
             attempt(e, 8 + i, ids[i], nodes, first, cases[c].steps[i],
                     cases[c].errs[i]);
             if (i == 1) /* two attempts are not a pattern yet */
-                CHECK_STR(incident_scenarios(e, buf, sizeof buf), "");
+                CHECK_STR(incident_scenarios(e, buf, sizeof buf),
+                          cases[c].errs[0] == 3 ? "oom.batch_size" : "");
         }
         CHECK_STR(incident_scenarios(e, buf, sizeof buf), cases[c].want);
+        if (cases[c].errs[0] == 3) { /* the OOM's job is an attempt of it */
+            json_t *inc = only_incident(e);
+            CHECK_INT(json_array_size(json_object_get(inc, "children")), 3);
+            CHECK_STR(json_string_value(json_object_get(json_object_get(inc,
+                      "root_cause"), "node")), "b");
+            json_decref(inc);
+        }
         if (c == 0) {
             json_t *inc = only_incident(e), *acts = json_object_get(inc, "actions");
             CHECK_STR(json_string_value(json_object_get(json_object_get(inc,
