@@ -6,7 +6,9 @@
  *   step, not always with the same error. The surface errors differ; what
  *   the attempts share is the cause: a node every attempt ran on, the one
  *   that showed heat first when several did. Heat makes the root a
- *   thermal one (a cooling ticket); otherwise the node itself.
+ *   thermal one (a cooling ticket); otherwise the node itself. The
+ *   attempts are kept in the logical job's own window (w:name:NAME, a
+ *   day), which outlives the jobs' records (pruned after the horizon).
  *
  * Part of the engine (shares engine_internal.h). */
 #include <stdio.h>
@@ -30,20 +32,192 @@ static int by_time(const void *a, const void *b)
     return strcmp(x->id, y->id);
 }
 
-/* The failed attempts of j's logical job within SHIFT_WINDOW, oldest
- * first; returns how many. */
-static size_t attempts(engine *e, const job *j, job **out)
+/* ---- a logical job's window: its failed attempts ----------------------- */
+
+typedef struct attempt {
+    int64_t ts;
+    char job[64], state[16], error[64];
+    double step;
+    json_t *nodes;
+} attempt;
+
+typedef struct name_win {
+    attempt *v;
+    size_t n, cap;
+} name_win;
+
+void eng_names_free(void *p)
+{
+    name_win *w = p;
+
+    for (size_t i = 0; i < w->n; i++)
+        json_decref(w->v[i].nodes);
+    free(w->v);
+    free(w);
+}
+
+static name_win *name_win_of(engine *e, const char *cluster, const char *name)
+{
+    char k[256];
+    name_win *w;
+
+    snprintf(k, sizeof k, "%.64s|%.180s", cluster, name);
+    if ((w = strmap_get(e->names, k)))
+        return w;
+    if (!(w = calloc(1, sizeof *w)))
+        abort();
+    strmap_put(e->names, k, w);
+    return w;
+}
+
+/* The attempt of that job (a later state of it replaces the earlier). */
+static attempt *attempt_slot(name_win *w, const char *jobid)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (!strcmp(w->v[i].job, jobid)) {
+            json_decref(w->v[i].nodes);
+            return &w->v[i];
+        }
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 4;
+        if (!(w->v = realloc(w->v, w->cap * sizeof *w->v)))
+            abort();
+    }
+    return &w->v[w->n++];
+}
+
+/* Drops what is older than the window; returns how many are left. */
+static size_t name_trim(name_win *w, int64_t before)
+{
+    size_t keep = 0;
+
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->v[i].ts >= before)
+            w->v[keep++] = w->v[i];
+        else
+            json_decref(w->v[i].nodes);
+    }
+    return w->n = keep;
+}
+
+/* Member "JOB STATE STEP ERROR NODE,NODE" (ERROR "-" when none). */
+static void attempt_member(const attempt *a, char *buf, size_t len)
+{
+    size_t off, i;
+    json_t *h;
+
+    off = (size_t)snprintf(buf, len, "%s %s %.0f %s ", a->job, a->state,
+                           a->step, a->error[0] ? a->error : "-");
+    json_array_foreach(a->nodes, i, h)
+        if (off < len)
+            off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "",
+                                    json_string_value(h));
+}
+
+void eng_attempt_add(engine *e, const job *j)
+{
+    name_win *w;
+    attempt *a;
+    char key[320], member[1024];
+
+    if (!j->name[0])
+        return;
+    w = name_win_of(e, j->cluster, j->name);
+    name_trim(w, e->now - NAME_WINDOW);
+    a = attempt_slot(w, j->id);
+    a->ts = j->updated;
+    a->step = j->step;
+    str_copy(a->job, sizeof a->job, j->id);
+    str_copy(a->state, sizeof a->state, j->state);
+    str_copy(a->error, sizeof a->error, j->error);
+    a->nodes = json_copy(j->nodes ? j->nodes : json_array());
+    eng_key(key, sizeof key, j->cluster, "w:name", j->name);
+    attempt_member(a, member, sizeof member);
+    e->ops->window_add(e->ctx, key, a->ts, member);
+    e->ops->window_trim(e->ctx, key, e->now - NAME_WINDOW);
+}
+
+int eng_restore_attempt(engine *e, const char *cluster, const char *name,
+                        int64_t ts, const char *member)
+{
+    char jobid[64], state[16], error[64], nodes[800] = "";
+    double step;
+    attempt *a;
+    name_win *w;
+    char *tok, *save = NULL;
+
+    if (sscanf(member, "%63s %15s %lf %63s %799s", jobid, state, &step, error,
+               nodes) < 4)
+        return -1;
+    w = name_win_of(e, cluster, name);
+    a = attempt_slot(w, jobid);
+    a->ts = ts;
+    a->step = step;
+    str_copy(a->job, sizeof a->job, jobid);
+    str_copy(a->state, sizeof a->state, state);
+    str_copy(a->error, sizeof a->error, strcmp(error, "-") ? error : "");
+    a->nodes = json_array();
+    for (tok = strtok_r(nodes, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        json_array_append_new(a->nodes, json_string(tok));
+    eng_clock_advance(e, cluster, ts);
+    return 0;
+}
+
+/* Windows whose every attempt is older than a day are forgotten, here
+ * and in Redis. */
+size_t eng_prune_names(engine *e)
 {
     size_t pos = 0, n = 0;
     const char *k;
     void *v;
+    char **old = NULL;
 
-    while (strmap_next(e->jobs, &pos, &k, &v)) {
-        job *o = v;
-        if (!strcmp(o->name, j->name) && !strcmp(o->cluster, j->cluster) &&
-            eng_is_failure(o->state) && o->updated >= e->now - SHIFT_WINDOW &&
-            n < SHIFT_MAX)
-            out[n++] = o;
+    while (strmap_next(e->names, &pos, &k, &v)) {
+        const char *bar = strchr(k, '|');
+        char cluster[80], key[320];
+        snprintf(cluster, sizeof cluster, "%.*s", (int)(bar - k), k);
+        if (name_trim(v, eng_clock(e, cluster) - NAME_WINDOW) > 0)
+            continue;
+        eng_key(key, sizeof key, cluster, "w:name", bar + 1);
+        e->ops->window_trim(e->ctx, key, eng_clock(e, cluster) - NAME_WINDOW);
+        old = realloc(old, (n + 1) * sizeof *old);
+        if (!old || !(old[n++] = strdup(k)))
+            abort();
+    }
+    for (size_t i = 0; i < n; i++) {
+        eng_names_free(strmap_del(e->names, old[i]));
+        free(old[i]);
+    }
+    free(old);
+    return n;
+}
+
+/* The failed attempts of j's logical job within SHIFT_WINDOW, oldest
+ * first; returns how many. An attempt whose job record was pruned is
+ * rebuilt in tmp from the window. */
+static size_t attempts(engine *e, const job *j, job **out, job *tmp)
+{
+    name_win *w = name_win_of(e, j->cluster, j->name);
+    size_t n = 0, t = 0;
+
+    for (size_t i = 0; i < w->n && n < SHIFT_MAX; i++) {
+        const attempt *a = &w->v[i];
+        job *o = eng_job_of(e, a->job);
+        if (!eng_is_failure(a->state) || a->ts < e->now - SHIFT_WINDOW)
+            continue;
+        if (!o || strcmp(o->cluster, j->cluster)) {
+            o = &tmp[t++];
+            memset(o, 0, sizeof *o);
+            str_copy(o->id, sizeof o->id, a->job);
+            str_copy(o->cluster, sizeof o->cluster, j->cluster);
+            str_copy(o->name, sizeof o->name, j->name);
+            str_copy(o->state, sizeof o->state, a->state);
+            str_copy(o->error, sizeof o->error, a->error);
+            o->step = a->step;
+            o->updated = a->ts;
+            o->nodes = a->nodes; /* borrowed */
+        }
+        out[n++] = o;
     }
     qsort(out, n, sizeof *out, by_time);
     return n;
@@ -107,7 +281,7 @@ static void merge_attempt(engine *e, incident *inc, const job *a)
 void eng_shifting_check(engine *e, const sig *s, job *j)
 {
     const pb_scenario *sc = pb_find(e->cat, "cascade.shifting_symptoms");
-    job *a[SHIFT_MAX];
+    job *a[SHIFT_MAX], tmp[SHIFT_MAX];
     size_t n;
     const char *host;
     char key[192], idkey[192];
@@ -115,7 +289,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     int64_t hot;
     fact f;
 
-    if (!sc || !j->name[0] || (n = attempts(e, j, a)) < SHIFT_ATTEMPTS ||
+    if (!sc || !j->name[0] || (n = attempts(e, j, a, tmp)) < SHIFT_ATTEMPTS ||
         !shifting(a, n) || !(host = shared_node(e, a, n, &hot)))
         return;
     eng_name_key(key, sizeof key, j->cluster, j->name);
@@ -151,7 +325,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
         merge_attempt(e, inc, a[i]);
         if (strcmp(a[i]->incident, inc->id)) {
             str_copy(a[i]->incident, sizeof a[i]->incident, inc->id);
-            if (a[i] != j)
+            if (a[i] != j && eng_job_of(e, a[i]->id) == a[i])
                 eng_persist_job(e, a[i]);
         }
     }

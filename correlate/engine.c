@@ -52,6 +52,7 @@ static void state_new(engine *e)
     e->seen_limit = SEEN_FLOOR;
     e->series = strmap_new();
     e->clocks = strmap_new();
+    e->names = strmap_new();
 }
 
 static void state_free(engine *e)
@@ -64,6 +65,7 @@ static void state_free(engine *e)
     strmap_free(e->seen, free);
     strmap_free(e->series, eng_series_free);
     strmap_free(e->clocks, free);
+    strmap_free(e->names, eng_names_free);
     for (size_t i = 0; i < e->ninc; i++)
         eng_incident_free(e->incs[i]);
     free(e->incs);
@@ -848,8 +850,10 @@ static void on_job_state(engine *e, const sig *s)
     if (strcmp(s->state, "RUNNING") == 0 || strcmp(s->state, "PENDING") == 0)
         j->incident[0] = '\0'; /* a new attempt starts unexplained */
 
-    if (eng_is_failure(j->state))
+    if (eng_is_failure(j->state)) {
+        eng_attempt_add(e, j);
         on_job_failed(e, s, j);
+    }
     else if (strcmp(j->state, "COMPLETED") == 0)
         on_job_completed(e, s, j);
     else if (strcmp(j->state, "PREEMPTED") == 0)

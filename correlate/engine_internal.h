@@ -145,6 +145,8 @@ struct engine {
     int64_t now;
     int64_t high;
     strmap *clocks; /* cluster -> (int64_t *) newest event time */
+    strmap *names;  /* "cluster|job_name" -> a logical job's failed
+                     * attempts (cascades.c), kept a day */
     strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
     int64_t next_check; /* earliest stall check due (0: none) */
     int64_t live_clock; /* wall clock, once caught up (eng_tick) */
@@ -214,6 +216,13 @@ int eng_own_key(const char *key);
 /* cascade.shifting_symptoms, when job j's failure is one more of its
  * logical job's (cascades.c). */
 void eng_shifting_check(engine *e, const sig *s, job *j);
+/* A failed attempt of a logical job, into its window (w:name:NAME), which
+ * outlives the job's own record (pruned after the horizon). */
+void eng_attempt_add(engine *e, const job *j);
+int eng_restore_attempt(engine *e, const char *cluster, const char *name,
+                        int64_t ts, const char *member);
+void eng_names_free(void *p);
+size_t eng_prune_names(engine *e);
 /* When the host first showed heat (a GPU at 85 C or thermal throttling)
  * since `since`, or 0 (metrics.c). */
 int64_t eng_host_hot(engine *e, const char *host, int64_t since);

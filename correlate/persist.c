@@ -163,11 +163,14 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
                        const char *member)
 {
     const char *host = strstr(key, ":w:node:"), *kind;
+    const char *name = strstr(key, ":w:name:");
     char kc, jobid[64], scen[64], src[32] = "", sid[64] = "", cluster[128];
     unsigned long long id;
     sig_source source = SRC__COUNT; /* unknown: older records lack it */
     node_win *w;
 
+    if (name && !split_key(key, cluster, sizeof cluster, &kind))
+        return eng_restore_attempt(e, cluster, name + 8, ts, member);
     if (!host || split_key(key, cluster, sizeof cluster, &kind) ||
         sscanf(member, "%16llx %c %63s %63s %31s %63s", &id, &kc,
                         jobid, scen, src, sid) < 4)
@@ -593,5 +596,6 @@ static size_t prune_jobs(engine *e)
 
 size_t eng_prune(engine *e)
 {
-    return prune_incidents(e) + prune_jobs(e) + eng_prune_series(e);
+    return prune_incidents(e) + prune_jobs(e) + eng_prune_series(e) +
+           eng_prune_names(e);
 }

@@ -590,6 +590,26 @@ static void test_resolve_by_completion_and_quiet(void)
     eng_free(e);
 }
 
+/* Attempts hours apart, with the live correlator's pruning in between
+ * (finished jobs are forgotten after 2 h): the logical job's window still
+ * has them. */
+static void test_shifting_after_prune(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    char buf[256];
+
+    attempt(e, 8, "81", "[\"a\",\"b\"]", "a", 11917, 0);
+    eng_flush(e, NULL, NULL);
+    attempt(e, 11, "82", "[\"b\",\"c\"]", "b", 11864, 1);
+    eng_flush(e, NULL, NULL);
+    CHECK(eng_prune(e) > 0); /* job 81 is gone */
+    attempt(e, 14, "83", "[\"a\",\"b\"]", "a", 12124, 2);
+    CHECK_STR(incident_scenarios(e, buf, sizeof buf), "cascade.shifting_symptoms");
+    eng_free(e);
+}
+
 typedef struct seen_pub {
     int storm, merged, other;
 } seen_pub;
@@ -677,5 +697,6 @@ int main(void)
     test_recover_and_reopen();
     test_resolve_by_completion_and_quiet();
     test_storm();
+    test_shifting_after_prune();
     return check_report();
 }
