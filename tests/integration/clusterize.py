@@ -25,7 +25,7 @@ def convert(path, i):
     for raw in open(path):
         if not raw.strip():
             continue
-        raw = re.sub(r"\bgpu-(?=\d)", c + "gpu-", raw)
+        raw = re.sub(r"\bgpu-(?=[\d[])", c + "gpu-", raw)  # also gpu-[201-205]
         raw = re.sub(r"\brack-(?=\d)", c + "rack-", raw)
         s = json.loads(raw)
         s["cluster"] = c
@@ -47,6 +47,15 @@ def main():
             # rd_crc32 is zlib's CRC-32
             parts.write("%s %d\n" % (c, zlib.crc32(c.encode()) % 64))
             streams.append(lines)
+    # one correlator keys jobs by id across its clusters (a known limit):
+    # streams that share a job id would test that, not the group
+    owner = {}
+    for i, lines in enumerate(streams):
+        for line in lines:
+            j = json.loads(line).get("job")
+            if j and owner.setdefault(j, i) != i:
+                sys.exit("clusterize.py: job %s is in streams %s and %s"
+                         % (j, paths[owner[j]], paths[i]))
     pos = [0] * len(streams)
     with open(os.path.join(out, "mixed.jsonl"), "w") as f:
         while any(p < len(s) for p, s in zip(pos, streams)):

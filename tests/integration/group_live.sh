@@ -4,7 +4,8 @@
 # owns the clusters keyed to its partitions, and a rebalance hands a
 # cluster's state over through Redis.
 #
-#   - eight shared streams, each made a cluster of its own (clusterize.py);
+#   - eight shared streams and a rack storm, each made a cluster of its
+#     own (clusterize.py);
 #     the clusters fall on both halves of the 64 partitions;
 #   - correlators A and B in one group; A is SIGKILLed mid-stream, B takes
 #     its partitions over (after the group's session timeout) and goes on
@@ -13,7 +14,8 @@
 #   - the last version of each incident on cascade.incidents must equal
 #     the replay of the same stream; no action request lost.
 #
-# CASCADE_SOAK=1: all shared streams as clusters and ROUNDS (default 6)
+# CASCADE_SOAK=1: all shared streams and three of ours (a storm, a node
+# that recovers and flaps, a job's ranks timing out) as clusters, ROUNDS (default 6)
 # kills of a random member at a random moment, with a replacement each
 # time, and Redis SIGKILLed and restarted from its AOF in the second.
 set -uo pipefail
@@ -22,8 +24,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/live_lib.sh"
 redis_killed=
 
+base=$here/../data/fixtures/base
 if [ "${CASCADE_SOAK:-0}" = 1 ]; then
-  streams=("$shared"/scenarios/*.jsonl)
+  streams=("$shared"/scenarios/*.jsonl "$base"/rack_power_storm.jsonl
+           "$base"/node_down_recovered.jsonl "$base"/nccl_ranks_storm.jsonl)
   rounds=${ROUNDS:-6}
 else
   streams=()
@@ -32,6 +36,8 @@ else
            thermal_straggler; do
     streams+=("$shared/scenarios/$s.jsonl")
   done
+  # a rack storm that forms, grows and recovers
+  streams+=("$base/rack_power_storm.jsonl")
   rounds=1
 fi
 python3 "$here/clusterize.py" "$tmp" 5 "${streams[@]}" || fail "clusterize.py"

@@ -43,12 +43,14 @@ start_broker() {
   fail "cascade broker printed no address"
 }
 
-# final_state: the last version of each incident on cascade.incidents.
+# final_state: the last version of each incident on cascade.incidents,
+# but those merged into another (a storm): replay does not print them.
 final_state() {
   kcat -b "$brokers" -C -t cascade.incidents -o beginning -e -q 2>>"$tmp/kcat.err" |
     awk '{ match($0, /"id":"[^"]*"/); id = substr($0, RSTART, RLENGTH);
            if (!(id in last)) order[++k] = id; last[id] = $0 }
-         END { for (i = 1; i <= k; i++) print last[order[i]] }' | sort
+         END { for (i = 1; i <= k; i++) print last[order[i]] }' |
+    grep -v '"merged_into":' | sort
 }
 
 # expect_replay WANT WHAT: until the final state on Kafka equals the
