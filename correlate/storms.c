@@ -7,9 +7,10 @@
  * Storms: one fault on many nodes of a rack at once (a PDU, a top-of-rack
  * switch, a bad driver rollout) is one incident for the rack, not one per
  * node. The third node of a rack whose incident has the same root cause
- * within STORM_WINDOW makes the storm: the node incidents merge into it
- * (each is published once more, resolved, with merged_into, and then
- * forgotten), later faults of the rack's nodes join it. */
+ * within STORM_WINDOW (found in the rack's window) makes the storm: the
+ * node incidents merge into it (each is published once more, resolved,
+ * with merged_into, and then forgotten), later faults of the rack's nodes
+ * join it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,23 +117,39 @@ incident *eng_storm_of(engine *e, const char *host, const char *root)
     return eng_fresh(e, storm) ? storm : NULL;
 }
 
-/* Fresh node incidents of inc's rack and cluster with its root cause,
- * opened within STORM_WINDOW before it (inc included), one per node. */
-static size_t storm_candidates(engine *e, const incident *inc,
-                               const char *rack, incident **out, size_t max)
+/* The rack's window ("rack:RACK", in Redis w:node:rack:RACK beside the
+ * nodes' windows; a host name holds no colon): one entry per node fault,
+ * the node in the job slot and the root cause as scenario. */
+static node_win *rack_win(engine *e, const sig *s, const incident *inc,
+                          const char *rack)
+{
+    char name[96];
+
+    snprintf(name, sizeof name, "rack:%.80s", rack);
+    eng_win_add(e, s, name, FACT_NODE_FAULT, inc->node, inc->root_scenario,
+                NULL);
+    return eng_win_of(e, name);
+}
+
+/* Fresh node incidents of the rack with inc's root cause whose faults
+ * are in the rack's window within STORM_WINDOW of s, one per node. */
+static size_t storm_candidates(engine *e, const sig *s, const incident *inc,
+                               node_win *w, incident **out, size_t max)
 {
     size_t n = 0;
 
-    for (size_t i = 0; i < e->ninc && n < max; i++) {
-        incident *o = e->incs[i];
-        const char *r;
-        if (!stormable(o) || !eng_fresh(e, o) ||
-            strcmp(o->cluster, inc->cluster) ||
-            strcmp(o->root_scenario, inc->root_scenario) ||
-            o->opened < inc->opened - STORM_WINDOW ||
-            !(r = rack_of_host(e, o->node)) || strcmp(r, rack))
+    for (size_t i = 0; i < w->n && n < max; i++) {
+        const entry *en = &w->v[i];
+        incident *o = strmap_get(e->open_node, en->job);
+        int dup = 0;
+        if (en->ts < s->ts - STORM_WINDOW || !en->scenario ||
+            strcmp(en->scenario, inc->root_scenario) || !o || !stormable(o) ||
+            !eng_fresh(e, o) || strcmp(o->root_scenario, inc->root_scenario))
             continue;
-        out[n++] = o;
+        for (size_t k = 0; k < n; k++)
+            dup |= out[k] == o;
+        if (!dup)
+            out[n++] = o;
     }
     return n;
 }
@@ -152,7 +169,8 @@ void eng_storm_check(engine *e, const sig *s, incident *inc)
         eng_merge(e, storm, inc);
         return;
     }
-    if ((n = storm_candidates(e, inc, rack, cand, 64)) < STORM_NODES)
+    n = storm_candidates(e, s, inc, rack_win(e, s, inc, rack), cand, 64);
+    if (n < STORM_NODES)
         return;
     storm_key(key, sizeof key, rack, inc->root_scenario);
     storm = eng_open_incident(e, s, inc->root_scenario, "node", key);
