@@ -509,28 +509,25 @@ static void owned_update(kfk_consumer *c, const rd_kafka_topic_partition_list_t 
                          int add, int replace)
 {
     size_t keep = 0;
+    int32_t *o;
 
+    if (!add) {
+        for (size_t i = 0; i < c->nowned; i++)
+            if (!rd_kafka_topic_partition_list_find(parts, c->topic,
+                                                    c->owned[i]))
+                c->owned[keep++] = c->owned[i];
+        c->nowned = keep;
+        return;
+    }
     if (replace)
         c->nowned = 0;
-    for (size_t i = 0; !add && i < c->nowned; i++) {
-        int gone = 0;
-        for (int k = 0; k < parts->cnt; k++)
-            gone |= parts->elems[k].partition == c->owned[i];
-        if (!gone)
-            c->owned[keep++] = c->owned[i];
-    }
-    if (!add)
-        c->nowned = keep;
-    if (add) {
-        int32_t *o = realloc(c->owned, (c->nowned + (size_t)parts->cnt + 1) *
-                                           sizeof *o);
-        if (!o)
-            abort();
-        c->owned = o;
-        for (int k = 0; k < parts->cnt; k++)
-            c->owned[c->nowned++] = parts->elems[k].partition;
-        qsort(c->owned, c->nowned, sizeof *c->owned, cmp_i32);
-    }
+    o = realloc(c->owned, (c->nowned + (size_t)parts->cnt + 1) * sizeof *o);
+    if (!o)
+        abort();
+    c->owned = o;
+    for (int k = 0; k < parts->cnt; k++)
+        c->owned[c->nowned++] = parts->elems[k].partition;
+    qsort(c->owned, c->nowned, sizeof *c->owned, cmp_i32);
 }
 
 static void list_parts(char *buf, size_t len,

@@ -161,7 +161,8 @@ int64_t eng_clock(const engine *e, const char *cluster)
     return t ? *t : 0;
 }
 
-void eng_clock_advance(engine *e, const char *cluster, int64_t ts)
+/* The cluster's clock, created at ts when it has none. */
+static int64_t *clock_slot(engine *e, const char *cluster, int64_t ts)
 {
     int64_t *t = strmap_get(e->clocks, cluster);
 
@@ -169,11 +170,27 @@ void eng_clock_advance(engine *e, const char *cluster, int64_t ts)
         t = xcalloc(1, sizeof *t);
         *t = ts;
         strmap_put(e->clocks, cluster, t);
-    } else if (ts > *t) {
-        *t = ts;
     }
+    return t;
+}
+
+static void clock_move(engine *e, int64_t *t, int64_t ts)
+{
+    if (ts > *t)
+        *t = ts;
     if (ts > e->high)
         e->high = ts;
+}
+
+void eng_clock_advance(engine *e, const char *cluster, int64_t ts)
+{
+    clock_move(e, clock_slot(e, cluster, ts), ts);
+}
+
+int64_t eng_cluster_now(const engine *e, const char *cluster)
+{
+    int64_t t = eng_clock(e, cluster);
+    return e->live_clock > t ? e->live_clock : t;
 }
 
 int64_t eng_enter(engine *e, const char *cluster)
@@ -353,12 +370,6 @@ int64_t eng_resolved_at(const incident *inc, int64_t now)
     if (!inc->sc->node_level && now - inc->updated > eng_fold_window(inc))
         return inc->updated + eng_fold_window(inc);
     return 0;
-}
-
-int64_t eng_inc_now(const engine *e, const incident *inc)
-{
-    int64_t t = eng_clock(e, inc->cluster);
-    return e->live_clock > t ? e->live_clock : t;
 }
 
 void eng_resolve(incident *inc, const sig *s, const char *why)
@@ -776,11 +787,12 @@ static void on_job_completed(engine *e, const sig *s, const job *j)
              j->name[0] ? " of " : "", j->name);
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
-        const job *o = eng_job_of(e, inc->job);
+        const job *o;
         if (!inc->job_scope || inc->team[0] || strcmp(inc->cluster, j->cluster))
             continue;
         if (strcmp(inc->job, j->id) &&
-            !(j->name[0] && o && !strcmp(o->name, j->name)))
+            !(j->name[0] && (o = eng_job_of(e, inc->job)) &&
+              !strcmp(o->name, j->name)))
             continue;
         eng_resolve(inc, s, why);
     }
@@ -1337,11 +1349,6 @@ void eng_drain(engine *e)
     reports_due(e, NULL, INT64_MAX);
 }
 
-int64_t eng_cluster_time(const engine *e, const char *cluster)
-{
-    return eng_clock(e, cluster);
-}
-
 _Static_assert(ENG_ALLOWED_LATENESS <= HORIZON,
                "windows must keep what a late signal is compared with");
 
@@ -1361,12 +1368,13 @@ void eng_late_reason(const engine *e, const sig *s, char *buf, size_t len)
 int eng_feed(engine *e, const sig *s)
 {
     fact facts[CLS_MAX_FACTS];
+    int64_t *clock = clock_slot(e, s->cluster, s->ts); /* one lookup */
     int n;
 
-    if (s->ts < eng_clock(e, s->cluster) - ENG_ALLOWED_LATENESS)
+    if (s->ts < *clock - ENG_ALLOWED_LATENESS)
         return ENG_LATE;
-    eng_clock_advance(e, s->cluster, s->ts);
-    e->now = eng_clock(e, s->cluster);
+    clock_move(e, clock, s->ts);
+    e->now = *clock;
     reports_due(e, s, s->ts);
     if (s->source == SRC_METRIC) {
         n = eng_on_metric(e, s);
@@ -1429,7 +1437,7 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         json_t *a;
 
         /* Quiet resolves without a signal: publish the new status. */
-        int resolved = eng_resolved_at(inc, eng_inc_now(e, inc)) != 0;
+        int resolved = eng_resolved_at(inc, eng_cluster_now(e, inc->cluster)) != 0;
         if (!inc->dirty && resolved == inc->pub_resolved)
             continue;
         /* merged into a storm before anyone saw it: nothing to close */

@@ -56,8 +56,6 @@ int eng_set_catalog(engine *e, struct pb_catalog *cat, cs_err *err);
  * nothing the rules use, ENG_LATE when it was later than the allowed
  * lateness and changed nothing (the caller dead-letters or reports it). */
 int eng_feed(engine *e, const sig *s);
-/* The newest event time of a cluster (us; 0 before its first signal). */
-int64_t eng_cluster_time(const engine *e, const char *cluster);
 /* Why s is ENG_LATE, in words: its time, its cluster's, the bound. */
 void eng_late_reason(const engine *e, const sig *s, char *buf, size_t len);
 

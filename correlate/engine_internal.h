@@ -286,9 +286,9 @@ void eng_incident_free(incident *inc);
 /* When the incident was resolved as of `now` (its cluster's time), or 0
  * while it is open. */
 int64_t eng_resolved_at(const incident *inc, int64_t now);
-/* The time lifecycle decisions about inc go by: its cluster's event time,
- * or the wall clock once the stream has caught up. */
-int64_t eng_inc_now(const engine *e, const incident *inc);
+/* The time timers and lifecycle decisions in a cluster go by: its event
+ * time, or the wall clock once the stream has caught up. */
+int64_t eng_cluster_now(const engine *e, const char *cluster);
 /* A recovery signal resolves inc (nothing when it is resolved already). */
 void eng_resolve(incident *inc, const sig *s, const char *why);
 /* Children that failed (not only seen erroring). */

@@ -689,7 +689,7 @@ json_t *eng_incident_json(engine *e, const incident *inc)
 {
     char sum[768];
     int64_t resolved = inc->merged[0] ? inc->updated
-                                      : eng_resolved_at(inc, eng_inc_now(e, inc));
+                                      : eng_resolved_at(inc, eng_cluster_now(e, inc->cluster));
     json_t *js, *root = json_pack("{s:s, s:o}", "scenario", inc->root_scenario, "ts",
                              ts_json(inc->root_ts));
 

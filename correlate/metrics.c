@@ -476,14 +476,6 @@ void eng_timers_rearm(engine *e)
             schedule(e, stall_due(v));
 }
 
-/* The time timers go by in a cluster: its event time, or the wall clock
- * once the stream has caught up. */
-static int64_t timer_now(const engine *e, const char *cluster)
-{
-    int64_t t = eng_clock(e, cluster);
-    return e->live_clock > t ? e->live_clock : t;
-}
-
 void eng_timers(engine *e)
 {
     int64_t high = e->live_clock > e->high ? e->live_clock : e->high;
@@ -499,7 +491,7 @@ void eng_timers(engine *e)
         if (!watched(j))
             continue;
         int64_t saved = eng_enter(e, j->cluster);
-        int64_t now = timer_now(e, j->cluster);
+        int64_t now = eng_cluster_now(e, j->cluster);
         if (stall_due(j) <= now)
             stall_eval(e, j, now);
         eng_leave(e, saved);
@@ -1192,7 +1184,7 @@ static void gap_job(engine *e, const job *j, strmap *last)
 {
     char ck[80];
     const int64_t *nt;
-    int64_t newest, now = timer_now(e, j->cluster);
+    int64_t newest, now = eng_cluster_now(e, j->cluster);
     size_t i;
     json_t *n;
 

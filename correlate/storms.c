@@ -176,9 +176,6 @@ void eng_storm_check(engine *e, const sig *s, incident *inc)
     storm = eng_open_incident(e, s, inc->root_scenario, "node", key);
     str_copy(storm->key, sizeof storm->key, key);
     str_copy(storm->rack, sizeof storm->rack, rack);
-    storm->root_scenario = storm->sc->id;
-    storm->count = 0;
-    storm->root_node[0] = '\0';
     strmap_put(e->open_node, key, storm);
     for (size_t i = 0; i < n; i++) {
         add_member(storm, cand[i]);
