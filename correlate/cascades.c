@@ -202,10 +202,10 @@ static size_t attempts(engine *e, const job *j, job **out, job *tmp)
 
     for (size_t i = 0; i < w->n && n < SHIFT_MAX; i++) {
         const attempt *a = &w->v[i];
-        job *o = eng_job_of(e, a->job);
+        job *o = eng_job_of(e, j->cluster, a->job);
         if (!eng_is_failure(a->state) || a->ts < e->now - SHIFT_WINDOW)
             continue;
-        if (!o || strcmp(o->cluster, j->cluster)) {
+        if (!o) {
             o = &tmp[t++];
             memset(o, 0, sizeof *o);
             str_copy(o->id, sizeof o->id, a->job);
@@ -241,8 +241,8 @@ static int shifting(job *const *a, size_t n)
 
 /* The node every attempt ran on: the one that showed heat, else the only
  * one. NULL when none is shared, or several without heat to choose. */
-static const char *shared_node(engine *e, job *const *a, size_t n,
-                               int64_t *hot)
+static const char *shared_node(engine *e, const char *cluster, job *const *a,
+                               size_t n, int64_t *hot)
 {
     const char *only = NULL;
     size_t shared = 0, i;
@@ -256,7 +256,7 @@ static const char *shared_node(engine *e, job *const *a, size_t n,
             all = eng_ran_on(a[k], host);
         if (!all)
             continue;
-        if ((*hot = eng_host_hot(e, host, e->now - HORIZON)))
+        if ((*hot = eng_host_hot(e, cluster, host, e->now - HORIZON)))
             return host;
         shared++;
         only = host;
@@ -290,11 +290,11 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     fact f;
 
     if (!sc || !j->name[0] || (n = attempts(e, j, a, tmp)) < SHIFT_ATTEMPTS ||
-        !shifting(a, n) || !(host = shared_node(e, a, n, &hot)))
+        !shifting(a, n) || !(host = shared_node(e, j->cluster, a, n, &hot)))
         return;
     eng_name_key(key, sizeof key, j->cluster, j->name);
     snprintf(idkey, sizeof idkey, "name:%s", j->name);
-    inc = strmap_get(e->open_job, key);
+    inc = strmap_get(eng_cs(e, j->cluster)->open_job, key);
     if (!eng_fresh(e, inc) || inc->sc != sc) {
         const pb_scenario *thermal = hot ? pb_find(e->cat, "thermal.straggler")
                                          : NULL;
@@ -317,7 +317,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
         inc->root_ts = inc->first = thermal && hot < a[0]->updated
                                         ? hot : a[0]->updated;
         inc->cause = f;
-        strmap_put(e->open_job, key, inc);
+        strmap_put(eng_cs(e, j->cluster)->open_job, key, inc);
     }
     str_copy(inc->job, sizeof inc->job, j->id);
     for (size_t i = 0; i < n; i++) {
@@ -325,7 +325,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
         merge_attempt(e, inc, a[i]);
         if (strcmp(a[i]->incident, inc->id)) {
             str_copy(a[i]->incident, sizeof a[i]->incident, inc->id);
-            if (a[i] != j && eng_job_of(e, a[i]->id) == a[i])
+            if (a[i] != j && eng_job_of(e, j->cluster, a[i]->id) == a[i])
                 eng_persist_job(e, a[i]);
         }
     }

@@ -41,30 +41,32 @@ void eng_job_free(void *p)
     free(j);
 }
 
+static void cs_free(void *p)
+{
+    cstate *cs = p;
+
+    if (!cs)
+        return;
+    strmap_free(cs->nodes, free_win);
+    strmap_free(cs->inventory, free);
+    strmap_free(cs->jobs, eng_job_free);
+    strmap_free(cs->open_node, NULL);
+    strmap_free(cs->open_job, NULL);
+    strmap_free(cs->seen, free);
+    free(cs);
+}
+
 static void state_new(engine *e)
 {
-    e->nodes = strmap_new();
-    e->inventory = strmap_new();
-    e->jobs = strmap_new();
-    e->open_node = strmap_new();
-    e->open_job = strmap_new();
-    e->seen = strmap_new();
-    e->seen_limit = SEEN_FLOOR;
+    e->clusters = strmap_new();
     e->series = strmap_new();
-    e->clocks = strmap_new();
     e->names = strmap_new();
 }
 
 static void state_free(engine *e)
 {
-    strmap_free(e->nodes, free_win);
-    strmap_free(e->inventory, free);
-    strmap_free(e->jobs, eng_job_free);
-    strmap_free(e->open_node, NULL);
-    strmap_free(e->open_job, NULL);
-    strmap_free(e->seen, free);
+    strmap_free(e->clusters, cs_free);
     strmap_free(e->series, eng_series_free);
-    strmap_free(e->clocks, free);
     strmap_free(e->names, eng_names_free);
     for (size_t i = 0; i < e->ninc; i++)
         eng_incident_free(e->incs[i]);
@@ -155,23 +157,55 @@ size_t eng_incident_count(const engine *e)
 
 /* ---- event time ------------------------------------------------------ */
 
-int64_t eng_clock(const engine *e, const char *cluster)
+cstate *eng_cs(engine *e, const char *cluster)
 {
-    const int64_t *t = strmap_get(e->clocks, cluster);
-    return t ? *t : 0;
+    cstate *cs = strmap_get(e->clusters, cluster);
+
+    if (!cs) {
+        cs = xcalloc(1, sizeof *cs);
+        cs->nodes = strmap_new();
+        cs->inventory = strmap_new();
+        cs->jobs = strmap_new();
+        cs->open_node = strmap_new();
+        cs->open_job = strmap_new();
+        cs->seen = strmap_new();
+        cs->seen_limit = SEEN_FLOOR;
+        strmap_put(e->clusters, cluster, cs);
+    }
+    return cs;
 }
 
-/* The cluster's clock, created at ts when it has none. */
+int eng_next_job(engine *e, eng_iter *it, job **j)
+{
+    const char *k;
+    void *v;
+
+    for (;;) {
+        if (it->cs && strmap_next(it->cs->jobs, &it->pos, &it->key, &v)) {
+            *j = v;
+            return 1;
+        }
+        if (!strmap_next(e->clusters, &it->cpos, &k, &v))
+            return 0;
+        it->cs = v;
+        it->pos = 0;
+    }
+}
+
+int64_t eng_clock(const engine *e, const char *cluster)
+{
+    const cstate *cs = strmap_get(e->clusters, cluster);
+    return cs ? cs->clock : 0;
+}
+
+/* The cluster's clock, set to ts when it has none yet. */
 static int64_t *clock_slot(engine *e, const char *cluster, int64_t ts)
 {
-    int64_t *t = strmap_get(e->clocks, cluster);
+    cstate *cs = eng_cs(e, cluster);
 
-    if (!t) {
-        t = xcalloc(1, sizeof *t);
-        *t = ts;
-        strmap_put(e->clocks, cluster, t);
-    }
-    return t;
+    if (!cs->clock)
+        cs->clock = ts;
+    return &cs->clock;
 }
 
 static void clock_move(engine *e, int64_t *t, int64_t ts)
@@ -233,14 +267,27 @@ void eng_key(char *buf, size_t len, const char *cluster, const char *kind,
 
 /* ---- windows --------------------------------------------------------- */
 
-node_win *eng_win_of(engine *e, const char *host)
+node_win *eng_win_find(engine *e, const char *cluster, const char *win)
 {
-    node_win *w = strmap_get(e->nodes, host);
+    return strmap_get(eng_cs(e, cluster)->nodes, win);
+}
+
+node_win *eng_win_of(engine *e, const char *cluster, const char *win)
+{
+    cstate *cs = eng_cs(e, cluster);
+    node_win *w = strmap_get(cs->nodes, win);
+
     if (!w) {
         w = xcalloc(1, sizeof *w);
-        strmap_put(e->nodes, host, w);
+        strmap_put(cs->nodes, win, w);
     }
     return w;
+}
+
+node_info *eng_node_info(engine *e, const char *cluster, const char *host)
+{
+    return host && *host ? strmap_get(eng_cs(e, cluster)->inventory, host)
+                         : NULL;
 }
 
 /* Indexed by fact_kind; the letters are stored in Redis, never reuse one. */
@@ -268,7 +315,7 @@ void eng_win_add(engine *e, const sig *s, const char *host, fact_kind kind,
                     const char *jobid, const char *scenario,
                     const char *sig_id)
 {
-    node_win *w = eng_win_of(e, host);
+    node_win *w = eng_win_of(e, s->cluster, host);
     char key[320], member[256];
     size_t keep = 0;
 
@@ -315,9 +362,10 @@ static const char *window_of(const fact *f, char *buf, size_t len)
 /* Earliest anomaly on a host since `since`: the root cause of what
  * followed (seed 004: the earliest anomaly is the cause, later ones are
  * effects). */
-static const entry *earliest_anomaly(engine *e, const char *host, int64_t since)
+static const entry *earliest_anomaly(engine *e, const char *cluster,
+                                     const char *host, int64_t since)
 {
-    node_win *w = strmap_get(e->nodes, host);
+    node_win *w = eng_win_find(e, cluster, host);
     const entry *best = NULL;
 
     if (!w)
@@ -333,10 +381,10 @@ static const entry *earliest_anomaly(engine *e, const char *host, int64_t since)
 }
 
 /* Earliest node-level fault (driver or scheduler) on a host since `since`. */
-static const entry *earliest_node_fault(engine *e, const char *host,
-                                        int64_t since)
+static const entry *earliest_node_fault(engine *e, const char *cluster,
+                                        const char *host, int64_t since)
 {
-    node_win *w = strmap_get(e->nodes, host);
+    node_win *w = eng_win_find(e, cluster, host);
     const entry *best = NULL;
 
     if (!w)
@@ -541,22 +589,22 @@ int eng_ran_on(const job *j, const char *host)
     return 0;
 }
 
-job *eng_job_of(engine *e, const char *id)
+job *eng_job_of(engine *e, const char *cluster, const char *id)
 {
-    return id && *id ? strmap_get(e->jobs, id) : NULL;
+    return id && *id ? strmap_get(eng_cs(e, cluster)->jobs, id) : NULL;
 }
 
 /* Folds into a node incident the job failures already seen on that host
  * within the crash window, the ones no other incident explains. */
 static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
 {
-    node_win *w = strmap_get(e->nodes, host);
+    node_win *w = eng_win_find(e, inc->cluster, host);
 
     if (!w)
         return;
     for (size_t i = 0; i < w->n; i++) {
         entry *en = &w->v[i];
-        job *j = eng_job_of(e, en->job);
+        job *j = eng_job_of(e, inc->cluster, en->job);
         if (en->kind != FACT_JOB_STATE || en->ts < e->now - CRASH_WINDOW || !j ||
             !eng_is_failure(j->state) ||
             (j->incident[0] && strcmp(j->incident, inc->id)))
@@ -573,11 +621,11 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
 static void fold_earlier(engine *e, incident *inc, const sig *s,
                          const char *host)
 {
-    node_win *w = strmap_get(e->nodes, host);
+    node_win *w = eng_win_find(e, s->cluster, host);
 
     for (size_t i = 0; w && i < w->n; i++) {
         const entry *en = &w->v[i];
-        job *j = eng_job_of(e, en->job);
+        job *j = eng_job_of(e, s->cluster, en->job);
         int dup = 0;
         if (en->ts < inc->root_ts || en->sig == s->id ||
             en->kind == FACT_CHECKPOINT || en->kind == FACT_MARK)
@@ -601,7 +649,8 @@ static incident *open_node_incident(engine *e, const sig *s, const char *host,
                                     const char *scenario, const fact *f)
 {
     incident *inc = eng_open_incident(e, s, scenario, "node", host);
-    const entry *first = earliest_anomaly(e, host, e->now - CRASH_WINDOW);
+    const entry *first =
+        earliest_anomaly(e, s->cluster, host, e->now - CRASH_WINDOW);
 
     str_copy(inc->node, sizeof inc->node, host);
     str_copy(inc->root_node, sizeof inc->root_node, host);
@@ -612,14 +661,14 @@ static incident *open_node_incident(engine *e, const sig *s, const char *host,
     if (first && first->ts < inc->root_ts)
         inc->root_ts = first->ts;
     fold_earlier(e, inc, s, host);
-    strmap_put(e->open_node, host, inc);
+    strmap_put(eng_cs(e, s->cluster)->open_node, host, inc);
     return inc;
 }
 
 void eng_on_node_fault(engine *e, const sig *s, const fact *f,
                           const char *host)
 {
-    incident *inc = strmap_get(e->open_node, host);
+    incident *inc = strmap_get(eng_cs(e, s->cluster)->open_node, host);
 
     eng_win_add(e, s, host, f->kind, s->job, f->scenario, f->sig_id);
     /* A long-lived incident (a GPU faulting job after job) absorbs only
@@ -644,13 +693,14 @@ void eng_on_node_fault(engine *e, const sig *s, const fact *f,
  * minutes with no other explanation, by a node crash. */
 static void on_job_failed(engine *e, const sig *s, job *j)
 {
+    cstate *cs = eng_cs(e, j->cluster);
     size_t i;
     json_t *n;
     incident *inc;
 
     json_array_foreach(j->nodes, i, n)
         eng_win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
-    inc = strmap_get(e->open_job, j->id);
+    inc = strmap_get(cs->open_job, j->id);
     if (eng_fresh(e, inc)) {
         eng_touch(inc, s);
         str_copy(j->incident, sizeof j->incident, inc->id);
@@ -664,7 +714,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
         return;
     }
     json_array_foreach(j->nodes, i, n) {
-        inc = strmap_get(e->open_node, json_string_value(n));
+        inc = strmap_get(cs->open_node, json_string_value(n));
         if (eng_fresh(e, inc)) {
             eng_touch(inc, s);
             eng_add_child(inc, j->id, j->state, s->ts);
@@ -684,17 +734,18 @@ static void on_job_failed(engine *e, const sig *s, job *j)
     }
     json_array_foreach(j->nodes, i, n) {
         const char *host = json_string_value(n);
-        node_win *w = strmap_get(e->nodes, host);
+        node_win *w = strmap_get(cs->nodes, host);
         int failed = 0;
         for (size_t k = 0; w && k < w->n; k++) {
-            job *o = eng_job_of(e, w->v[k].job);
+            job *o = strmap_get(cs->jobs, w->v[k].job);
             if (w->v[k].kind == FACT_JOB_STATE &&
                 w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0] &&
                 eng_is_failure(o->state))
                 failed++;
         }
         if (failed >= 2 && pb_find(e->cat, "cascade.node_crash")) {
-            const entry *nf = earliest_node_fault(e, host, e->now - CRASH_WINDOW);
+            const entry *nf =
+                earliest_node_fault(e, j->cluster, host, e->now - CRASH_WINDOW);
             inc = open_node_incident(e, s, host, "cascade.node_crash", NULL);
             inc->root_scenario = nf ? nf->scenario : "cascade.node_crash";
             eng_touch(inc, s);
@@ -730,13 +781,13 @@ static incident *upstream_failure(engine *e, const job *j)
 
     queue[tail++] = j->id;
     while (head < tail) {
-        const job *cur = eng_job_of(e, queue[head++]);
+        const job *cur = eng_job_of(e, j->cluster, queue[head++]);
         size_t i;
         json_t *d;
         if (!cur || !cur->depends_on)
             continue;
         json_array_foreach(cur->depends_on, i, d) {
-            const job *up = eng_job_of(e, json_string_value(d));
+            const job *up = eng_job_of(e, j->cluster, json_string_value(d));
             incident *inc;
             int seen = 0;
             if (!up)
@@ -791,7 +842,7 @@ static void on_job_completed(engine *e, const sig *s, const job *j)
         if (!inc->job_scope || inc->team[0] || strcmp(inc->cluster, j->cluster))
             continue;
         if (strcmp(inc->job, j->id) &&
-            !(j->name[0] && (o = eng_job_of(e, inc->job)) &&
+            !(j->name[0] && (o = eng_job_of(e, j->cluster, inc->job)) &&
               !strcmp(o->name, j->name)))
             continue;
         eng_resolve(inc, s, why);
@@ -821,14 +872,15 @@ static void on_recovery(engine *e, const sig *s, const fact *f)
 
 static void on_job_state(engine *e, const sig *s)
 {
-    job *j = strmap_get(e->jobs, s->job);
+    cstate *cs = eng_cs(e, s->cluster);
+    job *j = strmap_get(cs->jobs, s->job);
     json_t *v;
 
     if (!j) {
         j = xcalloc(1, sizeof *j);
         str_copy(j->id, sizeof j->id, s->job);
         str_copy(j->cluster, sizeof j->cluster, s->cluster);
-        strmap_put(e->jobs, s->job, j);
+        strmap_put(cs->jobs, s->job, j);
     } else if (s->ts < j->updated) {
         return; /* older than the state it has (a redelivery, a late
                  * signal): applying it would move the job back */
@@ -877,13 +929,13 @@ static void on_job_state(engine *e, const sig *s)
 
 static void on_inventory(engine *e, const sig *s)
 {
-    node_info *ni = strmap_get(e->inventory, s->host);
+    node_info *ni = eng_node_info(e, s->cluster, s->host);
     char key[320];
     json_t *v;
 
     if (!ni) {
         ni = xcalloc(1, sizeof *ni);
-        strmap_put(e->inventory, s->host, ni);
+        strmap_put(eng_cs(e, s->cluster)->inventory, s->host, ni);
     }
     if ((v = json_object_get(s->obj, "rack")) && json_is_string(v))
         str_copy(ni->rack, sizeof ni->rack, json_string_value(v));
@@ -896,8 +948,9 @@ static void on_inventory(engine *e, const sig *s)
 
 void eng_on_job_fault(engine *e, const sig *s, const fact *f)
 {
-    incident *inc = strmap_get(e->open_job, f->job);
-    job *j = eng_job_of(e, f->job);
+    cstate *cs = eng_cs(e, s->cluster);
+    incident *inc = strmap_get(cs->open_job, f->job);
+    job *j = strmap_get(cs->jobs, f->job);
     char wbuf[200];
 
     eng_win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
@@ -911,7 +964,7 @@ void eng_on_job_fault(engine *e, const sig *s, const fact *f)
         inc->cause = *f;
         inc->job_scope = 1;
         str_copy(inc->key, sizeof inc->key, f->job);
-        strmap_put(e->open_job, f->job, inc);
+        strmap_put(cs->open_job, f->job, inc);
     }
     eng_touch(inc, s);
     if (j && strcmp(j->incident, inc->id)) {
@@ -924,8 +977,9 @@ void eng_on_job_fault(engine *e, const sig *s, const fact *f)
  * its host that a later node fault will claim as its earliest sign. */
 static void on_app_error(engine *e, const sig *s, const fact *f)
 {
-    incident *inc = f->job[0] ? strmap_get(e->open_job, f->job) : NULL;
-    job *j = eng_job_of(e, f->job);
+    cstate *cs = eng_cs(e, s->cluster);
+    incident *inc = f->job[0] ? strmap_get(cs->open_job, f->job) : NULL;
+    job *j = eng_job_of(e, s->cluster, f->job);
     size_t i;
     json_t *n;
 
@@ -935,11 +989,11 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
         eng_touch(inc, s);
         return;
     }
-    inc = f->host[0] ? strmap_get(e->open_node, f->host) : NULL;
+    inc = f->host[0] ? strmap_get(cs->open_node, f->host) : NULL;
     if (!eng_fresh(e, inc) && j) {
         inc = NULL;
         json_array_foreach(j->nodes, i, n) {
-            incident *c = strmap_get(e->open_node, json_string_value(n));
+            incident *c = strmap_get(cs->open_node, json_string_value(n));
             if (eng_fresh(e, c)) {
                 inc = c;
                 break;
@@ -958,7 +1012,8 @@ static void on_app_error(engine *e, const sig *s, const fact *f)
 static void on_context(engine *e, const sig *s, const fact *f)
 {
     char wbuf[200];
-    incident *inc = f->host[0] ? strmap_get(e->open_node, f->host) : NULL;
+    incident *inc =
+        f->host[0] ? strmap_get(eng_cs(e, s->cluster)->open_node, f->host) : NULL;
 
     if (f->host[0] || f->job[0])
         eng_win_add(e, s, window_of(f, wbuf, sizeof wbuf), f->kind, f->job,
@@ -987,7 +1042,7 @@ static const char *marked_cause(engine *e, const job *j, const char *host)
     for (i = 0; j && i <= json_array_size(j->nodes); i++) {
         const char *h = i < json_array_size(j->nodes)
             ? json_string_value(json_array_get(j->nodes, i)) : host;
-        node_win *w = h ? strmap_get(e->nodes, h) : NULL;
+        node_win *w = h ? eng_win_find(e, j->cluster, h) : NULL;
         for (size_t k = 0; w && k < w->n; k++) {
             const entry *en = &w->v[k];
             if (en->kind != FACT_MARK || !en->scenario ||
@@ -1004,7 +1059,8 @@ static const char *marked_cause(engine *e, const job *j, const char *host)
  * mark); with none yet, the line is evidence like any fatal error. */
 static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
 {
-    const char *cause = marked_cause(e, eng_job_of(e, f->job), f->host);
+    const char *cause =
+        marked_cause(e, eng_job_of(e, s->cluster, f->job), f->host);
 
     if (cause && pb_find(e->cat, cause)) {
         fact g = *f;
@@ -1026,7 +1082,7 @@ static void name_incident(engine *e, const sig *s, const fact *f, job *j,
 
     eng_name_key(key, sizeof key, j->cluster, j->name[0] ? j->name : j->id);
     snprintf(idkey, sizeof idkey, "name:%s", j->name[0] ? j->name : j->id);
-    inc = strmap_get(e->open_job, key);
+    inc = strmap_get(eng_cs(e, j->cluster)->open_job, key);
     if (!eng_fresh(e, inc)) {
         inc = eng_open_incident(e, s, f->scenario, "job", idkey);
         inc->job_scope = 1;
@@ -1034,7 +1090,7 @@ static void name_incident(engine *e, const sig *s, const fact *f, job *j,
         str_copy(inc->key, sizeof inc->key, key);
         str_copy(inc->root_job, sizeof inc->root_job, j->id);
         str_copy(inc->root_node, sizeof inc->root_node, f->host);
-        strmap_put(e->open_job, key, inc);
+        strmap_put(eng_cs(e, j->cluster)->open_job, key, inc);
     }
     /* The newest attempt is the one to resubmit. */
     str_copy(inc->job, sizeof inc->job, j->id);
@@ -1047,7 +1103,7 @@ static void name_incident(engine *e, const sig *s, const fact *f, job *j,
 
 static void on_spot(engine *e, const sig *s, const fact *f)
 {
-    job *j = eng_job_of(e, f->job);
+    job *j = eng_job_of(e, s->cluster, f->job);
 
     on_context(e, s, f);
     if (j && pb_find(e->cat, f->scenario))
@@ -1065,7 +1121,7 @@ static void on_job_preempted(engine *e, const sig *s, job *j)
         eng_win_add(e, s, json_string_value(n), FACT_JOB_STATE, j->id, NULL, NULL);
 
     json_array_foreach(j->nodes, i, n) {
-        node_win *w = strmap_get(e->nodes, json_string_value(n));
+        node_win *w = eng_win_find(e, j->cluster, json_string_value(n));
         for (size_t k = 0; w && k < w->n; k++) {
             const entry *en = &w->v[k];
             fact f;
@@ -1085,14 +1141,15 @@ static void on_job_preempted(engine *e, const sig *s, job *j)
 }
 
 /* The job running on a host now (the latest to start), or NULL. */
-job *eng_job_on(engine *e, const char *host)
+job *eng_job_on(engine *e, const char *cluster, const char *host)
 {
+    const strmap *jobs = eng_cs(e, cluster)->jobs;
     size_t pos = 0;
     const char *k;
     void *v;
     job *best = NULL;
 
-    while (strmap_next(e->jobs, &pos, &k, &v)) {
+    while (strmap_next(jobs, &pos, &k, &v)) {
         job *j = v;
         if (strcmp(j->state, "RUNNING") || (best && j->updated < best->updated))
             continue;
@@ -1103,9 +1160,9 @@ job *eng_job_on(engine *e, const char *host)
 }
 
 /* Distinct logical jobs in one GPU's history. */
-static size_t jobs_on_gpu(engine *e, const char *gpu_win)
+static size_t jobs_on_gpu(engine *e, const char *cluster, const char *gpu_win)
 {
-    node_win *w = strmap_get(e->nodes, gpu_win);
+    node_win *w = eng_win_find(e, cluster, gpu_win);
     size_t n = 0;
 
     for (size_t i = 0; w && i < w->n; i++) {
@@ -1118,13 +1175,14 @@ static size_t jobs_on_gpu(engine *e, const char *gpu_win)
 }
 
 /* Distinct GPUs whose history holds this logical job. */
-static size_t gpus_of_job(engine *e, const char *name)
+static size_t gpus_of_job(engine *e, const char *cluster, const char *name)
 {
+    const strmap *wins = eng_cs(e, cluster)->nodes;
     size_t pos = 0, n = 0;
     const char *k;
     void *v;
 
-    while (strmap_next(e->nodes, &pos, &k, &v)) {
+    while (strmap_next(wins, &pos, &k, &v)) {
         node_win *w = v;
         int hit = 0;
         if (strncmp(k, "hist:", 5))
@@ -1143,7 +1201,7 @@ static size_t gpus_of_job(engine *e, const char *name)
 static void on_tracked_xid(engine *e, const sig *s, const fact *f,
                            const char *same_gpu, const char *same_job)
 {
-    job *j = eng_job_on(e, f->host);
+    job *j = eng_job_on(e, s->cluster, f->host);
     char gpu_win[300];
     fact g = *f;
 
@@ -1155,17 +1213,17 @@ static void on_tracked_xid(engine *e, const sig *s, const fact *f,
              f->pci[0] ? f->pci : f->gpu[0] ? f->gpu : "?");
     eng_win_add(e, s, gpu_win, f->kind, j->name[0] ? j->name : j->id, NULL,
             f->sig_id);
-    if (jobs_on_gpu(e, gpu_win) >= 2 && pb_find(e->cat, same_gpu)) {
+    if (jobs_on_gpu(e, s->cluster, gpu_win) >= 2 && pb_find(e->cat, same_gpu)) {
         incident *inc;
         g.scenario = same_gpu;
         eng_on_node_fault(e, s, &g, f->host);
-        inc = strmap_get(e->open_node, f->host);
+        inc = strmap_get(eng_cs(e, s->cluster)->open_node, f->host);
         if (inc && !inc->key[0])
             snprintf(inc->key, sizeof inc->key, "gpu:%.180s", gpu_win + 5);
         return;
     }
     eng_win_add(e, s, f->host, f->kind, j->id, NULL, f->sig_id);
-    if (gpus_of_job(e, j->name[0] ? j->name : j->id) >= 2 &&
+    if (gpus_of_job(e, s->cluster, j->name[0] ? j->name : j->id) >= 2 &&
         pb_find(e->cat, same_job)) {
         g.scenario = same_job;
         str_copy(g.job, sizeof g.job, j->id);
@@ -1173,61 +1231,63 @@ static void on_tracked_xid(engine *e, const sig *s, const fact *f,
     }
 }
 
-/* Drops ids older than the horizon. Runs only when the set has doubled
- * since the last pass, so a busy cluster (more ids within the horizon than
- * the floor) pays for it once per doubling, not on every signal. */
-static void prune_seen(engine *e)
+/* Drops a cluster's ids older than the horizon of its clock. Runs only
+ * when the set has doubled since the last pass, so a busy cluster (more
+ * ids within the horizon than the floor) pays for it once per doubling,
+ * not on every signal. */
+static void prune_seen(cstate *cs)
 {
     size_t pos = 0, nold = 0;
     const char *k;
     void *v;
-    char **old = xcalloc(strmap_len(e->seen), sizeof *old);
+    char **old = xcalloc(strmap_len(cs->seen), sizeof *old);
 
-    while (strmap_next(e->seen, &pos, &k, &v))
-        if (*(int64_t *)v < e->high - HORIZON)
+    while (strmap_next(cs->seen, &pos, &k, &v))
+        if (*(int64_t *)v < cs->clock - HORIZON)
             old[nold++] = strdup(k);
     for (size_t i = 0; i < nold; i++) {
-        free(strmap_del(e->seen, old[i]));
+        free(strmap_del(cs->seen, old[i]));
         free(old[i]);
     }
     free(old);
-    e->seen_limit = 2 * strmap_len(e->seen);
-    if (e->seen_limit < SEEN_FLOOR)
-        e->seen_limit = SEEN_FLOOR;
+    cs->seen_limit = 2 * strmap_len(cs->seen);
+    if (cs->seen_limit < SEEN_FLOOR)
+        cs->seen_limit = SEEN_FLOOR;
 }
 
-static void mark_seen(engine *e, const char *hex, int64_t ts)
+static void mark_seen(cstate *cs, const char *hex, int64_t ts)
 {
     int64_t *v = xcalloc(1, sizeof *v);
 
     *v = ts;
-    free(strmap_put(e->seen, hex, v));
+    free(strmap_put(cs->seen, hex, v));
 }
 
 static int seen_before(engine *e, const sig *s)
 {
+    cstate *cs = eng_cs(e, s->cluster);
     char hex[17];
 
     sig_id_hex(s, hex);
-    if (strmap_get(e->seen, hex))
+    if (strmap_get(cs->seen, hex))
         return 1;
-    if (strmap_len(e->seen) >= e->seen_limit)
-        prune_seen(e);
-    mark_seen(e, hex, s->ts);
+    if (strmap_len(cs->seen) >= cs->seen_limit)
+        prune_seen(cs);
+    mark_seen(cs, hex, s->ts);
     return 0;
 }
 
-void eng_mark_seen(engine *e, uint64_t id, int64_t ts)
+void eng_mark_seen(engine *e, const char *cluster, uint64_t id, int64_t ts)
 {
     char hex[17];
 
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id);
-    mark_seen(e, hex, ts);
+    mark_seen(eng_cs(e, cluster), hex, ts);
 }
 
 /* A job's latest error line, by signature: its attempts are told apart
  * by it (cascade.shifting_symptoms). Kept with the job record. */
-static void note_error(engine *e, const fact *f)
+static void note_error(engine *e, const sig *s, const fact *f)
 {
     job *j;
 
@@ -1241,10 +1301,23 @@ static void note_error(engine *e, const fact *f)
     default:
         return;
     }
-    if (!f->sig_id || !(j = eng_job_of(e, f->job)) || !strcmp(j->error, f->sig_id))
+    if (!f->sig_id || !(j = eng_job_of(e, s->cluster, f->job)) || !strcmp(j->error, f->sig_id))
         return;
     str_copy(j->error, sizeof j->error, f->sig_id);
     eng_persist_job(e, j);
+}
+
+/* A fact about the cluster as a whole (it names no host and no job):
+ * the cluster's window ("cluster:NAME", w:node:cluster:NAME in Redis)
+ * keeps it for the horizon, so a restart knows it was seen. */
+static void cluster_window(engine *e, const sig *s, const fact *f)
+{
+    char win[96];
+
+    if (f->host[0] || f->job[0] || f->kind == FACT_INVENTORY)
+        return;
+    snprintf(win, sizeof win, "cluster:%.80s", s->cluster);
+    eng_win_add(e, s, win, f->kind, NULL, f->scenario, f->sig_id);
 }
 
 /* What one fact means, by its kind. */
@@ -1252,7 +1325,8 @@ static void on_fact(engine *e, const sig *s, const fact *f)
 {
     const char *same_gpu, *same_job, *ctx;
 
-    note_error(e, f);
+    cluster_window(e, s, f);
+    note_error(e, s, f);
     switch (f->kind) {
     case FACT_INVENTORY:
         on_inventory(e, s);
@@ -1314,7 +1388,7 @@ static void on_fact(engine *e, const sig *s, const fact *f)
         break;
     case FACT_PROGRESS:
         if (f->step >= 0)
-            eng_progress(e, f->job, s->ts, (double)f->step);
+            eng_progress(e, s->cluster, f->job, s->ts, (double)f->step);
         break;
     case FACT_RECOVERY:
         on_recovery(e, s, f);
@@ -1415,10 +1489,11 @@ static void drop_merged(engine *e)
             e->incs[keep++] = inc;
             continue;
         }
-        if (inc->node[0] && strmap_get(e->open_node, inc->node) == inc)
-            strmap_del(e->open_node, inc->node);
-        if (inc->key[0] && strmap_get(e->open_node, inc->key) == inc)
-            strmap_del(e->open_node, inc->key);
+        cstate *cs = eng_cs(e, inc->cluster);
+        if (inc->node[0] && strmap_get(cs->open_node, inc->node) == inc)
+            strmap_del(cs->open_node, inc->node);
+        if (inc->key[0] && strmap_get(cs->open_node, inc->key) == inc)
+            strmap_del(cs->open_node, inc->key);
         eng_key(key, sizeof key, inc->cluster, "state", NULL);
         e->ops->hash_del(e->ctx, key, inc->id);
         eng_incident_free(inc);

@@ -124,18 +124,27 @@ typedef struct incident {
     json_t *published; /* actions already sent */
 } incident;
 
+/* One cluster's state in memory, as in Redis: every SLURM controller
+ * counts job ids from 1, and host names repeat across clusters, so a
+ * correlator that owns several clusters keeps each apart. */
+typedef struct cstate {
+    int64_t clock;     /* newest event time (0 before the first signal) */
+    strmap *nodes;     /* window -> node_win: a host's, or "hist:", "job:",
+                        * "peak:", "rack:" windows */
+    strmap *inventory; /* host -> node_info */
+    strmap *jobs;      /* job id -> job */
+    strmap *open_node; /* host or own key -> incident (node-level) */
+    strmap *open_job;  /* job id or "name:" key -> incident (job-level) */
+    strmap *seen;      /* signal id hex -> (int64_t *) ts */
+    size_t seen_limit; /* prune the seen set when it reaches this size */
+} cstate;
+
 struct engine {
     const eng_store_ops *ops;
     void *ctx;
     classifier *cls;
     pb_catalog *cat;   /* responses per scenario (the rule files) */
-    strmap *nodes;     /* host -> node_win */
-    strmap *inventory; /* host -> node_info */
-    strmap *jobs;      /* job id -> job */
-    strmap *open_node; /* host -> incident (node-level) */
-    strmap *open_job;  /* job id -> incident (job-level) */
-    strmap *seen;      /* signal id hex -> (int64_t *) ts */
-    size_t seen_limit; /* prune the seen set when it reaches this size */
+    strmap *clusters;  /* cluster -> cstate */
     incident **incs;
     size_t ninc, capinc;
     /* Event time is per cluster: each cluster's signals come in order on
@@ -144,7 +153,6 @@ struct engine {
      * newest of all. */
     int64_t now;
     int64_t high;
-    strmap *clocks; /* cluster -> (int64_t *) newest event time */
     strmap *names;  /* "cluster|job_name" -> a logical job's failed
                      * attempts (cascades.c), kept a day */
     strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
@@ -171,11 +179,25 @@ void eng_leave(engine *e, int64_t saved);
 void eng_name_key(char *key, size_t len, const char *cluster, const char *name);
 const char *eng_name_of(const char *key);
 
-node_win *eng_win_of(engine *e, const char *host);
+/* A cluster's state, created on first use. */
+cstate *eng_cs(engine *e, const char *cluster);
+/* Walks every cluster's jobs; start with a zeroed iterator. The map may
+ * not change during the walk. */
+typedef struct eng_iter {
+    size_t cpos, pos;
+    cstate *cs;      /* the cluster of the job last returned */
+    const char *key; /* and its key */
+} eng_iter;
+int eng_next_job(engine *e, eng_iter *it, job **j);
+
+/* A window of the cluster: created (win_of) or NULL when absent. */
+node_win *eng_win_of(engine *e, const char *cluster, const char *win);
+node_win *eng_win_find(engine *e, const char *cluster, const char *win);
+node_info *eng_node_info(engine *e, const char *cluster, const char *host);
 entry *eng_win_push(node_win *w);
 void eng_key(char *buf, size_t len, const char *cluster, const char *kind,
              const char *name);
-void eng_mark_seen(engine *e, uint64_t id, int64_t ts);
+void eng_mark_seen(engine *e, const char *cluster, uint64_t id, int64_t ts);
 incident *eng_incident_new(engine *e);
 void eng_job_free(void *p);
 
@@ -190,7 +212,8 @@ void eng_persist_tracebacks(engine *e);
 typedef struct series series;
 int eng_on_metric(engine *e, const sig *s);
 /* 1 when the sample changed the job's progress state. */
-int eng_progress(engine *e, const char *jobid, int64_t ts, double step);
+int eng_progress(engine *e, const char *cluster, const char *jobid, int64_t ts,
+                 double step);
 void eng_timers(engine *e);
 /* After a restart: the next stall check due, from the jobs read back. */
 void eng_timers_rearm(engine *e);
@@ -225,7 +248,8 @@ void eng_names_free(void *p);
 size_t eng_prune_names(engine *e);
 /* When the host first showed heat (a GPU at 85 C or thermal throttling)
  * since `since`, or 0 (metrics.c). */
-int64_t eng_host_hot(engine *e, const char *host, int64_t since);
+int64_t eng_host_hot(engine *e, const char *cluster, const char *host,
+                     int64_t since);
 /* A scheduler state that is a failure (FAILED, NODE_FAIL). */
 int eng_is_failure(const char *state);
 /* Whether host is one of the job's nodes. */
@@ -261,7 +285,8 @@ void eng_merge(engine *e, incident *into, incident *m);
 int eng_is_storm(const incident *inc);
 /* After a node incident opened or changed. */
 void eng_storm_check(engine *e, const sig *s, incident *inc);
-incident *eng_storm_of(engine *e, const char *host, const char *root);
+incident *eng_storm_of(engine *e, const char *cluster, const char *host,
+                       const char *root);
 /* A node of a storm is back: the storm resolves once all of them are. */
 void eng_storm_recovered(engine *e, const sig *s, const char *host,
                          const char *what);
@@ -271,9 +296,9 @@ void eng_storm_relink(engine *e, incident *storm);
 void eng_on_job_fault(engine *e, const sig *s, const fact *f);
 void eng_on_node_fault(engine *e, const sig *s, const fact *f,
                        const char *host);
-job *eng_job_on(engine *e, const char *host);
-/* The job with this id, or NULL (also for NULL or ""). */
-job *eng_job_of(engine *e, const char *id);
+job *eng_job_on(engine *e, const char *cluster, const char *host);
+/* The cluster's job with this id, or NULL (also for NULL or ""). */
+job *eng_job_of(engine *e, const char *cluster, const char *id);
 incident *eng_open_incident(engine *e, const sig *s, const char *scenario,
                             const char *scope_kind, const char *scope_key);
 void eng_touch(incident *inc, const sig *s);

@@ -16,9 +16,9 @@ static json_t *ts_json(int64_t ts)
     return json_string(buf);
 }
 
-static int is_canary(engine *e, const char *host)
+static int is_canary(engine *e, const incident *inc)
 {
-    node_info *ni = host && *host ? strmap_get(e->inventory, host) : NULL;
+    node_info *ni = eng_node_info(e, inc->cluster, inc->node);
     return ni && ni->canary;
 }
 
@@ -328,7 +328,7 @@ static json_t *action(engine *e, const pb_step *st, const incident *inc,
 
     /* A storm's blast radius is the rack: no canary stands for it. */
     if (a == APPR_CANARY)
-        a = !eng_is_storm(inc) && is_canary(e, inc->node) ? APPR_AUTO
+        a = !eng_is_storm(inc) && is_canary(e, inc) ? APPR_AUTO
                                                            : APPR_HITL;
     return json_pack("{s:s, s:s, s:o, s:o, s:s}", "playbook", st->playbook,
                      "approval", pb_approval_name(a), "target", target,
@@ -354,7 +354,7 @@ static json_t *job_target(const job *j, const char *id)
 /* Whether a step's `when` holds for this incident and its job. */
 static int step_applies(engine *e, const pb_step *st, const incident *inc)
 {
-    const job *j = inc->job[0] ? strmap_get(e->jobs, inc->job) : NULL;
+    const job *j = eng_job_of(e, inc->cluster, inc->job);
     int reserved = j && strcmp(j->priority, "reserved") == 0;
 
     switch (st->when) {
@@ -431,7 +431,7 @@ static void steps_actions(engine *e, const incident *inc, json_t *out)
             node_actions(e, st, inc, out);
             break;
         case PB_TARGET_JOB: {
-            const job *j = strmap_get(e->jobs, inc->job);
+            const job *j = eng_job_of(e, inc->cluster, inc->job);
             json_array_append_new(out, action(e, st, inc, j,
                                               job_target(j, inc->job)));
             break;
@@ -440,7 +440,7 @@ static void steps_actions(engine *e, const incident *inc, json_t *out)
         case PB_TARGET_EACH_AFFECTED:
             for (size_t k = 0; k < inc->nchildren; k++) {
                 const child *c = &inc->children[k];
-                const job *j = strmap_get(e->jobs, c->job);
+                const job *j = eng_job_of(e, inc->cluster, c->job);
                 if (!c->state[0] && st->target == PB_TARGET_EACH_JOB)
                     continue; /* only the jobs that actually failed */
                 json_array_append_new(out, action(e, st, inc, j,
@@ -488,8 +488,8 @@ json_t *eng_actions(engine *e, const incident *inc)
 static json_t *scope_json(engine *e, const incident *inc)
 {
     json_t *s = json_pack("{s:s}", "cluster", inc->cluster);
-    node_info *ni = inc->node[0] ? strmap_get(e->inventory, inc->node) : NULL;
-    const job *j = inc->job[0] ? strmap_get(e->jobs, inc->job) : NULL;
+    node_info *ni = eng_node_info(e, inc->cluster, inc->node);
+    const job *j = eng_job_of(e, inc->cluster, inc->job);
 
     if (inc->node[0])
         json_object_set_new(s, "node", json_string(inc->node));

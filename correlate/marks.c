@@ -40,10 +40,11 @@ typedef struct mark_span {
     int64_t first, last;
 } mark_span;
 
-static void span_in(engine *e, const char *win, const char *jobid,
+static void span_in(engine *e, const job *j, const char *win,
                     const char *scen, int64_t since, mark_span *sp)
 {
-    node_win *w = strmap_get(e->nodes, win);
+    const char *jobid = j->id;
+    node_win *w = eng_win_find(e, j->cluster, win);
 
     for (size_t i = 0; w && i < w->n; i++) {
         const entry *en = &w->v[i];
@@ -67,12 +68,12 @@ static mark_span job_marks(engine *e, const job *j, const char *host,
     json_t *n;
 
     snprintf(win, sizeof win, "job:%.80s", j->id);
-    span_in(e, win, j->id, scen, since, &sp);
+    span_in(e, j, win, scen, since, &sp);
     if (host && *host)
-        span_in(e, host, j->id, scen, since, &sp);
+        span_in(e, j, host, scen, since, &sp);
     json_array_foreach(j->nodes, i, n)
         if (!host || strcmp(json_string_value(n), host))
-            span_in(e, json_string_value(n), j->id, scen, since, &sp);
+            span_in(e, j, json_string_value(n), scen, since, &sp);
     return sp;
 }
 
@@ -99,7 +100,7 @@ static void nic_mark(engine *e, const sig *s, const fact *f)
     snprintf(win, sizeof win, "hist:%s/%.64s", f->host,
              f->detail[0] ? f->detail : "nic");
     eng_win_add(e, s, win, FACT_MARK, f->job, f->scenario, f->sig_id);
-    w = strmap_get(e->nodes, win);
+    w = eng_win_find(e, s->cluster, win);
     for (size_t i = 0; w && i < w->n; i++) {
         int dup = 0;
         if (w->v[i].ts < e->now - NAME_WINDOW)
@@ -145,10 +146,9 @@ static void mig_mark(engine *e, const sig *s, const fact *f)
 
     /* The node whose MIG layout was lost: any open mig.config_lost
      * incident of the cluster takes the pod that cannot get a slice. */
-    while (strmap_next(e->open_node, &pos, &k, &v)) {
+    while (strmap_next(eng_cs(e, s->cluster)->open_node, &pos, &k, &v)) {
         incident *inc = v;
-        if (!eng_fresh(e, inc) || strcmp(inc->sc->id, "mig.config_lost") ||
-            strcmp(inc->cluster, s->cluster))
+        if (!eng_fresh(e, inc) || strcmp(inc->sc->id, "mig.config_lost"))
             continue;
         eng_touch(inc, s);
         if (f->job[0])
@@ -161,7 +161,8 @@ static void mig_mark(engine *e, const sig *s, const fact *f)
  * opened close to it is the model not fitting the replica. */
 static void serve_mark(engine *e, const sig *s, const fact *f)
 {
-    incident *inc = f->job[0] ? strmap_get(e->open_job, f->job) : NULL;
+    incident *inc =
+        f->job[0] ? strmap_get(eng_cs(e, s->cluster)->open_job, f->job) : NULL;
     const pb_scenario *sc = pb_find(e->cat, "ray.serve_model_oom");
 
     if (!sc || !eng_fresh(e, inc) || strncmp(inc->sc->id, "oom.", 4) ||
@@ -176,7 +177,7 @@ static void serve_mark(engine *e, const sig *s, const fact *f)
  * close before it makes of it, or NULL. */
 const char *eng_oom_context(engine *e, const sig *s, const fact *f)
 {
-    job *j = eng_job_of(e, f->job);
+    job *j = eng_job_of(e, s->cluster, f->job);
     mark_span sp;
 
     if (!j || !pb_find(e->cat, "ray.serve_model_oom"))
@@ -202,7 +203,7 @@ static void peak_days(const node_win *w, int64_t now, int days[24])
 
 void eng_peak_hit(engine *e, const sig *s, const char *jobid)
 {
-    job *j = eng_job_of(e, jobid);
+    job *j = eng_job_of(e, s->cluster, jobid);
     int hour = (int)((s->ts / TS_HOUR) % 24), days[24], most = 0, counted = 0;
     char key[160], hours[96] = "";
     node_win *w;
@@ -213,12 +214,12 @@ void eng_peak_hit(engine *e, const sig *s, const char *jobid)
         return; /* a hit nobody owns says nothing about a team's hours */
     /* the team's window and its incident share the key "peak:TEAM" */
     snprintf(key, sizeof key, "peak:%.120s", j->team);
-    w = strmap_get(e->nodes, key);
+    w = eng_win_find(e, s->cluster, key);
     for (size_t i = 0; w && i < w->n; i++)
         counted |= w->v[i].ts / TS_HOUR == s->ts / TS_HOUR;
     if (!counted) /* one entry per hour of each day */
         eng_win_add(e, s, key, FACT_MARK, j->id, "capacity.peak_demand", NULL);
-    peak_days(strmap_get(e->nodes, key), s->ts, days);
+    peak_days(eng_win_find(e, s->cluster, key), s->ts, days);
     if (days[hour] < PEAK_DAYS || !pb_find(e->cat, "capacity.peak_demand"))
         return;
     for (int h = 0; h < 24; h++) {
@@ -240,7 +241,7 @@ void eng_peak_hit(engine *e, const sig *s, const char *jobid)
 
 void eng_on_mark(engine *e, const sig *s, const fact *f)
 {
-    job *j = eng_job_of(e, f->job);
+    job *j = eng_job_of(e, s->cluster, f->job);
     const char *scen = f->scenario;
     mark_span sp;
 

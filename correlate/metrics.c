@@ -298,9 +298,10 @@ static int watched(const job *j)
     return j->progress_ts && !j->incident[0] && strcmp(j->state, "RUNNING") == 0;
 }
 
-int eng_progress(engine *e, const char *jobid, int64_t ts, double step)
+int eng_progress(engine *e, const char *cluster, const char *jobid, int64_t ts,
+                 double step)
 {
-    job *j = jobid && *jobid ? strmap_get(e->jobs, jobid) : NULL;
+    job *j = eng_job_of(e, cluster, jobid);
 
     if (!j || ts <= j->progress_ts)
         return 0;
@@ -335,7 +336,7 @@ typedef struct gpu_census {
     int busy_wait, idle, working, other;
 } gpu_census;
 
-static int untrusted(engine *e, const char *host);
+static int untrusted(engine *e, const char *cluster, const char *host);
 
 /* The GPUs of the job's nodes sampled after `since`. */
 static gpu_census census(engine *e, const job *j, int64_t since)
@@ -345,7 +346,7 @@ static gpu_census census(engine *e, const job *j, int64_t since)
     json_t *n;
 
     json_array_foreach(j->nodes, i, n) {
-        if (untrusted(e, json_string_value(n)))
+        if (untrusted(e, j->cluster, json_string_value(n)))
             continue; /* ghost data: its values carry no information */
         for (int g = 0; g < MAX_GPUS; g++) {
             char dev[8];
@@ -387,8 +388,8 @@ static void timer_sig(sig *s, const job *j, int64_t ts)
     s->rank = -1;
 }
 
-static int recent_checkpoint(engine *e, const char *host, const char *jobid,
-                             int64_t at, int64_t span);
+static int recent_checkpoint(engine *e, const char *cluster, const char *host,
+                             const char *jobid, int64_t at, int64_t span);
 
 /* The job's node whose retransmit counter burst close to where its
  * progress stopped (seed 004: "retransmit spike before hang"), or NULL.
@@ -410,8 +411,8 @@ static const char *network_trigger(engine *e, const job *j)
             strcmp(se->cluster, j->cluster))
             continue;
         if (!eng_ran_on(j, se->host) ||
-            (tcp && recent_checkpoint(e, se->host, j->id, se->burst,
-                                      BURST_BEFORE)))
+            (tcp && recent_checkpoint(e, j->cluster, se->host, j->id,
+                                      se->burst, BURST_BEFORE)))
             continue;
         if (!best || se->burst < best_ts ||
             (se->burst == best_ts && strcmp(se->host, best) < 0)) {
@@ -457,7 +458,7 @@ static void stall_eval(engine *e, job *j, int64_t now)
              "idle %d, working %d", j->step, (int)(STALL_AFTER / TS_MIN),
              c.busy_wait, c.idle, c.working);
     eng_on_job_fault(e, &s, &f);
-    incident *inc = strmap_get(e->open_job, j->id);
+    incident *inc = strmap_get(eng_cs(e, j->cluster)->open_job, j->id);
     if (inc && inc->opened == s.ts) {
         inc->root_ts = inc->first = j->progress_ts;
         inc->dirty = 1;
@@ -466,28 +467,25 @@ static void stall_eval(engine *e, job *j, int64_t now)
 
 void eng_timers_rearm(engine *e)
 {
-    size_t pos = 0;
-    const char *k;
-    void *v;
+    eng_iter it = {0};
+    job *j;
 
     e->next_check = 0;
-    while (strmap_next(e->jobs, &pos, &k, &v))
-        if (watched(v))
-            schedule(e, stall_due(v));
+    while (eng_next_job(e, &it, &j))
+        if (watched(j))
+            schedule(e, stall_due(j));
 }
 
 void eng_timers(engine *e)
 {
     int64_t high = e->live_clock > e->high ? e->live_clock : e->high;
-    size_t pos = 0;
-    const char *k;
-    void *v;
+    eng_iter it = {0};
+    job *j;
 
     if (!e->next_check || high < e->next_check)
         return;
     e->next_check = 0;
-    while (strmap_next(e->jobs, &pos, &k, &v)) {
-        job *j = v;
+    while (eng_next_job(e, &it, &j)) {
         if (!watched(j))
             continue;
         int64_t saved = eng_enter(e, j->cluster);
@@ -571,7 +569,7 @@ static int slowed(engine *e, const job *j, const char *host)
 
 static void straggler_check(engine *e, const sig *s, const char *gpu)
 {
-    job *j = eng_job_on(e, s->host);
+    job *j = eng_job_on(e, s->cluster, s->host);
     incident *inc;
     size_t i;
     json_t *n;
@@ -580,7 +578,7 @@ static void straggler_check(engine *e, const sig *s, const char *gpu)
     if (!j || json_array_size(j->nodes) < 2 ||
         !pb_find(e->cat, "thermal.straggler"))
         return;
-    inc = strmap_get(e->open_job, j->id);
+    inc = strmap_get(eng_cs(e, j->cluster)->open_job, j->id);
     if (eng_fresh(e, inc)) {
         if (strcmp(inc->sc->id, "thermal.straggler") == 0)
             eng_touch(inc, s);
@@ -601,10 +599,10 @@ static void straggler_check(engine *e, const sig *s, const char *gpu)
 }
 
 /* The time of the host's earliest mark of scen since `since`, or 0. */
-static int64_t first_mark(engine *e, const char *host, const char *scen,
-                          int64_t since)
+static int64_t first_mark(engine *e, const char *cluster, const char *host,
+                          const char *scen, int64_t since)
 {
-    node_win *w = strmap_get(e->nodes, host);
+    node_win *w = eng_win_find(e, cluster, host);
     int64_t at = 0;
 
     for (size_t i = 0; w && i < w->n; i++)
@@ -615,9 +613,10 @@ static int64_t first_mark(engine *e, const char *host, const char *scen,
     return at;
 }
 
-int64_t eng_host_hot(engine *e, const char *host, int64_t since)
+int64_t eng_host_hot(engine *e, const char *cluster, const char *host,
+                     int64_t since)
 {
-    return first_mark(e, host, "thermal.fleet_throttle", since);
+    return first_mark(e, cluster, host, "thermal.fleet_throttle", since);
 }
 
 /* A hot host (a GPU at RACK_HOT, or a throttle alert, already in its
@@ -626,7 +625,8 @@ int64_t eng_host_hot(engine *e, const char *host, int64_t since)
 void eng_rack_evidence(engine *e, const sig *s, const char *host)
 {
     const char *scen = "thermal.fleet_throttle";
-    node_info *ni = strmap_get(e->inventory, host);
+    cstate *cs = eng_cs(e, s->cluster);
+    node_info *ni = strmap_get(cs->inventory, host);
     char key[192], first_host[128] = "";
     size_t pos = 0, hot = 0;
     int64_t first = 0;
@@ -637,15 +637,17 @@ void eng_rack_evidence(engine *e, const sig *s, const char *host)
     if (!ni || !ni->rack[0] || !pb_find(e->cat, scen))
         return;
     snprintf(key, sizeof key, "rack:%.180s", ni->rack);
-    inc = strmap_get(e->open_node, key);
+    inc = strmap_get(cs->open_node, key);
     if (eng_fresh(e, inc)) {
         eng_touch(inc, s);
         return;
     }
-    while (strmap_next(e->inventory, &pos, &k, &v)) {
+    while (strmap_next(cs->inventory, &pos, &k, &v)) {
         const node_info *o = v;
         int64_t at = strcmp(o->rack, ni->rack)
-                         ? 0 : first_mark(e, k, scen, e->now - RACK_WINDOW);
+                         ? 0
+                         : first_mark(e, s->cluster, k, scen,
+                                      e->now - RACK_WINDOW);
         if (!at)
             continue;
         hot++;
@@ -663,7 +665,7 @@ void eng_rack_evidence(engine *e, const sig *s, const char *host)
     inc->root_ts = inc->first = first;
     inc->count = (int)hot - 1; /* the other hosts' evidence; touch adds one */
     inc->sources |= 1u << s->source;
-    strmap_put(e->open_node, key, inc);
+    strmap_put(cs->open_node, key, inc);
     eng_touch(inc, s);
 }
 
@@ -675,7 +677,7 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
                   : s->value >= RACK_HOT;
 
     if (hot &&
-        !first_mark(e, s->host, "thermal.fleet_throttle",
+        !first_mark(e, s->cluster, s->host, "thermal.fleet_throttle",
                     e->now - RACK_WINDOW / 3)) {
         eng_win_add(e, s, s->host, FACT_MARK, NULL, "thermal.fleet_throttle",
                     NULL);
@@ -695,7 +697,8 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
 incident *eng_advisory(engine *e, const sig *s, const fact *f,
                        const char *key, int node)
 {
-    strmap *open = node ? e->open_node : e->open_job;
+    cstate *cs = eng_cs(e, s->cluster);
+    strmap *open = node ? cs->open_node : cs->open_job;
     incident *inc = strmap_get(open, key);
 
     if (eng_fresh(e, inc)) {
@@ -741,12 +744,14 @@ int eng_own_key(const char *key)
     return 0;
 }
 
-static int advisory_open(engine *e, const char *kind, const char *id, int node)
+static int advisory_open(engine *e, const char *cluster, const char *kind,
+                         const char *id, int node)
 {
+    cstate *cs = eng_cs(e, cluster);
     char key[192];
 
     snprintf(key, sizeof key, "%s:%.170s", kind, id);
-    return eng_fresh(e, strmap_get(node ? e->open_node : e->open_job, key));
+    return eng_fresh(e, strmap_get(node ? cs->open_node : cs->open_job, key));
 }
 
 /* A synthetic signal for a decision no single sample makes (a host gone
@@ -771,10 +776,10 @@ static void rule_sig(sig *s, const char *what, const char *cluster,
 
 /* Whether the host's window holds a checkpoint save of the job (or of
  * any job, when jobid is NULL) within span before `at`. */
-static int recent_checkpoint(engine *e, const char *host, const char *jobid,
-                             int64_t at, int64_t span)
+static int recent_checkpoint(engine *e, const char *cluster, const char *host,
+                             const char *jobid, int64_t at, int64_t span)
 {
-    node_win *w = strmap_get(e->nodes, host);
+    node_win *w = eng_win_find(e, cluster, host);
 
     for (size_t i = 0; w && i < w->n; i++)
         if (w->v[i].kind == FACT_CHECKPOINT && w->v[i].ts <= at &&
@@ -814,7 +819,7 @@ static void ghost_check(engine *e, const sig *s, const series *se)
 
     if (s->ts - se->changed < GHOST_AFTER ||
         (strcmp(se->name, M_SCRAPE) && se->v < POWER_IDLE * se->hi) ||
-        !(j = eng_job_on(e, s->host)) || j->updated > se->changed)
+        !(j = eng_job_on(e, s->cluster, s->host)) || j->updated > se->changed)
         return;
     eng_rule_fact(&f, FACT_NODE_FAULT, "telemetry.ghost_data", s->host, NULL);
     str_copy(f.gpu, sizeof f.gpu, se->dev);
@@ -827,9 +832,9 @@ static void ghost_check(engine *e, const sig *s, const series *se)
 
 /* Whether the host's metrics are stale (an open ghost-data incident):
  * the stall rule does not read them. */
-static int untrusted(engine *e, const char *host)
+static int untrusted(engine *e, const char *cluster, const char *host)
 {
-    return advisory_open(e, "ghost", host, 1);
+    return advisory_open(e, cluster, "ghost", host, 1);
 }
 
 /* The most recent value of a host-level gauge, if sampled lately. */
@@ -890,15 +895,16 @@ int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host)
 static incident *other_team_waiting(engine *e, const char *cluster,
                                     const char *team)
 {
+    cstate *cs = eng_cs(e, cluster);
     size_t pos = 0;
     const char *k;
     void *v;
 
-    while (strmap_next(e->open_job, &pos, &k, &v)) {
+    while (strmap_next(cs->open_job, &pos, &k, &v)) {
         incident *inc = v;
-        job *w = strmap_get(e->jobs, inc->job);
+        job *w = strmap_get(cs->jobs, inc->job);
         if (eng_fresh(e, inc) && !strcmp(inc->sc->id, "sched.capacity_exhausted") &&
-            !strcmp(inc->cluster, cluster) && w && w->team[0] &&
+            w && w->team[0] &&
             strcmp(w->team, team))
             return inc;
     }
@@ -929,16 +935,17 @@ static void idle_allocation(engine *e, const sig *s, job *j, int64_t since)
 /* A job now waits for capacity: the idle allocations of other teams. */
 void eng_capacity_waiting(engine *e, const sig *s)
 {
+    const strmap *jobs = eng_cs(e, s->cluster)->jobs;
     size_t pos = 0;
     const char *k;
     void *v;
 
-    while (strmap_next(e->jobs, &pos, &k, &v)) {
+    while (strmap_next(jobs, &pos, &k, &v)) {
         job *j = v;
         int64_t since = 0;
         size_t i;
         json_t *n;
-        if (strcmp(j->state, "RUNNING") || strcmp(j->cluster, s->cluster))
+        if (strcmp(j->state, "RUNNING"))
             continue;
         json_array_foreach(j->nodes, i, n) {
             int64_t at = eng_host_idle_since(e, j->cluster, json_string_value(n));
@@ -961,11 +968,12 @@ static void idle_check(engine *e, const sig *s)
 {
     /* busy GPUs first: the common case ends before the scan of the jobs */
     int64_t since = eng_host_idle_since(e, s->cluster, s->host);
-    job *j = since ? eng_job_on(e, s->host) : NULL;
+    job *j = since ? eng_job_on(e, s->cluster, s->host) : NULL;
     const series *cpu, *io;
     fact f;
 
-    if (!j || since < j->updated || eng_fresh(e, strmap_get(e->open_job, j->id)))
+    if (!j || since < j->updated ||
+        eng_fresh(e, strmap_get(eng_cs(e, s->cluster)->open_job, j->id)))
         return;
     idle_allocation(e, s, j, since);
     cpu = host_gauge(e, s->cluster, s->host, M_CPU);
@@ -973,7 +981,7 @@ static void idle_check(engine *e, const sig *s)
     if (s->ts - since >= INPUT_AFTER && j->progress_ts >= s->ts - INPUT_AFTER &&
         j->progress_ts > since && ((cpu && cpu->v >= CPU_SATURATED) ||
                                    (io && io->v >= IO_SATURATED)) &&
-        !recent_checkpoint(e, s->host, j->id, s->ts, INPUT_AFTER)) {
+        !recent_checkpoint(e, s->cluster, s->host, j->id, s->ts, INPUT_AFTER)) {
         eng_rule_fact(&f, FACT_JOB_FAULT, "gpu.idle_input_bound", s->host, j->id);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "GPUs under %.0f%% for %lld min while the job moves on "
@@ -983,7 +991,7 @@ static void idle_check(engine *e, const sig *s)
         advisory(e, s, &f, "perf", j->id, 0);
         return;
     }
-    if (s->ts - since >= COST_AFTER && !advisory_open(e, "perf", j->id, 0)) {
+    if (s->ts - since >= COST_AFTER && !advisory_open(e, s->cluster, "perf", j->id, 0)) {
         eng_rule_fact(&f, FACT_JOB_FAULT, "cost.idle_gpu", s->host, j->id);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "every GPU of %s under %.0f%% for %lld min", s->host, UTIL_LOW,
@@ -1006,7 +1014,7 @@ void eng_driver_evidence(engine *e, const sig *s, const char *host)
     int errors = dm && dm->up && dm->up >= e->now - WINDOW;
     int flapping = sc && sc->n >= 2 && sc->lo < SCRAPE_OK &&
                    sc->ts >= e->now - WINDOW;
-    node_win *w = strmap_get(e->nodes, host);
+    node_win *w = eng_win_find(e, s->cluster, host);
     size_t hung = 0;
     fact f;
 
@@ -1015,7 +1023,7 @@ void eng_driver_evidence(engine *e, const sig *s, const char *host)
                 w->v[i].ts >= e->now - WINDOW &&
                 !strcmp(w->v[i].scenario, "hw.driver_dstate");
     if (!(errors || hung) || (!flapping && hung < 2) ||
-        advisory_open(e, "driver", host, 1))
+        advisory_open(e, s->cluster, "driver", host, 1))
         return;
     eng_rule_fact(&f, FACT_NODE_FAULT, "hw.driver_dstate", host, NULL);
     snprintf(f.excerpt, sizeof f.excerpt,
@@ -1028,14 +1036,16 @@ void eng_driver_evidence(engine *e, const sig *s, const char *host)
 /* The job a host's kernel line is about: the one running there, or one
  * that failed there within the crash window (the scheduler's report can
  * overtake the kernel's). */
-static job *job_at(engine *e, const char *host, int64_t ts)
+static job *job_at(engine *e, const char *cluster, const char *host,
+                   int64_t ts)
 {
-    job *best = eng_job_on(e, host);
+    job *best = eng_job_on(e, cluster, host);
+    const strmap *jobs = eng_cs(e, cluster)->jobs;
     size_t pos = 0;
     const char *k;
     void *v;
 
-    while (!best && strmap_next(e->jobs, &pos, &k, &v)) {
+    while (!best && strmap_next(jobs, &pos, &k, &v)) {
         job *j = v;
         if (eng_is_failure(j->state) && j->updated >= ts - CRASH_WINDOW &&
             j->updated <= ts && eng_ran_on(j, host))
@@ -1074,7 +1084,7 @@ int eng_job_computing(engine *e, const job *j, int64_t ts)
 int eng_host_oom(engine *e, const sig *s, const fact *f)
 {
     const char *host = f->host;
-    job *j = host[0] ? job_at(e, host, s->ts) : NULL;
+    job *j = host[0] ? job_at(e, s->cluster, host, s->ts) : NULL;
     const char *const mems[] = {M_MEM_RAY, M_MEM_HW};
     fact g;
 
@@ -1082,7 +1092,7 @@ int eng_host_oom(engine *e, const sig *s, const fact *f)
         return 0;
     g = *f;
     str_copy(g.job, sizeof g.job, j->id);
-    if (recent_checkpoint(e, host, j->id, s->ts, CKPT_OOM) &&
+    if (recent_checkpoint(e, s->cluster, host, j->id, s->ts, CKPT_OOM) &&
         pb_find(e->cat, "oom.host_checkpoint")) {
         g.kind = FACT_JOB_FAULT;
         g.scenario = "oom.host_checkpoint";
@@ -1113,7 +1123,7 @@ int eng_host_oom(engine *e, const sig *s, const fact *f)
 static void regress_check(engine *e, const sig *s, series *se)
 {
     double cool = -1, hot = -1;
-    job *j = strmap_get(e->jobs, se->dev);
+    job *j = eng_job_of(e, se->cluster, se->dev);
     size_t i;
     json_t *n;
     fact f;
@@ -1121,7 +1131,8 @@ static void regress_check(engine *e, const sig *s, series *se)
     if (!j || strcmp(j->state, "RUNNING") || se->lo <= 0)
         return;
     se->n = se->v >= REGRESS * se->lo ? se->n + 1 : 0;
-    if (se->n < REGRESS_SAMPLES || eng_fresh(e, strmap_get(e->open_job, j->id)))
+    if (se->n < REGRESS_SAMPLES ||
+        eng_fresh(e, strmap_get(eng_cs(e, j->cluster)->open_job, j->id)))
         return;
     /* The earliest deviating signal names the cause (seed 004): a node
      * running hotter than the job's others is the thermal rules' to
@@ -1147,14 +1158,14 @@ static void regress_check(engine *e, const sig *s, series *se)
  * before. Such samples are left out of the series (seed 004). */
 static int checkpoint_step(engine *e, const sig *s, const char *jobid)
 {
-    job *j = strmap_get(e->jobs, jobid);
+    job *j = eng_job_of(e, s->cluster, jobid);
     json_t *per = j && j->config ? json_object_get(j->config, "checkpoint_period") : NULL;
     const char *step = json_string_value(json_object_get(s->labels, "step"));
 
     if (json_is_integer(per) && json_integer_value(per) > 0 && step &&
         atoll(step) > 0 && atoll(step) % json_integer_value(per) == 0)
         return 1;
-    return recent_checkpoint(e, s->host, jobid, s->ts, REGRESS_CKPT);
+    return recent_checkpoint(e, s->cluster, s->host, jobid, s->ts, REGRESS_CKPT);
 }
 
 /* telemetry.gap: a host whose job runs stopped reporting GAP_AFTER ago
@@ -1203,8 +1214,8 @@ static void gap_job(engine *e, const job *j, strmap *last)
          * it is the collector (or the end of a capture), not one host. */
         if (!t || *t < j->updated || now - *t < GAP_AFTER ||
             newest - *t < GAP_AFTER ||
-            eng_fresh(e, strmap_get(e->open_node, host)) ||
-            advisory_open(e, "gap", host, 1))
+            eng_fresh(e, strmap_get(eng_cs(e, j->cluster)->open_node, host)) ||
+            advisory_open(e, j->cluster, "gap", host, 1))
             continue;
         rule_sig(&s, "gap", j->cluster, host, *t + GAP_AFTER);
         eng_rule_fact(&f, FACT_NODE_FAULT, "telemetry.gap", host, NULL);
@@ -1229,9 +1240,9 @@ static void gap_scan(engine *e)
         newest_sample(last, se->cluster, se->host, se->ts);
         newest_sample(last, se->cluster, "", se->ts);
     }
-    pos = 0;
-    while (strmap_next(e->jobs, &pos, &k, &v)) {
-        job *j = v;
+    eng_iter it = {0};
+    job *j;
+    while (eng_next_job(e, &it, &j)) {
         if (strcmp(j->state, "RUNNING"))
             continue;
         int64_t saved = eng_enter(e, j->cluster);
@@ -1280,7 +1291,7 @@ int eng_on_metric(engine *e, const sig *s)
      * change nothing there). */
     if (!strcmp(s->name, M_STEP)) {
         dev = dev_of(s);
-        return eng_progress(e, *dev ? dev : s->job, s->ts, s->value);
+        return eng_progress(e, s->cluster, *dev ? dev : s->job, s->ts, s->value);
     }
     if (!kept(s->name))
         return 0;

@@ -180,7 +180,7 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
         return -1;
     if (src[0])
         sig_source_parse(src, &source);
-    w = eng_win_of(e, host + 8);
+    w = eng_win_of(e, cluster, host + 8);
     for (size_t i = 0; i < w->n; i++)
         if (w->v[i].sig == id && w->v[i].kind == (fact_kind)(k - eng_kind_code))
             return 0; /* twice in Redis under two members: keep one */
@@ -202,7 +202,7 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     }
     /* A signal in a window was processed: seeing it again (Kafka redelivers
      * what was not committed) must change nothing. */
-    eng_mark_seen(e, id, ts);
+    eng_mark_seen(e, cluster, id, ts);
     eng_clock_advance(e, cluster, ts);
     return 0;
 }
@@ -245,6 +245,7 @@ static int restore_job(engine *e, const char *cluster, const char *field,
 {
     json_t *nodes = json_object_get(o, "nodes");
     json_t *config = json_object_get(o, "config");
+    strmap *jobs;
     job *j;
 
     if (!json_is_array(nodes) || strcmp(jstr(o, "job"), field)) {
@@ -268,8 +269,9 @@ static int restore_job(engine *e, const char *cluster, const char *field,
     j->config = json_is_object(config) ? json_incref(config) : NULL;
     if (json_is_array(json_object_get(o, "depends_on")))
         j->depends_on = json_incref(json_object_get(o, "depends_on"));
-    copy_progress(j, strmap_get(e->jobs, field)); /* read back before it */
-    eng_job_free(strmap_put(e->jobs, field, j));
+    jobs = eng_cs(e, cluster)->jobs;
+    copy_progress(j, strmap_get(jobs, field)); /* read back before it */
+    eng_job_free(strmap_put(jobs, field, j));
     return 0;
 }
 
@@ -278,6 +280,7 @@ static int restore_job(engine *e, const char *cluster, const char *field,
 static int restore_progress(engine *e, const char *cluster, const char *field,
                             const char *value, cs_err *err)
 {
+    strmap *jobs = eng_cs(e, cluster)->jobs;
     job p = {0}, *j;
     long long pr, st, ck;
 
@@ -288,27 +291,28 @@ static int restore_progress(engine *e, const char *cluster, const char *field,
     p.progress_ts = pr;
     p.stale_ts = st;
     p.stall_check = ck;
-    if (!(j = strmap_get(e->jobs, field))) {
+    if (!(j = strmap_get(jobs, field))) {
         j = calloc(1, sizeof *j);
         if (!j)
             abort();
         str_copy(j->id, sizeof j->id, field);
         str_copy(j->cluster, sizeof j->cluster, cluster);
-        strmap_put(e->jobs, field, j);
+        strmap_put(jobs, field, j);
     }
     copy_progress(j, &p);
     return 0;
 }
 
-static int restore_inventory(engine *e, const char *host, json_t *o)
+static int restore_inventory(engine *e, const char *cluster, const char *host,
+                             json_t *o)
 {
-    node_info *ni = strmap_get(e->inventory, host);
+    node_info *ni = eng_node_info(e, cluster, host);
 
     if (!ni) {
         ni = calloc(1, sizeof *ni);
         if (!ni)
             abort();
-        strmap_put(e->inventory, host, ni);
+        strmap_put(eng_cs(e, cluster)->inventory, host, ni);
     }
     str_copy(ni->rack, sizeof ni->rack, jstr(o, "rack"));
     ni->canary = json_is_true(json_object_get(o, "canary"));
@@ -482,7 +486,7 @@ int eng_restore_hash(engine *e, const char *key, const char *field,
     if (strcmp(kind, "jobs") == 0)
         rc = restore_job(e, cluster, field, o, err);
     else if (strcmp(kind, "inventory") == 0)
-        rc = restore_inventory(e, field, o);
+        rc = restore_inventory(e, cluster, field, o);
     else if (strcmp(kind, "state") == 0)
         rc = restore_incident(e, field, o, err);
     else
@@ -508,12 +512,13 @@ size_t eng_restore_done(engine *e)
         qsort(e->incs, e->ninc, sizeof *e->incs, cmp_opened);
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
+        cstate *cs = eng_cs(e, inc->cluster);
         if (inc->job_scope && (inc->job[0] || inc->team[0]))
-            strmap_put(e->open_job, inc->key, inc);
+            strmap_put(cs->open_job, inc->key, inc);
         else if (!inc->job_scope && eng_own_key(inc->key))
-            strmap_put(e->open_node, inc->key, inc);
+            strmap_put(cs->open_node, inc->key, inc);
         else if (!inc->job_scope && inc->node[0])
-            strmap_put(e->open_node, inc->node, inc);
+            strmap_put(cs->open_node, inc->node, inc);
         if (eng_is_storm(inc))
             eng_storm_relink(e, inc);
         if (eng_clock(e, inc->cluster) - inc->updated <= FOLD_WINDOW)
@@ -528,12 +533,14 @@ size_t eng_restore_done(engine *e)
 
 static void unlink_incident(engine *e, const incident *inc)
 {
-    if (inc->key[0] && strmap_get(e->open_job, inc->key) == inc)
-        strmap_del(e->open_job, inc->key);
-    if (inc->node[0] && strmap_get(e->open_node, inc->node) == inc)
-        strmap_del(e->open_node, inc->node);
-    if (inc->key[0] && strmap_get(e->open_node, inc->key) == inc)
-        strmap_del(e->open_node, inc->key);
+    cstate *cs = eng_cs(e, inc->cluster);
+
+    if (inc->key[0] && strmap_get(cs->open_job, inc->key) == inc)
+        strmap_del(cs->open_job, inc->key);
+    if (inc->node[0] && strmap_get(cs->open_node, inc->node) == inc)
+        strmap_del(cs->open_node, inc->node);
+    if (inc->key[0] && strmap_get(cs->open_node, inc->key) == inc)
+        strmap_del(cs->open_node, inc->key);
 }
 
 static size_t prune_incidents(engine *e)
@@ -566,29 +573,32 @@ static int finished(const char *state)
 
 static size_t prune_jobs(engine *e)
 {
-    size_t pos = 0, n = 0;
-    const char *k;
-    void *v;
-    char **old = NULL;
+    eng_iter it = {0};
+    size_t n = 0;
+    job *j;
+    struct gone {
+        cstate *cs;
+        char *key; /* the job's key (its id may have been cut to fit) */
+    } *old = NULL;
 
-    while (strmap_next(e->jobs, &pos, &k, &v)) {
-        job *j = v;
+    while (eng_next_job(e, &it, &j)) {
         if (finished(j->state) &&
             eng_clock(e, j->cluster) - j->updated > HORIZON) {
             old = realloc(old, (n + 1) * sizeof *old);
-            if (!old || !(old[n++] = strdup(k)))
+            if (!old || !(old[n].key = strdup(it.key)))
                 abort();
+            old[n++].cs = it.cs;
         }
     }
     for (size_t i = 0; i < n; i++) {
-        job *j = strmap_del(e->jobs, old[i]);
         char key[320];
+        j = strmap_del(old[i].cs->jobs, old[i].key);
+        free(old[i].key);
         eng_key(key, sizeof key, j->cluster, "jobs", NULL);
         e->ops->hash_del(e->ctx, key, j->id);
         eng_key(key, sizeof key, j->cluster, "progress", NULL);
         e->ops->hash_del(e->ctx, key, j->id);
         eng_job_free(j);
-        free(old[i]);
     }
     free(old);
     return n;

@@ -21,9 +21,10 @@
 #define STORM_NODES 3
 #define STORM_WINDOW (10 * TS_MIN)
 
-static const char *rack_of_host(engine *e, const char *host)
+static const char *rack_of_host(engine *e, const char *cluster,
+                                const char *host)
 {
-    const node_info *ni = strmap_get(e->inventory, host);
+    const node_info *ni = eng_node_info(e, cluster, host);
     return ni && ni->rack[0] ? ni->rack : NULL;
 }
 
@@ -73,6 +74,7 @@ static void add_member(incident *storm, const incident *m)
 
 void eng_merge(engine *e, incident *storm, incident *m)
 {
+    cstate *cs = eng_cs(e, m->cluster);
     size_t pos = 0;
     const char *k;
     void *v;
@@ -88,32 +90,33 @@ void eng_merge(engine *e, incident *storm, incident *m)
     for (size_t i = 0; i < m->nchildren; i++)
         eng_add_child(storm, m->children[i].job, m->children[i].state,
                       m->children[i].ts);
-    while (strmap_next(e->jobs, &pos, &k, &v)) {
+    while (strmap_next(cs->jobs, &pos, &k, &v)) {
         job *j = v;
         if (!strcmp(j->incident, m->id)) {
             str_copy(j->incident, sizeof j->incident, storm->id);
             eng_persist_job(e, j);
         }
     }
-    if (m->node[0] && strmap_get(e->open_node, m->node) == m)
-        strmap_put(e->open_node, m->node, storm);
-    if (m->key[0] && strmap_get(e->open_job, m->key) == m)
-        strmap_del(e->open_job, m->key);
+    if (m->node[0] && strmap_get(cs->open_node, m->node) == m)
+        strmap_put(cs->open_node, m->node, storm);
+    if (m->key[0] && strmap_get(cs->open_job, m->key) == m)
+        strmap_del(cs->open_job, m->key);
     str_copy(m->merged, sizeof m->merged, storm->id);
     m->dirty = storm->dirty = 1;
 }
 
 /* The fresh storm of host's rack for this root cause, or NULL. */
-incident *eng_storm_of(engine *e, const char *host, const char *root)
+incident *eng_storm_of(engine *e, const char *cluster, const char *host,
+                       const char *root)
 {
-    const char *rack = rack_of_host(e, host);
+    const char *rack = rack_of_host(e, cluster, host);
     char key[192];
     incident *storm;
 
     if (!rack || !root)
         return NULL;
     storm_key(key, sizeof key, rack, root);
-    storm = strmap_get(e->open_node, key);
+    storm = strmap_get(eng_cs(e, cluster)->open_node, key);
     return eng_fresh(e, storm) ? storm : NULL;
 }
 
@@ -128,7 +131,7 @@ static node_win *rack_win(engine *e, const sig *s, const incident *inc,
     snprintf(name, sizeof name, "rack:%.80s", rack);
     eng_win_add(e, s, name, FACT_NODE_FAULT, inc->node, inc->root_scenario,
                 NULL);
-    return eng_win_of(e, name);
+    return eng_win_of(e, s->cluster, name);
 }
 
 /* Fresh node incidents of the rack with inc's root cause whose faults
@@ -140,7 +143,7 @@ static size_t storm_candidates(engine *e, const sig *s, const incident *inc,
 
     for (size_t i = 0; i < w->n && n < max; i++) {
         const entry *en = &w->v[i];
-        incident *o = strmap_get(e->open_node, en->job);
+        incident *o = strmap_get(eng_cs(e, s->cluster)->open_node, en->job);
         int dup = 0;
         if (en->ts < s->ts - STORM_WINDOW || !en->scenario ||
             strcmp(en->scenario, inc->root_scenario) || !o || !stormable(o) ||
@@ -161,10 +164,10 @@ void eng_storm_check(engine *e, const sig *s, incident *inc)
     char key[192];
     size_t n;
 
-    if (!inc || !stormable(inc) || !(rack = rack_of_host(e, inc->node)) ||
+    if (!inc || !stormable(inc) || !(rack = rack_of_host(e, inc->cluster, inc->node)) ||
         !pb_find(e->cat, inc->root_scenario))
         return;
-    if ((storm = eng_storm_of(e, inc->node, inc->root_scenario))) {
+    if ((storm = eng_storm_of(e, inc->cluster, inc->node, inc->root_scenario))) {
         add_member(storm, inc);
         eng_merge(e, storm, inc);
         return;
@@ -176,7 +179,7 @@ void eng_storm_check(engine *e, const sig *s, incident *inc)
     storm = eng_open_incident(e, s, inc->root_scenario, "node", key);
     str_copy(storm->key, sizeof storm->key, key);
     str_copy(storm->rack, sizeof storm->rack, rack);
-    strmap_put(e->open_node, key, storm);
+    strmap_put(eng_cs(e, inc->cluster)->open_node, key, storm);
     for (size_t i = 0; i < n; i++) {
         add_member(storm, cand[i]);
         eng_merge(e, storm, cand[i]);
@@ -212,9 +215,11 @@ void eng_storm_recovered(engine *e, const sig *s, const char *host,
 /* After a restart: the storm's nodes lead to it again. */
 void eng_storm_relink(engine *e, incident *storm)
 {
+    strmap *open = eng_cs(e, storm->cluster)->open_node;
+
     for (size_t i = 0; i < storm->nmembers; i++) {
-        incident *cur = strmap_get(e->open_node, storm->members[i].node);
+        incident *cur = strmap_get(open, storm->members[i].node);
         if (!cur || cur->opened <= storm->opened)
-            strmap_put(e->open_node, storm->members[i].node, storm);
+            strmap_put(open, storm->members[i].node, storm);
     }
 }

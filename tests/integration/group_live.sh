@@ -5,7 +5,9 @@
 # cluster's state over through Redis.
 #
 #   - eight shared streams and a rack storm, each made a cluster of its
-#     own (clusterize.py);
+#     own (clusterize.py --collide: the clusters share host and rack names
+#     and event time, and each numbers its jobs from 100, so a correlator
+#     that holds several clusters holds jobs and hosts of the same name);
 #     the clusters fall on both halves of the 64 partitions;
 #   - correlators A and B in one group; A is SIGKILLed mid-stream, B takes
 #     its partitions over (after the group's session timeout) and goes on
@@ -40,7 +42,7 @@ else
   streams+=("$base/rack_power_storm.jsonl")
   rounds=1
 fi
-python3 "$here/clusterize.py" "$tmp" 5 "${streams[@]}" || fail "clusterize.py"
+python3 "$here/clusterize.py" --collide "$tmp" 5 "${streams[@]}" || fail "clusterize.py"
 low=$(awk '$2 < 32' "$tmp/partitions" | wc -l)
 high=$(awk '$2 >= 32' "$tmp/partitions" | wc -l)
 [ "$low" -ge 2 ] && [ "$high" -ge 2 ] || fail "clusters on one half of the partitions only"

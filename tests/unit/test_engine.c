@@ -10,14 +10,15 @@
 typedef struct rec {
     int zadd, trim, hset;
     char last_member[256];
+    char last_key[256];
 } rec;
 
 static void w_add(void *ctx, const char *key, int64_t ts, const char *member)
 {
     rec *r = ctx;
-    (void)key;
     (void)ts;
     r->zadd++;
+    snprintf(r->last_key, sizeof r->last_key, "%s", key);
     snprintf(r->last_member, sizeof r->last_member, "%s", member);
 }
 
@@ -683,6 +684,76 @@ static void test_storm(void)
     eng_free(e);
 }
 
+/* Two clusters with the same host and job names (every SLURM controller
+ * counts job ids from 1): neither's jobs or node incidents mix. */
+#define CJOB(c, ts, id, state, nodes) \
+    "{\"cluster\":\"" c "\",\"ts\":\"" ts "\",\"source\":\"job\",\"job\":\"" \
+    id "\",\"state\":\"" state "\",\"nodes\":" nodes "}"
+#define CXID79(c, ts, host) \
+    "{\"cluster\":\"" c "\",\"ts\":\"" ts "\",\"source\":\"kernel\"," \
+    "\"host\":\"" host "\",\"line\":\"NVRM: Xid (PCI:0000:3a:00): 79, pid=1, " \
+    "name=python3, GPU has fallen off the bus.\"}"
+
+static void test_clusters_apart(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    json_t *all, *a, *b;
+
+    feed(e, CJOB("a", "2026-03-02T08:00:00Z", "1", "RUNNING", "[\"g1\"]"));
+    feed(e, CJOB("b", "2026-03-02T08:00:00Z", "1", "RUNNING", "[\"g1\"]"));
+    feed(e, CJOB("a", "2026-03-02T08:00:00Z", "2", "RUNNING", "[\"g1\",\"g2\"]"));
+    feed(e, CXID79("a", "2026-03-02T08:10:00Z", "g1"));
+    feed(e, CJOB("a", "2026-03-02T08:11:00Z", "1", "FAILED", "[\"g1\"]"));
+    /* b's job 1 is not a's: its completion neither resolves a's crash nor
+     * turns a's failed job 1 into a completed one */
+    feed(e, CJOB("b", "2026-03-02T08:11:02Z", "1", "COMPLETED", "[\"g1\"]"));
+    feed(e, CJOB("a", "2026-03-02T08:11:05Z", "2", "FAILED", "[\"g1\",\"g2\"]"));
+    /* b's g1 fails later: an incident of b's, not a fold into a's g1 */
+    feed(e, CXID79("b", "2026-03-02T08:20:00Z", "g1"));
+    all = eng_incidents(e);
+    CHECK_INT(json_array_size(all), 2);
+    a = json_array_get(all, 0);
+    b = json_array_get(all, 1);
+    CHECK_STR(json_string_value(json_object_get(a, "scenario")),
+              "cascade.node_crash");
+    CHECK_STR(field(a, "status"), "open");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(a, "scope"),
+                                                "cluster")), "a");
+    CHECK_INT(json_array_size(json_object_get(a, "children")), 2);
+    CHECK_STR(json_string_value(json_object_get(b, "scenario")),
+              "hw.gpu_off_bus");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(b, "scope"),
+                                                "cluster")), "b");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(b, "scope"),
+                                                "node")), "g1");
+    json_decref(all);
+    eng_free(e);
+}
+
+/* A fact that names no host and no job lands in its cluster's window,
+ * so that it is known as seen, and the same signal again adds nothing. */
+static void test_cluster_window(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    const char *oom =
+        "{\"cluster\":\"a\",\"ts\":\"2026-03-02T08:00:00Z\",\"source\":"
+        "\"app\",\"line\":\"torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+        "of which 1.02 GiB is free.\"}";
+
+    feed(e, oom);
+    CHECK_INT(r.zadd, 1);
+    CHECK_STR(r.last_key, "cascade:{a}:w:node:cluster:a");
+    feed(e, oom);
+    CHECK_INT(r.zadd, 1);
+    CHECK_INT(eng_incident_count(e), 0);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -698,5 +769,7 @@ int main(void)
     test_resolve_by_completion_and_quiet();
     test_storm();
     test_shifting_after_prune();
+    test_clusters_apart();
+    test_cluster_window();
     return check_report();
 }
