@@ -31,6 +31,8 @@ struct pb_catalog {
     int ntracked;
     char *same_gpu, *same_job;
     char tracked_where[160];
+    pb_playbook *plays;
+    size_t nplays, capplays;
 };
 
 /* One file being read: its document and where problems go. */
@@ -59,6 +61,8 @@ static void problem(reader *r, const yaml_node_t *n, const char *fmt, ...)
     if (r->fn)
         r->fn(r->arg, where, msg);
 }
+
+static void free_playbook(pb_playbook *p);
 
 pb_catalog *pb_catalog_new(void)
 {
@@ -113,6 +117,9 @@ void pb_catalog_free(pb_catalog *c)
     free(c->xids);
     free(c->same_gpu);
     free(c->same_job);
+    for (size_t i = 0; i < c->nplays; i++)
+        free_playbook(&c->plays[i]);
+    free(c->plays);
     free(c);
 }
 
@@ -334,6 +341,8 @@ static int read_step(reader *r, yaml_node_t *n, pb_step *st)
         return -1;
     }
     st->params = params;
+    snprintf(st->where, sizeof st->where, "%s:%zu:%zu", r->name,
+             n->start_mark.line + 1, n->start_mark.column + 1);
     st->playbook = strdup(pbk);
     st->approval = (pb_approval)a;
     st->target = (pb_target)t;
@@ -742,10 +751,491 @@ static void read_tracked(reader *r, pb_catalog *c, yaml_node_t *n)
              n->start_mark.line + 1, n->start_mark.column + 1);
 }
 
+/* ---- playbooks -------------------------------------------------------- */
+
+static const char *const classes[] = {"read_only", "notify",   "job",
+                                      "change",    "recovery", "destructive"};
+static const char *const modes[] = {"shadow", "canary", "on"};
+static const char *const backends[] = {"any", "slurm", "k8s"};
+/* What preconditions and verifications may read about a node or a job. */
+static const char *const check_fields[] = {
+    "node.state", "node.jobs", "node.drained_by", "node.gpu_health",
+    "job.state", NULL};
+/* The values "{name}" in a call's argument may take. */
+static const char *const template_names[] = {
+    "incident", "node", "job", "cluster", "rack", "scenario", "summary",
+    "playbook", "version", NULL};
+/* Operations of the executors; slurm.* and k8s.* only in their
+ * scheduler's steps. */
+static const char *const ops[] = {
+    "slurm.drain",      "slurm.resume",      "slurm.reboot",
+    "slurm.requeue",    "slurm.resubmit",    "slurm.cancel",
+    "slurm.comment",    "k8s.cordon",        "k8s.uncordon",
+    "k8s.taint",        "k8s.annotate",      "k8s.delete_pod",
+    "k8s.delete_job",   "k8s.recreate_job",  "node.gpu_reset",
+    "node.gpu_power_limit", "node.driver_rebuild", "node.mig_apply",
+    "node.health_probe", "node.diag_bundle", "jira.upsert",
+    "slack.post",       "pagerduty.trigger", "webhook.post", NULL};
+
+static int in_list(const char *v, const char *const *list)
+{
+    for (int i = 0; v && list[i]; i++)
+        if (!strcmp(v, list[i]))
+            return 1;
+    return 0;
+}
+
+const char *pb_class_name(pb_class k)
+{
+    return (unsigned)k < (unsigned)N(classes) ? classes[k] : "?";
+}
+
+const char *pb_mode_name(pb_mode m)
+{
+    return (unsigned)m < (unsigned)N(modes) ? modes[m] : "?";
+}
+
+const pb_playbook *pb_playbook_find(const pb_catalog *c, const char *id)
+{
+    for (size_t i = 0; id && i < c->nplays; i++)
+        if (!strcmp(c->plays[i].id, id))
+            return &c->plays[i];
+    return NULL;
+}
+
+const pb_playbook *pb_playbooks(const pb_catalog *c, size_t *n)
+{
+    *n = c->nplays;
+    return c->plays;
+}
+
+const pb_calls *pb_calls_for(const pb_calls set[PB_ON__COUNT], pb_backend b)
+{
+    if ((unsigned)b < PB_ON__COUNT && set[b].n)
+        return &set[b];
+    return set[PB_ON_ANY].n ? &set[PB_ON_ANY] : NULL;
+}
+
+static void free_calls(pb_calls *cs)
+{
+    for (int i = 0; i < cs->n; i++) {
+        free((char *)cs->v[i].op);
+        json_decref(cs->v[i].args);
+    }
+    free(cs->v);
+}
+
+static void free_checks(pb_check *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free((char *)v[i].field);
+        json_decref(v[i].value);
+    }
+    free(v);
+}
+
+static void free_playbook(pb_playbook *p)
+{
+    for (int b = 0; b < PB_ON__COUNT; b++) {
+        free_calls(&p->steps[b]);
+        free_calls(&p->rollback[b]);
+    }
+    free_checks(p->pre, p->npre);
+    free_checks(p->verify, p->nverify);
+    free(p->budgets);
+    free((char *)p->id);
+    free((char *)p->version);
+    free((char *)p->what);
+    free((char *)p->file);
+}
+
+static size_t seq_len(const yaml_node_t *n)
+{
+    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+static yaml_node_t *seq_at(reader *r, const yaml_node_t *n, size_t i)
+{
+    return yaml_document_get_node(&r->doc, n->data.sequence.items.start[i]);
+}
+
+/* "30s", "10m", "1h" in ms; -1 when it is not a duration. */
+static int64_t duration_ms(const char *v)
+{
+    char *end;
+    long long n;
+
+    if (!v || !*v || *v == '-')
+        return -1;
+    n = strtoll(v, &end, 10);
+    if (end == v || n <= 0 || n > 1000000)
+        return -1;
+    if (!strcmp(end, "s"))
+        return n * 1000;
+    if (!strcmp(end, "m"))
+        return n * 60000;
+    if (!strcmp(end, "h"))
+        return n * 3600000;
+    return -1;
+}
+
+/* "MAJOR.MINOR.PATCH", numbers only. */
+static int version_ok(const char *v)
+{
+    int dots = 0, digits = 0;
+
+    for (const char *p = v; p && *p; p++) {
+        if (*p == '.') {
+            if (!digits)
+                return 0;
+            dots++;
+            digits = 0;
+        } else if (*p >= '0' && *p <= '9') {
+            digits++;
+        } else {
+            return 0;
+        }
+    }
+    return v && dots == 2 && digits;
+}
+
+/* Every "{name}" in an argument names a value the action has. */
+static void check_template(reader *r, yaml_node_t *at, const char *v)
+{
+    for (const char *p = strchr(v, '{'); p; p = strchr(p + 1, '{')) {
+        const char *close = strchr(p, '}');
+        char name[32];
+        if (!close || close - p - 1 <= 0 || close - p - 1 >= (long)sizeof name) {
+            problem(r, at, "argument '%s': '{' without a name and '}'", v);
+            return;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)(close - p - 1), p + 1);
+        if (!in_list(name, template_names))
+            problem(r, at, "argument '%s': {%s} is not one of incident, node, "
+                    "job, cluster, rack, scenario, summary, playbook, version",
+                    v, name);
+    }
+}
+
+static int read_call(reader *r, yaml_node_t *n, pb_backend b, pb_call *out)
+{
+    const char *op = scalar(get(r, n, "call"));
+    int before = r->errors;
+    json_t *args;
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "a step is a mapping: {call: executor.operation, "
+                      "arguments...}");
+        return -1;
+    }
+    if (!in_list(op, ops))
+        problem(r, node_or(get(r, n, "call"), n), "call '%s' is not an "
+                "operation of an executor (slurm.*, k8s.*, node.*, "
+                "jira.upsert, slack.post, pagerduty.trigger, webhook.post)",
+                op ? op : "");
+    else if ((b == PB_ON_SLURM && strncmp(op, "slurm.", 6)) ||
+             (b == PB_ON_K8S && strncmp(op, "k8s.", 4)) ||
+             (b == PB_ON_ANY && (!strncmp(op, "slurm.", 6) ||
+                                 !strncmp(op, "k8s.", 4))))
+        problem(r, get(r, n, "call"), "call '%s' does not belong under '%s'",
+                op, backends[b]);
+    args = json_object();
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+         p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(&r->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(&r->doc, p->value);
+        const char *name = scalar(k), *text = scalar(v);
+        if (name && !strcmp(name, "call"))
+            continue;
+        if (!name || !text || !playbook_id_ok(name)) {
+            problem(r, v ? v : k, "argument '%s' must be a lower-case name "
+                    "with a plain value", name ? name : "?");
+            continue;
+        }
+        check_template(r, v, text);
+        json_object_set_new(args, name, json_scalar(text));
+    }
+    if (r->errors != before) {
+        json_decref(args);
+        return -1;
+    }
+    out->op = strdup(op);
+    out->args = args;
+    return 0;
+}
+
+/* steps/rollback: a mapping of any, slurm, k8s to lists of calls. */
+static void read_calls(reader *r, yaml_node_t *n, const char *what,
+                       pb_calls set[PB_ON__COUNT])
+{
+    if (!n)
+        return;
+    if (n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "%s: a mapping of any, slurm or k8s to lists of calls",
+                what);
+        return;
+    }
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+         p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(&r->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(&r->doc, p->value);
+        int b = pick(scalar(k), backends, N(backends));
+        if (b < 0) {
+            problem(r, k, "%s: '%s' is not any, slurm or k8s", what,
+                    scalar(k) ? scalar(k) : "?");
+            continue;
+        }
+        if (set[b].v) {
+            problem(r, k, "%s: '%s' given twice", what, backends[b]);
+            continue;
+        }
+        if (!v || v->type != YAML_SEQUENCE_NODE || !seq_len(v)) {
+            problem(r, node_or(v, k), "%s.%s: a list of calls", what,
+                    backends[b]);
+            continue;
+        }
+        set[b].v = calloc(seq_len(v), sizeof *set[b].v);
+        if (!set[b].v)
+            abort();
+        for (size_t i = 0; i < seq_len(v); i++)
+            if (read_call(r, seq_at(r, v, i), (pb_backend)b,
+                          &set[b].v[set[b].n]) == 0)
+                set[b].n++;
+    }
+}
+
+static int read_check(reader *r, yaml_node_t *n, pb_check *out)
+{
+    static const char *const keys[] = {"field", "in", "not_in", "at_most", NULL};
+    const char *field = scalar(get(r, n, "field"));
+    yaml_node_t *in = get(r, n, "in"), *not_in = get(r, n, "not_in");
+    yaml_node_t *most = get(r, n, "at_most"), *list = in ? in : not_in;
+    int before = r->errors;
+    json_t *value = NULL;
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "a check is a mapping: {field, in | not_in | at_most}");
+        return -1;
+    }
+    only_keys(r, n, "a check", keys);
+    if (!in_list(field, check_fields))
+        problem(r, node_or(get(r, n, "field"), n), "field '%s' is not one of "
+                "node.state, node.jobs, node.drained_by, node.gpu_health, "
+                "job.state", field ? field : "");
+    if (!!in + !!not_in + !!most != 1)
+        problem(r, n, "a check has exactly one of in, not_in, at_most");
+    else if (most) {
+        char *end;
+        const char *v = scalar(most);
+        long long m = v ? strtoll(v, &end, 10) : -1;
+        if (!v || *end || m < 0)
+            problem(r, most, "at_most must be a whole number, 0 or more");
+        else
+            value = json_integer(m);
+    } else if (list->type != YAML_SEQUENCE_NODE || !seq_len(list)) {
+        problem(r, list, "in / not_in must be a list of values");
+    } else {
+        value = json_array();
+        for (size_t i = 0; i < seq_len(list); i++) {
+            const char *v = scalar(seq_at(r, list, i));
+            if (!v)
+                problem(r, seq_at(r, list, i), "in / not_in: plain values only");
+            else
+                json_array_append_new(value, json_string(v));
+        }
+    }
+    if (r->errors != before) {
+        json_decref(value);
+        return -1;
+    }
+    out->field = strdup(field);
+    out->op = most ? PB_CHECK_AT_MOST : in ? PB_CHECK_IN : PB_CHECK_NOT_IN;
+    out->value = value;
+    return 0;
+}
+
+static pb_check *read_checks(reader *r, yaml_node_t *n, const char *what,
+                             int *count)
+{
+    pb_check *v;
+
+    *count = 0;
+    if (!n)
+        return NULL;
+    if (n->type != YAML_SEQUENCE_NODE) {
+        problem(r, n, "%s must be a list of checks", what);
+        return NULL;
+    }
+    v = calloc(seq_len(n) + 1, sizeof *v);
+    if (!v)
+        abort();
+    for (size_t i = 0; i < seq_len(n); i++)
+        if (read_check(r, seq_at(r, n, i), &v[*count]) == 0)
+            (*count)++;
+    return v;
+}
+
+static void read_budgets(reader *r, yaml_node_t *n, pb_playbook *p)
+{
+    static const char *const keys[] = {"per", "max", "window", NULL};
+
+    if (!n)
+        return;
+    if (n->type != YAML_SEQUENCE_NODE) {
+        problem(r, n, "budgets must be a list of {per, max, window}");
+        return;
+    }
+    p->budgets = calloc(seq_len(n) + 1, sizeof *p->budgets);
+    if (!p->budgets)
+        abort();
+    for (size_t i = 0; i < seq_len(n); i++) {
+        yaml_node_t *b = seq_at(r, n, i);
+        const char *per = scalar(get(r, b, "per")), *max = scalar(get(r, b, "max"));
+        int64_t window = duration_ms(scalar(get(r, b, "window")));
+        char *end = NULL;
+        long m = max ? strtol(max, &end, 10) : 0;
+        if (!b || b->type != YAML_MAPPING_NODE) {
+            problem(r, b, "a budget is a mapping {per, max, window}");
+            continue;
+        }
+        only_keys(r, b, "a budget", keys);
+        if (!per || (strcmp(per, "rack") && strcmp(per, "cluster")))
+            problem(r, node_or(get(r, b, "per"), b), "budget: per is rack or "
+                    "cluster");
+        else if (!max || *end || m < 1 || m > 100000)
+            problem(r, node_or(get(r, b, "max"), b), "budget: max is a whole "
+                    "number from 1");
+        else if (window < 0)
+            problem(r, node_or(get(r, b, "window"), b), "budget: window is a "
+                    "duration such as 30m or 1h");
+        else
+            p->budgets[p->nbudgets++] =
+                (pb_budget){!strcmp(per, "rack"), (int)m, window};
+    }
+}
+
+static void read_verify(reader *r, yaml_node_t *n, pb_playbook *p)
+{
+    static const char *const keys[] = {"timeout", "checks", NULL};
+    const char *t;
+
+    if (!n)
+        return;
+    if (n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "verify is a mapping {timeout, checks}");
+        return;
+    }
+    only_keys(r, n, "verify", keys);
+    t = scalar(get(r, n, "timeout"));
+    if ((p->verify_timeout = duration_ms(t)) < 0)
+        problem(r, node_or(get(r, n, "timeout"), n), "verify: timeout is a "
+                "duration such as 60s or 5m");
+    p->verify = read_checks(r, get(r, n, "checks"), "verify.checks",
+                            &p->nverify);
+    if (!p->nverify)
+        problem(r, n, "verify: checks must name at least one check");
+}
+
+/* The guardrails a playbook's own data must keep (ARCHITECTURE.md). */
+static void check_guardrails(reader *r, yaml_node_t *n, const pb_playbook *p)
+{
+    if (p->cls == PB_CLASS_CHANGE && p->approval == APPR_AUTO)
+        problem(r, n, "playbook %s: a change needs approval canary or hitl, "
+                "not auto", p->id);
+    if (p->cls == PB_CLASS_DESTRUCTIVE && p->approval != APPR_HITL)
+        problem(r, n, "playbook %s: a destructive playbook always needs "
+                "approval hitl", p->id);
+    if (p->cls == PB_CLASS_JOB && !p->nbudgets)
+        problem(r, n, "playbook %s: class job needs a budget", p->id);
+    if (p->cls == PB_CLASS_RECOVERY && p->nbudgets)
+        problem(r, n, "playbook %s: recovery is never held back by a budget",
+                p->id);
+    if (!pb_calls_for(p->steps, PB_ON_SLURM) &&
+        !pb_calls_for(p->steps, PB_ON_K8S))
+        problem(r, n, "playbook %s: steps name no call", p->id);
+}
+
+static void push_playbook(pb_catalog *c, const pb_playbook *p)
+{
+    if (c->nplays == c->capplays) {
+        c->capplays = c->capplays ? c->capplays * 2 : 16;
+        c->plays = realloc(c->plays, c->capplays * sizeof *c->plays);
+        if (!c->plays)
+            abort();
+    }
+    c->plays[c->nplays++] = *p;
+}
+
+static void read_playbook(reader *r, pb_catalog *c, yaml_node_t *n)
+{
+    static const char *const keys[] = {
+        "id", "version", "class", "approval", "mode", "what", "budgets",
+        "preconditions", "steps", "verify", "rollback", NULL};
+    const char *id, *ver, *v;
+    int before = r->errors, k;
+    pb_playbook p = {0};
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "a playbook must be a mapping (id, version, class, "
+                      "approval, mode, steps)");
+        return;
+    }
+    only_keys(r, n, "a playbook", keys);
+    id = scalar(get(r, n, "id"));
+    ver = scalar(get(r, n, "version"));
+    if (!playbook_id_ok(id))
+        problem(r, node_or(get(r, n, "id"), n), "playbook: id missing or not "
+                "'family.name'");
+    else if (pb_playbook_find(c, id))
+        problem(r, get(r, n, "id"), "playbook '%s' defined twice", id);
+    if (!version_ok(ver))
+        problem(r, node_or(get(r, n, "version"), n), "playbook %s: version "
+                "'%s' is not MAJOR.MINOR.PATCH", id ? id : "?", ver ? ver : "");
+    if (!scalar(get(r, n, "what")))
+        problem(r, n, "playbook %s: 'what' (what it does) is required",
+                id ? id : "?");
+    v = scalar(get(r, n, "class"));
+    if ((k = pick(v, classes, N(classes))) < 0)
+        problem(r, node_or(get(r, n, "class"), n), "class '%s' is not "
+                "read_only, notify, job, change, recovery or destructive",
+                v ? v : "");
+    p.cls = (pb_class)k;
+    v = scalar(get(r, n, "approval"));
+    if ((k = pick(v, approvals, N(approvals))) < 0)
+        problem(r, node_or(get(r, n, "approval"), n), "approval '%s' is not "
+                "auto, hitl or canary", v ? v : "");
+    p.approval = (pb_approval)k;
+    v = scalar(get(r, n, "mode"));
+    if ((k = pick(v, modes, N(modes))) < 0)
+        problem(r, node_or(get(r, n, "mode"), n), "mode '%s' is not shadow, "
+                "canary or on", v ? v : "");
+    p.mode = (pb_mode)k;
+    p.id = id;
+    read_budgets(r, get(r, n, "budgets"), &p);
+    p.pre = read_checks(r, get(r, n, "preconditions"), "preconditions", &p.npre);
+    read_calls(r, get(r, n, "steps"), "steps", p.steps);
+    read_verify(r, get(r, n, "verify"), &p);
+    read_calls(r, get(r, n, "rollback"), "rollback", p.rollback);
+    if (r->errors == before)
+        check_guardrails(r, n, &p);
+    p.id = NULL;
+    if (r->errors != before) {
+        free_playbook(&p);
+        return;
+    }
+    p.id = strdup(id);
+    p.version = strdup(ver);
+    p.what = strdup(scalar(get(r, n, "what")));
+    p.file = strdup(r->name);
+    p.line = (int)n->start_mark.line + 1;
+    push_playbook(c, &p);
+}
+
 static void read_doc(reader *r, pb_catalog *c)
 {
-    static const char *const keys[] = {"family", "scenarios", "signatures",
-                                       "xid_codes", "xid_tracked", NULL};
+    static const char *const keys[] = {"family",    "scenarios",
+                                       "signatures", "xid_codes",
+                                       "xid_tracked", "playbooks", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc);
     yaml_node_t *list;
 
@@ -768,6 +1258,12 @@ static void read_doc(reader *r, pb_catalog *c)
         read_xids(r, c, list);
     if ((list = get(r, root, "xid_tracked")))
         read_tracked(r, c, list);
+    list = get(r, root, "playbooks");
+    if (list && list->type != YAML_SEQUENCE_NODE)
+        problem(r, list, "'playbooks' must be a list");
+    else if (list)
+        for (size_t i = 0; i < seq_len(list); i++)
+            read_playbook(r, c, seq_at(r, list, i));
     list = get(r, root, "signatures");
     if (list && list->type != YAML_SEQUENCE_NODE)
         problem(r, list, "'signatures' must be a list");
@@ -801,6 +1297,44 @@ int pb_catalog_add(pb_catalog *c, const char *name, const char *text,
     return r.errors;
 }
 
+/* How strong an approval is: auto < canary < hitl. */
+static int approval_rank(pb_approval a)
+{
+    return a == APPR_AUTO ? 0 : a == APPR_CANARY ? 1 : 2;
+}
+
+/* Every playbook a scenario proposes is defined, and the scenario asks
+ * for no less approval than the playbook's least. */
+static int link_playbooks(pb_catalog *c, pb_error_fn fn, void *arg)
+{
+    int errors = 0;
+    char msg[300];
+
+    for (size_t i = 0; i < c->n; i++) {
+        const pb_scenario *s = &c->v[i];
+        for (int k = 0; k < s->nsteps; k++) {
+            const pb_step *st = &s->steps[k];
+            const pb_playbook *p = pb_playbook_find(c, st->playbook);
+            if (p && approval_rank(st->approval) >= approval_rank(p->approval))
+                continue;
+            if (p)
+                snprintf(msg, sizeof msg, "scenario %s: %s asks for approval "
+                         "%s; playbook %s %s (%s) needs at least %s", s->id,
+                         st->playbook, pb_approval_name(st->approval), p->id,
+                         p->version, pb_class_name(p->cls),
+                         pb_approval_name(p->approval));
+            else
+                snprintf(msg, sizeof msg, "scenario %s: playbook '%s' is not "
+                         "in the catalog (rules/playbooks.yaml)", s->id,
+                         st->playbook);
+            errors++;
+            if (fn)
+                fn(arg, st->where, msg);
+        }
+    }
+    return errors;
+}
+
 /* Checks what crosses files: every scenario a signature, an example or an
  * Xid code names must exist once all files are read. */
 int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
@@ -831,6 +1365,7 @@ int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
             }
         }
     }
+    errors += link_playbooks(c, fn, arg);
     if (c->same_gpu && (!pb_find(c, c->same_gpu) || !pb_find(c, c->same_job))) {
         snprintf(msg, sizeof msg, "xid_tracked: scenario '%s' or '%s' is not "
                  "in the catalog", c->same_gpu, c->same_job);

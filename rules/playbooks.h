@@ -8,6 +8,7 @@
 #define CS_PLAYBOOKS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -67,6 +68,7 @@ typedef struct pb_step {
     /* Fixed parameters written in the rule (`params:`, a flat mapping of
      * scalars), merged into the action's params; NULL when it has none. */
     json_t *params;
+    char where[160]; /* FILE:LINE:COL of the action, for later checks */
 } pb_step;
 
 typedef struct pb_scenario {
@@ -112,6 +114,70 @@ typedef struct pb_signature {
     int nexamples;
 } pb_signature;
 
+/* ---- playbooks (rules/playbooks.yaml): what an action does when an
+ * executor runs it (seed 003's runbook metadata) ---- */
+
+/* Same order as the names in playbooks.c. */
+typedef enum {
+    PB_CLASS_READ_ONLY,   /* runs alone */
+    PB_CLASS_NOTIFY,      /* runs alone */
+    PB_CLASS_JOB,         /* on jobs the incident broke; needs a budget */
+    PB_CLASS_CHANGE,      /* needs an approval or a canary node */
+    PB_CLASS_RECOVERY,    /* never held back by a spent budget */
+    PB_CLASS_DESTRUCTIVE, /* always needs an approval */
+} pb_class;
+
+typedef enum { PB_MODE_SHADOW, PB_MODE_CANARY, PB_MODE_ON } pb_mode;
+
+/* The scheduler a cluster runs; steps for PB_ON_ANY run on every one. */
+typedef enum { PB_ON_ANY, PB_ON_SLURM, PB_ON_K8S, PB_ON__COUNT } pb_backend;
+
+/* One call of an executor's operation: "slurm.drain" with its arguments
+ * (scalars; "{name}" in a string is the action's value when it runs). */
+typedef struct pb_call {
+    const char *op;
+    json_t *args;
+} pb_call;
+
+typedef struct pb_calls {
+    pb_call *v;
+    int n;
+} pb_calls;
+
+/* A precondition or a verification: field in / not in a list of values,
+ * or at most a number. */
+typedef enum { PB_CHECK_IN, PB_CHECK_NOT_IN, PB_CHECK_AT_MOST } pb_check_op;
+
+typedef struct pb_check {
+    const char *field; /* node.state, node.jobs, node.drained_by, ... */
+    pb_check_op op;
+    json_t *value;     /* an array of strings, or an integer */
+} pb_check;
+
+typedef struct pb_budget {
+    int per_rack; /* else per cluster */
+    int max;
+    int64_t window; /* ms */
+} pb_budget;
+
+typedef struct pb_playbook {
+    const char *id, *version, *what;
+    pb_class cls;
+    pb_approval approval; /* the least it may run under */
+    pb_mode mode;
+    pb_budget *budgets;
+    int nbudgets;
+    pb_check *pre;
+    int npre;
+    pb_calls steps[PB_ON__COUNT];
+    pb_check *verify;
+    int nverify;
+    int64_t verify_timeout; /* ms */
+    pb_calls rollback[PB_ON__COUNT];
+    const char *file;
+    int line;
+} pb_playbook;
+
 typedef struct pb_catalog pb_catalog;
 
 /* Called for every problem found, with "FILE:LINE:COL" and the reason. */
@@ -146,6 +212,16 @@ const pb_signature *pb_signatures(const pb_catalog *c, size_t *n);
  * is not tracked. */
 int pb_xid_tracked(const pb_catalog *c, int code, const char **same_gpu,
                    const char **same_job);
+/* NULL for an id the catalog does not have. */
+const pb_playbook *pb_playbook_find(const pb_catalog *c, const char *id);
+/* Playbooks in file order. */
+const pb_playbook *pb_playbooks(const pb_catalog *c, size_t *n);
+const char *pb_class_name(pb_class k);
+const char *pb_mode_name(pb_mode m);
+/* The calls a playbook makes (or undoes, rollback) on a cluster of this
+ * scheduler: its own when it has them, else those for any; NULL: none. */
+const pb_calls *pb_calls_for(const pb_calls set[PB_ON__COUNT], pb_backend b);
+
 /* NULL for an id the catalog does not have. */
 const pb_signature *pb_signature_find(const pb_catalog *c, const char *id);
 /* The scenario an Xid code signals on its own (hardware.yaml xid_codes),

@@ -220,7 +220,7 @@ static void test_flush_new_actions(void)
 }
 
 /* The embedded rule set with one change: cascade.node_crash drains with
- * approval auto instead of hitl. */
+ * approval canary instead of hitl (auto on a canary node). */
 static pb_catalog *changed_rules(void)
 {
     pb_catalog *c = pb_catalog_new();
@@ -232,8 +232,15 @@ static pb_catalog *changed_rules(void)
         if (strcmp(f->name, "rules/cascades.yaml") == 0) {
             char *at = strstr(text, "{playbook: node.drain, approval: hitl");
             CHECK(at != NULL);
-            if (at && ++changed)
-                memcpy(strstr(at, "hitl"), "auto", 4);
+            if (at && ++changed) {
+                char *hitl = strstr(at, "hitl"), *edited;
+                size_t head = (size_t)(hitl - text);
+                if (asprintf(&edited, "%.*scanary%s", (int)head, text,
+                             hitl + 4) < 0)
+                    abort();
+                free(text);
+                text = edited;
+            }
         }
         CHECK_INT(pb_catalog_add(c, f->name, text, strlen(text), NULL, NULL), 0);
         free(text);
@@ -266,6 +273,8 @@ static void test_swap_rules(void)
     cs_err err;
     engine *e = eng_new(&ops, &r, &err);
 
+    feed(e, "{\"ts\":\"2026-03-02T07:00:00Z\",\"source\":\"inventory\","
+            "\"host\":\"g1\",\"rack\":\"r1\",\"canary\":true}");
     feed(e, JOB("2026-03-02T08:00:00Z", "1", "RUNNING", "[\"g1\"]"));
     feed(e, JOB("2026-03-02T08:00:00Z", "2", "RUNNING", "[\"g1\"]"));
     feed(e, XID79("2026-03-02T08:10:00Z", "g1"));

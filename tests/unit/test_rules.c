@@ -167,11 +167,126 @@ static void test_source_list(void)
     pb_catalog_free(c);
 }
 
+/* Playbooks (rules/playbooks.yaml): the built-in ones, every kind of
+ * mistake with its position, the guardrails their data must keep, and
+ * scenarios that propose a playbook the catalog lacks or ask for less
+ * approval than it needs (found by link). */
+static void test_playbooks(void)
+{
+    pb_catalog *c = pb_catalog_embedded();
+    const pb_playbook *p = pb_playbook_find(c, "node.drain");
+    size_t n;
+
+    pb_playbooks(c, &n);
+    CHECK(n >= 18);
+    CHECK(p != NULL);
+    if (p) {
+        const pb_calls *k8s = pb_calls_for(p->steps, PB_ON_K8S);
+        CHECK_STR(p->version, "1.0.0");
+        CHECK_INT(p->cls, PB_CLASS_CHANGE);
+        CHECK_INT(p->approval, APPR_CANARY);
+        CHECK_INT(p->nbudgets, 2);
+        CHECK_INT(p->budgets[0].per_rack, 1);
+        CHECK_INT(p->budgets[0].max, 2);
+        CHECK(p->budgets[0].window == 3600000);
+        CHECK_STR(pb_calls_for(p->steps, PB_ON_SLURM)->v[0].op, "slurm.drain");
+        CHECK(k8s && k8s->n == 2 && !strcmp(k8s->v[0].op, "k8s.cordon"));
+        CHECK_STR(p->pre[0].field, "node.drained_by");
+        CHECK_INT(p->pre[0].op, PB_CHECK_NOT_IN);
+        CHECK(p->verify_timeout == 60000);
+    }
+    /* ticket.create runs the same call on any scheduler */
+    p = pb_playbook_find(c, "ticket.create");
+    CHECK(p && pb_calls_for(p->steps, PB_ON_SLURM) == pb_calls_for(p->steps, PB_ON_K8S));
+    /* every playbook a built-in scenario proposes is defined */
+    CHECK_INT(pb_catalog_link(c, collect, NULL), 0);
+    pb_catalog_free(c);
+
+    c = pb_catalog_new();
+    CHECK_INT(add(c, "family: p\nplaybooks:\n"
+                     "  - id: node.zap\n    version: 1.0\n    class: risky\n"
+                     "    approval: auto\n    mode: on\n    what: w\n"
+                     "    budgets: [{per: room, max: 1, window: 1h}]\n"
+                     "    preconditions: [{field: node.mood, in: [calm]}]\n"
+                     "    steps:\n      any:\n"
+                     "        - {call: slurm.drain, reason: \"{why}\"}\n"
+                     "      mars:\n        - {call: slack.post}\n"), 7);
+    CHECK(strstr(errs, "t.yaml:4:14: playbook node.zap: version '1.0' is not "
+                       "MAJOR.MINOR.PATCH\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:5:12: class 'risky' is not read_only, notify, "
+                       "job, change, recovery or destructive\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:9:21: budget: per is rack or cluster\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:10:29: field 'node.mood' is not one of") != NULL);
+    CHECK(strstr(errs, "t.yaml:13:18: call 'slurm.drain' does not belong under "
+                       "'any'\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:13:39: argument '{why}': {why} is not one of "
+                       "incident") != NULL);
+    CHECK(strstr(errs, "t.yaml:14:7: steps: 'mars' is not any, slurm or k8s\n")
+          != NULL);
+    /* a scheduler given twice (found by fuzz_rules: it leaked the first) */
+    CHECK_INT(add(c, "family: p\nplaybooks:\n"
+                     "  - id: a.b\n    version: 1.0.0\n    class: notify\n"
+                     "    approval: auto\n    mode: on\n    what: w\n"
+                     "    steps:\n      any:\n        - {call: slack.post}\n"
+                     "      any:\n        - {call: slack.post}\n"), 1);
+    CHECK_STR(errs, "t.yaml:12:7: steps: 'any' given twice\n");
+    /* the guardrails: a change cannot be auto, a destructive cleanup needs
+     * hitl, a job playbook needs a budget, recovery takes none */
+    CHECK_INT(add(c, "family: p\nplaybooks:\n"
+                     "  - {id: a.change, version: 1.0.0, class: change, "
+                     "approval: auto, mode: on, what: w, steps: {slurm: "
+                     "[{call: slurm.drain}]}}\n"
+                     "  - {id: a.wipe, version: 1.0.0, class: destructive, "
+                     "approval: canary, mode: on, what: w, steps: {slurm: "
+                     "[{call: slurm.drain}]}}\n"
+                     "  - {id: a.job, version: 1.0.0, class: job, "
+                     "approval: auto, mode: on, what: w, steps: {slurm: "
+                     "[{call: slurm.cancel}]}}\n"
+                     "  - {id: a.back, version: 1.0.0, class: recovery, "
+                     "approval: auto, mode: on, what: w, budgets: [{per: "
+                     "cluster, max: 1, window: 1h}], steps: {slurm: "
+                     "[{call: slurm.resume}]}}\n"), 4);
+    CHECK(strstr(errs, "t.yaml:3:5: playbook a.change: a change needs approval "
+                       "canary or hitl, not auto\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:4:5: playbook a.wipe: a destructive playbook "
+                       "always needs approval hitl\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:5:5: playbook a.job: class job needs a budget\n")
+          != NULL);
+    CHECK(strstr(errs, "t.yaml:6:5: playbook a.back: recovery is never held "
+                       "back by a budget\n") != NULL);
+    {
+        size_t none;
+        pb_playbooks(c, &none);
+        CHECK_INT(none, 0); /* nothing half-taken */
+    }
+    /* link: a scenario asking auto for a canary playbook, and one naming a
+     * playbook nobody defined */
+    CHECK_INT(add(c, "family: p\nplaybooks:\n"
+                     "  - {id: node.drain, version: 2.1.0, class: change, "
+                     "approval: canary, mode: on, what: w, steps: {slurm: "
+                     "[{call: slurm.drain}]}}\n"
+                     "scenarios:\n  - id: a.b\n    what: w\n    todo: t\n"
+                     "    actions:\n"
+                     "      - {playbook: node.drain, approval: auto, target: node}\n"
+                     "      - {playbook: node.drain, approval: hitl, target: node}\n"
+                     "      - {playbook: node.dance, approval: hitl, target: node}\n"),
+              0);
+    errs[0] = '\0';
+    CHECK_INT(pb_catalog_link(c, collect, NULL), 2);
+    CHECK(strstr(errs, "t.yaml:9:9: scenario a.b: node.drain asks for approval "
+                       "auto; playbook node.drain 2.1.0 (change) needs at least "
+                       "canary\n") != NULL);
+    CHECK(strstr(errs, "t.yaml:11:9: scenario a.b: playbook 'node.dance' is not "
+                       "in the catalog (rules/playbooks.yaml)\n") != NULL);
+    pb_catalog_free(c);
+}
+
 int main(void)
 {
     test_embedded();
     test_errors();
     test_signature_errors();
     test_source_list();
+    test_playbooks();
     return check_report();
 }
