@@ -1,0 +1,50 @@
+/* Guardrails (ARCHITECTURE.md, seed 003): whether an action request may
+ * run now, must wait for a human, or is only proposed; and whether a
+ * playbook's checks hold on what an executor read from the scheduler.
+ * Decisions only: the executor acts and audits. The budget ledger lives
+ * in memory, owned by the executor's event loop. */
+#ifndef CS_GUARD_H
+#define CS_GUARD_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "rules/playbooks.h"
+
+typedef enum {
+    GUARD_RUN,      /* act now */
+    GUARD_APPROVAL, /* wait for a human's approval */
+    GUARD_SHADOW,   /* propose only (shadow mode) */
+} guard_verdict;
+
+typedef struct guard_req {
+    const pb_playbook *pb;
+    pb_mode mode;       /* the operator's mode for it: never above pb->mode */
+    pb_approval approval; /* what the action request says: auto or hitl */
+    int approved;       /* a human approved this action */
+    int canary;         /* its node is on the canary list */
+    const char *cluster, *rack; /* rack may be NULL or "" */
+    int64_t now;        /* ms */
+} guard_req;
+
+typedef struct guard_decision {
+    guard_verdict verdict;
+    char why[256]; /* for the audit record and the operator */
+} guard_decision;
+
+typedef struct guard guard;
+
+guard *guard_new(void);
+void guard_free(guard *g);
+guard_decision guard_check(guard *g, const guard_req *r);
+/* The action ran: it counts against its budgets from r->now on. Recovery
+ * counts against none. */
+void guard_record(guard *g, const guard_req *r);
+/* Whether every check holds on facts, an object of field -> value (a
+ * string, or an integer for node.jobs). 0: yes; -1: no, with the first
+ * failing check in why (a field missing from facts fails its check). */
+int guard_checks(const pb_check *v, int n, const json_t *facts, char *why,
+                 size_t len);
+
+#endif
