@@ -598,13 +598,14 @@ job *eng_job_of(engine *e, const char *cluster, const char *id)
  * within the crash window, the ones no other incident explains. */
 static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
 {
-    node_win *w = eng_win_find(e, inc->cluster, host);
+    cstate *cs = eng_cs(e, inc->cluster);
+    node_win *w = strmap_get(cs->nodes, host);
 
     if (!w)
         return;
     for (size_t i = 0; i < w->n; i++) {
         entry *en = &w->v[i];
-        job *j = eng_job_of(e, inc->cluster, en->job);
+        job *j = strmap_get(cs->jobs, en->job);
         if (en->kind != FACT_JOB_STATE || en->ts < e->now - CRASH_WINDOW || !j ||
             !eng_is_failure(j->state) ||
             (j->incident[0] && strcmp(j->incident, inc->id)))
@@ -621,11 +622,12 @@ static void absorb_failed_jobs(engine *e, incident *inc, const char *host)
 static void fold_earlier(engine *e, incident *inc, const sig *s,
                          const char *host)
 {
-    node_win *w = eng_win_find(e, s->cluster, host);
+    cstate *cs = eng_cs(e, s->cluster);
+    node_win *w = strmap_get(cs->nodes, host);
 
     for (size_t i = 0; w && i < w->n; i++) {
         const entry *en = &w->v[i];
-        job *j = eng_job_of(e, s->cluster, en->job);
+        job *j = strmap_get(cs->jobs, en->job);
         int dup = 0;
         if (en->ts < inc->root_ts || en->sig == s->id ||
             en->kind == FACT_CHECKPOINT || en->kind == FACT_MARK)

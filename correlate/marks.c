@@ -43,13 +43,12 @@ typedef struct mark_span {
 static void span_in(engine *e, const job *j, const char *win,
                     const char *scen, int64_t since, mark_span *sp)
 {
-    const char *jobid = j->id;
     node_win *w = eng_win_find(e, j->cluster, win);
 
     for (size_t i = 0; w && i < w->n; i++) {
         const entry *en = &w->v[i];
         if (en->kind != FACT_MARK || !en->scenario || en->ts < since ||
-            strcmp(en->scenario, scen) || (jobid && strcmp(en->job, jobid)))
+            strcmp(en->scenario, scen) || strcmp(en->job, j->id))
             continue;
         sp->n++;
         if (!sp->first || en->ts < sp->first)

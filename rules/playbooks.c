@@ -760,11 +760,11 @@ static const char *const backends[] = {"any", "slurm", "k8s"};
 /* What preconditions and verifications may read about a node or a job. */
 static const char *const check_fields[] = {
     "node.state", "node.jobs", "node.drained_by", "node.gpu_health",
-    "job.state", NULL};
+    "job.state"};
 /* The values "{name}" in a call's argument may take. */
 static const char *const template_names[] = {
     "incident", "node", "job", "cluster", "rack", "scenario", "summary",
-    "playbook", "version", NULL};
+    "playbook", "version"};
 /* Operations of the executors; slurm.* and k8s.* only in their
  * scheduler's steps. */
 static const char *const ops[] = {
@@ -775,15 +775,7 @@ static const char *const ops[] = {
     "k8s.delete_job",   "k8s.recreate_job",  "node.gpu_reset",
     "node.gpu_power_limit", "node.driver_rebuild", "node.mig_apply",
     "node.health_probe", "node.diag_bundle", "jira.upsert",
-    "slack.post",       "pagerduty.trigger", "webhook.post", NULL};
-
-static int in_list(const char *v, const char *const *list)
-{
-    for (int i = 0; v && list[i]; i++)
-        if (!strcmp(v, list[i]))
-            return 1;
-    return 0;
-}
+    "slack.post",       "pagerduty.trigger", "webhook.post"};
 
 const char *pb_class_name(pb_class k)
 {
@@ -910,7 +902,7 @@ static void check_template(reader *r, yaml_node_t *at, const char *v)
             return;
         }
         snprintf(name, sizeof name, "%.*s", (int)(close - p - 1), p + 1);
-        if (!in_list(name, template_names))
+        if (pick(name, template_names, N(template_names)) < 0)
             problem(r, at, "argument '%s': {%s} is not one of incident, node, "
                     "job, cluster, rack, scenario, summary, playbook, version",
                     v, name);
@@ -928,7 +920,7 @@ static int read_call(reader *r, yaml_node_t *n, pb_backend b, pb_call *out)
                       "arguments...}");
         return -1;
     }
-    if (!in_list(op, ops))
+    if (pick(op, ops, N(ops)) < 0)
         problem(r, node_or(get(r, n, "call"), n), "call '%s' is not an "
                 "operation of an executor (slurm.*, k8s.*, node.*, "
                 "jira.upsert, slack.post, pagerduty.trigger, webhook.post)",
@@ -1018,7 +1010,7 @@ static int read_check(reader *r, yaml_node_t *n, pb_check *out)
         return -1;
     }
     only_keys(r, n, "a check", keys);
-    if (!in_list(field, check_fields))
+    if (pick(field, check_fields, N(check_fields)) < 0)
         problem(r, node_or(get(r, n, "field"), n), "field '%s' is not one of "
                 "node.state, node.jobs, node.drained_by, node.gpu_health, "
                 "job.state", field ? field : "");
@@ -1137,22 +1129,23 @@ static void read_verify(reader *r, yaml_node_t *n, pb_playbook *p)
 }
 
 /* The guardrails a playbook's own data must keep (ARCHITECTURE.md). */
-static void check_guardrails(reader *r, yaml_node_t *n, const pb_playbook *p)
+static void check_guardrails(reader *r, yaml_node_t *n, const char *id,
+                             const pb_playbook *p)
 {
     if (p->cls == PB_CLASS_CHANGE && p->approval == APPR_AUTO)
         problem(r, n, "playbook %s: a change needs approval canary or hitl, "
-                "not auto", p->id);
+                "not auto", id);
     if (p->cls == PB_CLASS_DESTRUCTIVE && p->approval != APPR_HITL)
         problem(r, n, "playbook %s: a destructive playbook always needs "
-                "approval hitl", p->id);
+                "approval hitl", id);
     if (p->cls == PB_CLASS_JOB && !p->nbudgets)
-        problem(r, n, "playbook %s: class job needs a budget", p->id);
+        problem(r, n, "playbook %s: class job needs a budget", id);
     if (p->cls == PB_CLASS_RECOVERY && p->nbudgets)
         problem(r, n, "playbook %s: recovery is never held back by a budget",
-                p->id);
+                id);
     if (!pb_calls_for(p->steps, PB_ON_SLURM) &&
         !pb_calls_for(p->steps, PB_ON_K8S))
-        problem(r, n, "playbook %s: steps name no call", p->id);
+        problem(r, n, "playbook %s: steps name no call", id);
 }
 
 static void push_playbook(pb_catalog *c, const pb_playbook *p)
@@ -1210,15 +1203,13 @@ static void read_playbook(reader *r, pb_catalog *c, yaml_node_t *n)
         problem(r, node_or(get(r, n, "mode"), n), "mode '%s' is not shadow, "
                 "canary or on", v ? v : "");
     p.mode = (pb_mode)k;
-    p.id = id;
     read_budgets(r, get(r, n, "budgets"), &p);
     p.pre = read_checks(r, get(r, n, "preconditions"), "preconditions", &p.npre);
     read_calls(r, get(r, n, "steps"), "steps", p.steps);
     read_verify(r, get(r, n, "verify"), &p);
     read_calls(r, get(r, n, "rollback"), "rollback", p.rollback);
     if (r->errors == before)
-        check_guardrails(r, n, &p);
-    p.id = NULL;
+        check_guardrails(r, n, id, &p);
     if (r->errors != before) {
         free_playbook(&p);
         return;
