@@ -17,5 +17,15 @@ int cmd_dev(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
+int cmd_act(int argc, char **argv);
+int cmd_approve(int argc, char **argv);
+
+#include "core/err.h"
+
+struct pb_catalog;
+/* The rule set of dir ("" = the built-in one), or NULL with every problem
+ * logged as FILE:LINE:COL and counted in err. */
+struct pb_catalog *cli_load_rules(const char *dir, const char *who,
+                                  cs_err *err);
 
 #endif

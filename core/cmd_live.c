@@ -52,7 +52,7 @@ static void rules_problem(void *arg, const char *where, const char *msg)
 /* The rule set of rules.dir, or NULL (with the problems logged and counted
  * in err) when the folder cannot be read or any file has a problem: a
  * half-valid rule set is never used. Empty dir: the built-in set. */
-static pb_catalog *load_rules(const char *dir, const char *who, cs_err *err)
+pb_catalog *cli_load_rules(const char *dir, const char *who, cs_err *err)
 {
     pb_catalog *c;
     int n;
@@ -81,7 +81,7 @@ static void reload_rules(live *l, const char *dir)
 
     if (!l->corr)
         return;
-    if (!(c = load_rules(dir, "SIGHUP", &err))) {
+    if (!(c = cli_load_rules(dir, "SIGHUP", &err))) {
         log_error("cascade", "SIGHUP: rules not reloaded, keeping the running "
                              "set: %s", err.msg);
         return;
@@ -223,7 +223,7 @@ static int correlator_start(live *l, const char *who, corr_opts *o,
     memset(o, 0, sizeof *o);
     o->group = l->cfg.group;
     o->batch = (size_t)l->cfg.batch;
-    if (!(o->rules = load_rules(l->cfg.rules_dir, who, err))) {
+    if (!(o->rules = cli_load_rules(l->cfg.rules_dir, who, err))) {
         fprintf(stderr, "%s: %s\n", who, err->msg);
         live_free(l);
         return 2;

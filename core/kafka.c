@@ -123,12 +123,36 @@ static rd_kafka_t *client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
     return rk;
 }
 
+json_t *kfk_dead_letter(const rd_kafka_message_t *m, const char *reason)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = m->payload;
+    size_t n = m->len > 4096 ? 4096 : m->len;
+    char *hex = malloc(2 * n + 1);
+    json_t *d;
+
+    if (!hex)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[p[i] >> 4];
+        hex[2 * i + 1] = digits[p[i] & 15];
+    }
+    hex[2 * n] = 0;
+    d = json_pack("{s:s, s:i, s:I, s:s, s:s, s:I}", "topic",
+                  rd_kafka_topic_name(m->rkt), "partition", m->partition,
+                  "offset", (json_int_t)m->offset, "reason", reason,
+                  "raw_hex", hex, "bytes", (json_int_t)m->len);
+    free(hex);
+    return d;
+}
+
 /* ---- embedded broker ---------------------------------------------------- */
 
 static int broker_topics(kfk_broker *b, int partitions, cs_err *err)
 {
     static const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS,
-                                         KFK_TOPIC_ACTIONS, KFK_TOPIC_DEADLETTER};
+                                         KFK_TOPIC_ACTIONS, KFK_TOPIC_DEADLETTER,
+                                         KFK_TOPIC_AUDIT};
     rd_kafka_resp_err_t e;
 
     for (size_t i = 0; i < sizeof topics / sizeof *topics; i++) {

@@ -6,6 +6,7 @@
 #ifndef CS_KAFKA_H
 #define CS_KAFKA_H
 
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
 
@@ -17,9 +18,15 @@ struct event_base;
 #define KFK_TOPIC_INCIDENTS "cascade.incidents"
 #define KFK_TOPIC_ACTIONS "cascade.actions"
 #define KFK_TOPIC_DEADLETTER "cascade.deadletter"
+#define KFK_TOPIC_AUDIT "cascade.audit"
+
+/* The record a message that cannot be used becomes on the dead-letter
+ * topic: where it was read, why it was refused, and its bytes as hex
+ * (capped at 4 KiB; raw bytes may not be text). */
+json_t *kfk_dead_letter(const rd_kafka_message_t *m, const char *reason);
 
 /* Embedded Kafka-protocol broker: librdkafka's mock cluster, one broker on
- * 127.0.0.1 so other processes (kcat) can connect. Creates the four topics
+ * 127.0.0.1 so other processes (kcat) can connect. Creates the five topics
  * above with `partitions` partitions each (64 when 0). Development and
  * tests only: no disk, and about 5 MiB kept per partition. */
 typedef struct kfk_broker kfk_broker;

@@ -19,4 +19,16 @@ static inline void str_copy(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+/* Time depends on the length of what the client sent, never on how much of
+ * the secret it got right. */
+static inline int str_secret_equal(const char *given, size_t glen,
+                                   const char *want, size_t wlen)
+{
+    unsigned char diff = glen != wlen || !wlen;
+
+    for (size_t i = 0; i < glen && wlen; i++)
+        diff |= (unsigned char)(given[i] ^ want[i % wlen]);
+    return diff == 0;
+}
+
 #endif

@@ -135,29 +135,10 @@ static void pend_clear(correlator *c)
     c->npend = c->sent = 0;
 }
 
-/* Raw bytes may not be text: dead letters carry them as hex, capped. */
-static char *hex_of(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    size_t n = len > 4096 ? 4096 : len;
-    char *h = malloc(2 * n + 1);
-
-    if (!h)
-        abort();
-    for (size_t i = 0; i < n; i++)
-        sprintf(h + 2 * i, "%02x", p[i]);
-    h[2 * n] = '\0';
-    return h;
-}
-
 static void dead_letter(correlator *c, const rd_kafka_message_t *m,
                         const char *reason)
 {
-    char *hex = hex_of(m->payload, m->len);
-    json_t *d = json_pack("{s:s, s:i, s:I, s:s, s:s, s:I}", "topic",
-                          rd_kafka_topic_name(m->rkt), "partition", m->partition,
-                          "offset", (json_int_t)m->offset, "reason", reason,
-                          "raw_hex", hex, "bytes", (json_int_t)m->len);
+    json_t *d = kfk_dead_letter(m, reason);
 
     log_warn("correlate", "dead letter %s[%d]@%lld: %s",
              rd_kafka_topic_name(m->rkt), (int)m->partition,
@@ -166,7 +147,6 @@ static void dead_letter(correlator *c, const rd_kafka_message_t *m,
      * dead letter is on its topic. */
     pend_push(c, KFK_TOPIC_DEADLETTER, NULL, json_dumps(d, JSON_COMPACT), NULL);
     c->dead++;
-    free(hex);
     json_decref(d);
 }
 
@@ -198,8 +178,17 @@ static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
               cluster);
     outbox_put(c, &c->pend[c->npend - 1]);
     json_array_foreach(acts, i, a) {
-        json_t *req = json_pack("{s:s, s:s, s:O}", "incident", id, "scenario",
+        json_t *scope = json_object_get(inc, "scope");
+        char aid[32];
+        pb_action_id(id, a, aid, sizeof aid);
+        /* cluster and rack: what the executor's budgets count by */
+        json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:O}", "id",
+                                aid, "incident", id, "scenario",
                                 json_string_value(json_object_get(inc, "scenario")),
+                                "cluster", cluster, "rack",
+                                json_string_value(json_object_get(scope, "rack")),
+                                "summary",
+                                json_string_value(json_object_get(inc, "summary")),
                                 "action", a);
         pend_push(c, KFK_TOPIC_ACTIONS, id, json_dumps(req, JSON_COMPACT),
                   cluster);

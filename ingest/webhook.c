@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "core/log.h"
+#include "core/str.h"
 #include "core/signal.h"
 #include "core/ts.h"
 
@@ -188,18 +189,6 @@ static void reject(webhook *w, struct evhttp_request *req, int code,
 
 /* ---- authentication ----------------------------------------------------- */
 
-/* Time depends on the length of what the client sent, never on how much of
- * the secret it got right. */
-static int token_equal(const char *given, size_t glen, const char *want,
-                       size_t wlen)
-{
-    unsigned char diff = glen != wlen;
-
-    for (size_t i = 0; i < glen; i++)
-        diff |= (unsigned char)(given[i] ^ want[i % wlen]);
-    return diff == 0;
-}
-
 static int authorized(const webhook *w, struct evhttp_request *req)
 {
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
@@ -209,7 +198,7 @@ static int authorized(const webhook *w, struct evhttp_request *req)
         return 0;
     for (h += 7; *h == ' '; h++)
         ;
-    return token_equal(h, strlen(h), w->token, w->token_len);
+    return str_secret_equal(h, strlen(h), w->token, w->token_len);
 }
 
 /* ---- webhook body ------------------------------------------------------- */

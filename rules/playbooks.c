@@ -10,6 +10,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "core/hash.h"
 #include "core/signal.h"
 #include "rules/classify.h"
 #include "rules/rules_embedded.h"
@@ -785,6 +786,19 @@ const char *pb_class_name(pb_class k)
 const char *pb_mode_name(pb_mode m)
 {
     return (unsigned)m < (unsigned)N(modes) ? modes[m] : "?";
+}
+
+void pb_action_id(const char *incident, const json_t *action, char *buf,
+                  size_t len)
+{
+    char *txt = json_dumps(action, JSON_COMPACT | JSON_SORT_KEYS);
+    uint64_t h = hash_fnv1a(HASH_FNV_SEED, incident, strlen(incident));
+
+    h = hash_fnv1a(h, "\n", 1);
+    if (txt)
+        h = hash_fnv1a(h, txt, strlen(txt));
+    free(txt);
+    snprintf(buf, len, "act-%016llx", (unsigned long long)h);
 }
 
 const pb_playbook *pb_playbook_find(const pb_catalog *c, const char *id)

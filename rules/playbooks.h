@@ -212,6 +212,11 @@ const pb_signature *pb_signatures(const pb_catalog *c, size_t *n);
  * is not tracked. */
 int pb_xid_tracked(const pb_catalog *c, int code, const char **same_gpu,
                    const char **same_job);
+/* An action request's id: "act-" and 16 hex digits of the incident id and
+ * the action (keys sorted), so a request published again, by the same
+ * correlator or its replacement, has the id it had. len >= 21. */
+void pb_action_id(const char *incident, const json_t *action, char *buf,
+                  size_t len);
 /* NULL for an id the catalog does not have. */
 const pb_playbook *pb_playbook_find(const pb_catalog *c, const char *id);
 /* Playbooks in file order. */

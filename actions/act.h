@@ -1,0 +1,57 @@
+/* The executor service (`cascade act`): consumes cascade.actions, applies
+ * the guardrails, runs a playbook's steps through the executors, verifies,
+ * rolls back on failure, and writes every request, decision, approval,
+ * refusal, step and result to cascade.audit.
+ *
+ * Exactly once per action id, whatever Kafka redelivers: every action has
+ * a journal in Redis (act:ID) that is written, and acknowledged, before a
+ * step starts and after it ends, together with an audit record Kafka has
+ * confirmed. A process killed mid-step finds the step marked running when
+ * the request comes again; it does not run it a second time, says so in
+ * the audit topic, and lets the verification decide. Offsets are committed
+ * once every action of a batch is in a durable state (done, failed,
+ * refused, proposed, or waiting for a human). */
+#ifndef CS_ACT_H
+#define CS_ACT_H
+
+#include "core/err.h"
+#include "core/kafka.h"
+#include "rules/playbooks.h"
+
+struct event_base;
+
+typedef struct act_opts {
+    const char *brokers, *redis, *group;
+    const pb_catalog *rules; /* borrowed; outlives the service */
+    pb_mode mode;            /* the operator's ceiling for every playbook */
+    pb_backend scheduler;    /* PB_ON_SLURM or PB_ON_K8S */
+    const char *canary;      /* nodes that may take changes alone, "a,b" */
+    const char *slurm_bin;   /* "" = PATH */
+    int approval_ttl_s;      /* a pending approval expires after this */
+    int verify_poll_ms;      /* how often a verification reads facts */
+} act_opts;
+
+typedef struct act_stats {
+    unsigned long requests, done, failed, refused, proposed, waiting,
+        duplicates, resumed, dead, expired;
+} act_stats;
+
+typedef struct act act;
+
+act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
+               cs_err *err);
+void act_get_stats(const act *a, act_stats *s);
+/* A human's decision on a waiting action: approve runs it now, deny ends
+ * it. who is the person ("alice"); classes, the playbook classes they may
+ * approve (1u << pb_class); a denial needs a reason. fn is called once:
+ * status 200 once the decision is recorded (journal and audit), else 400
+ * (no reason), 403 (not theirs to approve), 404 (no such action), 409 (not
+ * waiting: running, done, denied, expired) or 503 (stopping). */
+typedef void (*act_decided_fn)(void *arg, int status, const char *msg);
+void act_decide(act *a, const char *id, int approve, const char *who,
+                unsigned classes, const char *reason, act_decided_fn fn,
+                void *arg);
+/* Stops consuming; actions in flight are left to their journal. */
+void act_free(act *a);
+
+#endif

@@ -1,0 +1,387 @@
+#include "actions/approvals.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+#include "core/str.h"
+
+#define APV_MAX 256
+#define APV_MAX_BODY 16384
+
+typedef struct approver {
+    char name[64];
+    char token[256];
+    unsigned classes; /* 1u << pb_class */
+} approver;
+
+struct approvers {
+    approver v[APV_MAX];
+    size_t n;
+};
+
+struct apv_server {
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    act *a;
+    approvers *p;
+};
+
+/* ---- the approvers file ---- */
+
+static int read_secret(const char *src, char *out, size_t cap, cs_err *err)
+{
+    if (!strncmp(src, "env:", 4)) {
+        const char *v = getenv(src + 4);
+        if (!v || !*v) {
+            cs_err_set(err, "environment variable %s is not set", src + 4);
+            return -1;
+        }
+        str_copy(out, cap, v);
+        return 0;
+    }
+    if (!strncmp(src, "file:", 5)) {
+        FILE *f = fopen(src + 5, "r");
+        size_t n;
+        if (!f) {
+            cs_err_set(err, "token file %s: %s", src + 5, strerror(errno));
+            return -1;
+        }
+        n = fread(out, 1, cap - 1, f);
+        fclose(f);
+        while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
+            n--;
+        out[n] = 0;
+        if (!n) {
+            cs_err_set(err, "token file %s is empty", src + 5);
+            return -1;
+        }
+        return 0;
+    }
+    cs_err_set(err, "token must be file:PATH or env:NAME (never the token "
+               "itself)");
+    return -1;
+}
+
+static int parse_classes(char *list, unsigned *out, cs_err *err)
+{
+    static const char *const names[] = {"read_only", "notify", "job", "change",
+                                        "recovery", "destructive"};
+    *out = 0;
+    for (char *save = NULL, *c = strtok_r(list, ",", &save); c;
+         c = strtok_r(NULL, ",", &save)) {
+        size_t i;
+        for (i = 0; i < sizeof names / sizeof *names; i++)
+            if (!strcmp(c, names[i]))
+                break;
+        if (i == sizeof names / sizeof *names) {
+            cs_err_set(err, "unknown playbook class '%.40s' (read_only, notify, "
+                       "job, change, recovery, destructive)", c);
+            return -1;
+        }
+        *out |= 1u << i;
+    }
+    return 0;
+}
+
+static int parse_line(approvers *p, char *line, cs_err *err)
+{
+    char *save = NULL, *name, *tok, *cls, *extra;
+    approver *a;
+
+    if (!(name = strtok_r(line, " \t", &save)) || *name == '#')
+        return 0;
+    tok = strtok_r(NULL, " \t", &save);
+    cls = strtok_r(NULL, " \t", &save);
+    extra = strtok_r(NULL, " \t", &save);
+    if (!tok || !cls || (extra && *extra != '#')) {
+        cs_err_set(err, "expected: NAME file:PATH|env:NAME CLASS,CLASS");
+        return -1;
+    }
+    if (p->n == APV_MAX) {
+        cs_err_set(err, "more than %d approvers", APV_MAX);
+        return -1;
+    }
+    if (strlen(name) >= sizeof p->v[0].name) {
+        cs_err_set(err, "name longer than %zu characters", sizeof p->v[0].name - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->v[i].name, name)) {
+            cs_err_set(err, "%s is listed twice", name);
+            return -1;
+        }
+    a = &p->v[p->n];
+    str_copy(a->name, sizeof a->name, name);
+    if (read_secret(tok, a->token, sizeof a->token, err) ||
+        parse_classes(cls, &a->classes, err))
+        return -1;
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->v[i].token, a->token)) {
+            cs_err_set(err, "%s has the same token as %s", name, p->v[i].name);
+            return -1;
+        }
+    p->n++;
+    return 0;
+}
+
+approvers *apv_load(const char *path, cs_err *err)
+{
+    approvers *p = calloc(1, sizeof *p);
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    int no = 0;
+
+    if (!p)
+        abort();
+    if (!f) {
+        cs_err_set(err, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    while (fgets(line, sizeof line, f)) {
+        no++;
+        line[strcspn(line, "\r\n")] = 0;
+        if (parse_line(p, line, err)) {
+            cs_err_prefix(err, "%s:%d: ", path, no);
+            goto fail;
+        }
+    }
+    fclose(f);
+    if (!p->n) {
+        cs_err_set(err, "%s: no approvers", path);
+        apv_free(p);
+        return NULL;
+    }
+    return p;
+fail:
+    if (f)
+        fclose(f);
+    apv_free(p);
+    return NULL;
+}
+
+size_t apv_count(const approvers *p)
+{
+    return p->n;
+}
+
+void apv_free(approvers *p)
+{
+    if (p)
+        explicit_bzero(p, sizeof *p);
+    free(p);
+}
+
+/* ---- HTTP ---- */
+
+static void reply(struct evhttp_request *req, int code, json_t *body)
+{
+    char *txt = json_dumps(body, JSON_COMPACT);
+    struct evbuffer *out = evhttp_request_get_output_buffer(req);
+    static const struct { int code; const char *why; } reasons[] = {
+        {200, "OK"}, {400, "Bad Request"}, {401, "Unauthorized"},
+        {403, "Forbidden"}, {404, "Not Found"}, {405, "Method Not Allowed"},
+        {409, "Conflict"}, {413, "Payload Too Large"}, {503, "Service Unavailable"}};
+    const char *why = "Error";
+
+    for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
+        if (reasons[i].code == code)
+            why = reasons[i].why;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "application/json");
+    evbuffer_add_printf(out, "%s\n", txt ? txt : "{}");
+    evhttp_send_reply(req, code, why, NULL);
+    free(txt);
+    json_decref(body);
+}
+
+static void fail(struct evhttp_request *req, int code, const char *msg)
+{
+    json_t *b = json_pack("{s:s}", "error", msg);
+    log_warn("approvals", "%s %s: %d: %s",
+             evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET" : "POST",
+             evhttp_request_get_uri(req), code, msg);
+    reply(req, code, b ? b : json_pack("{s:s}", "error", "refused"));
+}
+
+static const approver *who(const apv_server *s, struct evhttp_request *req)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                       "Authorization");
+    const approver *found = NULL;
+
+    if (!h || strncasecmp(h, "Bearer ", 7))
+        return NULL;
+    for (h += 7; *h == ' '; h++)
+        ;
+    /* every entry compared, so the time says nothing of who matched */
+    for (size_t i = 0; i < s->p->n; i++)
+        if (str_secret_equal(h, strlen(h), s->p->v[i].token,
+                             strlen(s->p->v[i].token)))
+            found = &s->p->v[i];
+    return found;
+}
+
+typedef struct pending_reply {
+    struct evhttp_request *req;
+    char id[32], by[64];
+    int approve;
+} pending_reply;
+
+static void on_decided(void *arg, int status, const char *msg)
+{
+    pending_reply *pr = arg;
+
+    if (status == 200)
+        reply(pr->req, 200, json_pack("{s:s, s:s, s:s}", "action", pr->id,
+                                      "decision", pr->approve ? "approved"
+                                                              : "denied",
+                                      "by", pr->by));
+    else
+        fail(pr->req, status, msg ? msg : "refused");
+    free(pr);
+}
+
+/* "/v1/actions/ID/approve" -> id, verb */
+static int route(const char *path, char *id, size_t idlen, int *approve)
+{
+    const char *p = path, *slash;
+
+    if (strncmp(p, "/v1/actions/", 12))
+        return -1;
+    p += 12;
+    if (!(slash = strchr(p, '/')) || slash == p || (size_t)(slash - p) >= idlen)
+        return -1;
+    snprintf(id, idlen, "%.*s", (int)(slash - p), p);
+    if (!strcmp(slash, "/approve"))
+        *approve = 1;
+    else if (!strcmp(slash, "/deny"))
+        *approve = 0;
+    else
+        return -1;
+    for (const char *c = id; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
+            return -1;
+    return 0;
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    apv_server *s = arg;
+    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    const approver *u;
+    char id[32], reason[512] = "";
+    int approve;
+    size_t len = evbuffer_get_length(in);
+
+    if (!path)
+        path = "/";
+    if (!strcmp(path, "/healthz")) {
+        reply(req, 200, json_pack("{s:s}", "status", "ok"));
+        return;
+    }
+    if (route(path, id, sizeof id, &approve)) {
+        fail(req, 404, "no such route (POST /v1/actions/ID/approve or /deny)");
+        return;
+    }
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+        fail(req, 405, "use POST");
+        return;
+    }
+    if (!(u = who(s, req))) {
+        fail(req, 401, "missing or unknown bearer token");
+        return;
+    }
+    if (len > APV_MAX_BODY) {
+        fail(req, 413, "body over 16 KiB");
+        return;
+    }
+    if (len) {
+        json_error_t jerr;
+        json_t *b = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, &jerr);
+        json_t *r = json_object_get(b, "reason");
+        if (!json_is_object(b) || (r && !json_is_string(r) && !json_is_null(r))) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "body must be {\"reason\": \"...\"}%s%.200s",
+                     b ? "" : ": ", b ? "" : jerr.text);
+            json_decref(b);
+            fail(req, 400, msg);
+            return;
+        }
+        if (json_is_string(r))
+            str_copy(reason, sizeof reason, json_string_value(r));
+        json_decref(b);
+    }
+    pending_reply *pr = calloc(1, sizeof *pr);
+    if (!pr)
+        abort();
+    pr->req = req;
+    pr->approve = approve;
+    str_copy(pr->id, sizeof pr->id, id);
+    str_copy(pr->by, sizeof pr->by, u->name);
+    log_info("approvals", "%s %s %s%s%s", u->name, approve ? "approves" : "denies",
+             id, reason[0] ? ": " : "", reason);
+    act_decide(s->a, id, approve, u->name, u->classes, reason, on_decided, pr);
+}
+
+apv_server *apv_start(struct event_base *base, act *a, approvers *p,
+                      const char *listen, int port, cs_err *err)
+{
+    apv_server *s = calloc(1, sizeof *s);
+    const char *addr = listen && *listen ? listen : "127.0.0.1";
+
+    if (!s)
+        abort();
+    s->a = a;
+    s->p = p;
+    if (!(s->http = evhttp_new(base))) {
+        cs_err_set(err, "approvals: cannot create the HTTP server");
+        goto fail;
+    }
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+    evhttp_set_max_body_size(s->http, APV_MAX_BODY * 2);
+    evhttp_set_timeout(s->http, 10);
+    evhttp_set_gencb(s->http, on_request, s);
+    if (port < 0 || port > 65535 ||
+        !(s->bound = evhttp_bind_socket_with_handle(s->http, addr,
+                                                    (ev_uint16_t)port))) {
+        cs_err_set(err, "approvals cannot listen on %s:%d: %s", addr, port,
+                   strerror(errno));
+        goto fail;
+    }
+    return s;
+fail:
+    apv_stop(s);
+    return NULL;
+}
+
+int apv_port(const apv_server *s)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(s->bound);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len))
+        return -1;
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+void apv_stop(apv_server *s)
+{
+    if (!s)
+        return;
+    if (s->http)
+        evhttp_free(s->http);
+    apv_free(s->p);
+    free(s);
+}

@@ -1,0 +1,31 @@
+/* The executor's memory in Redis: one hash per action (its request, state
+ * and the step it is at), the budget ledger and the approvals waiting.
+ * Commands go out in order on one async connection on the loop; while
+ * Redis is away they wait and are sent again on reconnect, so every
+ * callback fires once, with the reply, in the order commands were given.
+ * Writes are idempotent (HSET of a state), so a resend changes nothing. */
+#ifndef CS_JOURNAL_H
+#define CS_JOURNAL_H
+
+#include <hiredis/hiredis.h>
+
+#include "core/err.h"
+
+struct event_base;
+
+typedef struct journal journal;
+
+/* addr: host:port or a unix socket path. Connects in the background. */
+journal *jr_new(struct event_base *base, const char *addr, cs_err *err);
+void jr_free(journal *j);
+
+/* reply is NULL only when the journal is freed with the command pending. */
+typedef void (*jr_reply_fn)(void *arg, redisReply *reply);
+
+/* Queues one command (hiredis' argv form); fn may be NULL. */
+void jr_cmd(journal *j, jr_reply_fn fn, void *arg, int argc, const char **argv);
+/* Commands sent and not yet answered, and queued. */
+unsigned long jr_pending(const journal *j);
+int jr_connected(const journal *j);
+
+#endif

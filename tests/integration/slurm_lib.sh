@@ -1,0 +1,76 @@
+# A SLURM cluster of the test's own, sourced after live_lib.sh: munged,
+# slurmctld and one slurmd per node (gpu-001 .. gpu-00N), all on this
+# machine as the Debian packages install them (slurm-wlm, munge), each on
+# its own ports, state and sockets under $tmp/slurm. Exports SLURM_CONF so
+# scontrol, sinfo and cascade act talk to it.
+
+# start_slurm N: N nodes in partition gpu; waits until every node is idle.
+start_slurm() {
+  local n=$1 d="$tmp/slurm" base i name
+  command -v slurmctld >/dev/null || fail "slurmctld not installed (deploy/setup.sh)"
+  mkdir -p "$d/state" "$d/log" "$d/run"
+  chmod 755 "$tmp" "$d" "$d/run"
+  head -c 1024 /dev/urandom > "$d/munge.key"
+  chmod 400 "$d/munge.key"
+  munged -F --socket="$d/run/munge.sock" --key-file="$d/munge.key" \
+    --log-file="$d/log/munged.log" --pid-file="$d/run/munged.pid" \
+    --seed-file="$d/state/munge.seed" --force 2>> "$tmp/munged.err" &
+  pids+=($!)
+  for _ in $(seq 1 100); do [ -S "$d/run/munge.sock" ] && break; sleep 0.05; done
+  [ -S "$d/run/munge.sock" ] || fail "munged did not start"
+  base=$((20000 + RANDOM % 20000))
+  cat > "$d/slurm.conf" <<CONF
+ClusterName=cascade-test
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$base
+SlurmdPort=$((base + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$d/run/munge.sock
+CredType=cred/munge
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool/%n
+SlurmctldPidFile=$d/run/slurmctld.pid
+SlurmdPidFile=$d/run/slurmd-%n.pid
+SlurmctldLogFile=$d/log/slurmctld.log
+SlurmdLogFile=$d/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+SlurmdTimeout=300
+MinJobAge=3600
+NodeName=gpu-[001-$(printf %03d "$n")] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$((base + 2))-$((base + 1 + n))] CPUs=1 RealMemory=100 State=UNKNOWN
+PartitionName=gpu Nodes=gpu-[001-$(printf %03d "$n")] Default=YES MaxTime=INFINITE State=UP
+CONF
+  export SLURM_CONF="$d/slurm.conf"
+  slurmctld -D -c -i 2>> "$tmp/slurmctld.err" & pids+=($!)
+  for i in $(seq 1 "$n"); do
+    name=$(printf gpu-%03d "$i")
+    mkdir -p "$d/spool/$name"
+    slurmd -D -N "$name" 2>> "$tmp/slurmd.err" & pids+=($!)
+  done
+  for _ in $(seq 1 200); do
+    [ "$(sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)" -eq "$n" ] && return 0
+    sleep 0.1
+  done
+  sinfo -N 2>&1 | head
+  tail -5 "$d/log/slurmctld.log"
+  fail "the SLURM nodes did not come up idle"
+}
+
+# node_state NODE: sinfo's state of NODE (idle, drained, draining, ...).
+node_state() {
+  sinfo -h -N -n "$1" -o %T | head -1
+}
+
+# node_reason NODE: the reason SLURM keeps for NODE's drain.
+node_reason() {
+  sinfo -h -N -n "$1" -o %E | head -1
+}
