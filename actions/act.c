@@ -289,9 +289,8 @@ static run *run_new(act *a, json_t *req)
     r->params = json_object_get(action, "params");
     pb = json_string_value(json_object_get(action, "playbook"));
     r->pb = pb ? pb_playbook_find(a->o.rules, pb) : NULL;
-    r->approval = !strcmp(json_string_value(json_object_get(action, "approval"))
-                          ? json_string_value(json_object_get(action, "approval"))
-                          : "hitl", "auto") ? APPR_AUTO : APPR_HITL;
+    const char *appr = json_string_value(json_object_get(action, "approval"));
+    r->approval = appr && !strcmp(appr, "auto") ? APPR_AUTO : APPR_HITL;
     str_copy(r->id, sizeof r->id, req_str(r, "id") ? req_str(r, "id") : "");
     if (!r->id[0])
         pb_action_id(req_str(r, "incident") ? req_str(r, "incident") : "",
@@ -446,11 +445,6 @@ static json_t *fill_args(const run *r, const json_t *args)
     return out;
 }
 
-static void step_recorded(run *r)
-{
-    next_step(r);
-}
-
 static void on_step(void *arg, int ok, const char *detail, json_t *out)
 {
     run *r = arg;
@@ -474,7 +468,7 @@ static void on_step(void *arg, int ok, const char *detail, json_t *out)
         return;
     }
     r->step++;
-    after(r, step_recorded);
+    after(r, next_step);
 }
 
 static void start_step(run *r)
@@ -995,7 +989,6 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 static void on_ledger(void *arg, redisReply *reply)
 {
     act *a = arg;
-    int64_t now = now_ms();
 
     if (!reply || reply->type != REDIS_REPLY_ARRAY)
         return;
@@ -1014,7 +1007,6 @@ static void on_ledger(void *arg, redisReply *reply)
     }
     log_info("act", "budget ledger: %zu action(s) of the last 24 h",
              reply->elements / 2);
-    (void)now;
 }
 
 static void on_resume_req(void *arg, redisReply *reply)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/redisaddr.h"
 #include "core/str.h"
 
 #define BACKOFF_MIN_MS 100
@@ -104,19 +105,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 static void connect_now(journal *j)
 {
-    const char *path = !strncmp(j->addr, "unix:", 5) ? j->addr + 5
-                       : j->addr[0] == '/' ? j->addr : NULL;
-    redisAsyncContext *ac;
+    redisAsyncContext *ac = raddr_connect_async(j->addr);
 
-    if (path) {
-        ac = redisAsyncConnectUnix(path);
-    } else {
-        char host[256];
-        const char *colon = strrchr(j->addr, ':');
-        snprintf(host, sizeof host, "%.*s",
-                 colon ? (int)(colon - j->addr) : (int)strlen(j->addr), j->addr);
-        ac = redisAsyncConnect(host, colon ? atoi(colon + 1) : 6379);
-    }
     if (!ac || ac->err) {
         if (ac)
             redisAsyncFree(ac);

@@ -349,7 +349,7 @@ static const char *arg_str(const json_t *args, const char *k, const char *dflt)
     return v ? v : dflt;
 }
 
-static int resubmit_step(sreq *r, cs_err *err);
+static int next_program(sreq *r, cs_err *err);
 
 static void on_proc(void *arg, const proc_result *res)
 {
@@ -422,9 +422,8 @@ static void on_proc(void *arg, const proc_result *res)
         finish(r, 1, "facts read", NULL);
         return;
     }
-    if (resubmit_step(r, &err)) {
+    if (next_program(r, &err))
         finish(r, 0, err.msg, NULL);
-    }
 }
 
 /* sbatch's options from the job's record and the incident's patch: the
@@ -508,7 +507,7 @@ static char **resubmit_env(const sreq *r)
     return envp;
 }
 
-static int resubmit_step(sreq *r, cs_err *err)
+static int next_program(sreq *r, cs_err *err)
 {
     char *argv[24];
     char bufs[24][512];
@@ -636,7 +635,7 @@ int slurm_facts(slurm *s, const char *node, const char *job, json_t *facts,
                                  NULL}, NULL, 0, err);
     } else if (r->job[0]) {
         r->kind = SR_FACTS_JOB;
-        rc = resubmit_step(r, err);
+        rc = next_program(r, err);
     } else {
         cs_err_set(err, "no node and no job to read facts of");
         rc = -1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/redisaddr.h"
 #include "core/strmap.h"
 
 #define BACKOFF_MIN_MS 100
@@ -236,35 +237,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     schedule_retry(st);
 }
 
-static const char *unix_path(const char *addr)
-{
-    if (strncmp(addr, "unix:", 5) == 0)
-        return addr + 5;
-    return addr[0] == '/' ? addr : NULL;
-}
-
-/* "host:port" or "host" (port 6379). */
-static int tcp_addr(const char *addr, char *host, size_t len)
-{
-    const char *colon = strrchr(addr, ':');
-
-    snprintf(host, len, "%.*s", colon ? (int)(colon - addr) : (int)strlen(addr),
-             addr);
-    return colon ? atoi(colon + 1) : 6379;
-}
-
 static void connect_now(store *st)
 {
-    const char *path = unix_path(st->addr);
-    redisAsyncContext *ac;
+    redisAsyncContext *ac = raddr_connect_async(st->addr);
 
-    if (path) {
-        ac = redisAsyncConnectUnix(path);
-    } else {
-        char host[256];
-        int port = tcp_addr(st->addr, host, sizeof host);
-        ac = redisAsyncConnect(host, port);
-    }
     if (!ac || ac->err) {
         if (ac)
             redisAsyncFree(ac);
@@ -346,16 +322,8 @@ unsigned long store_commands_sent(const store *st)
 
 static redisContext *connect_sync(const char *addr, cs_err *err)
 {
-    const char *path = unix_path(addr);
-    redisContext *c;
+    redisContext *c = raddr_connect(addr);
 
-    if (path) {
-        c = redisConnectUnix(path);
-    } else {
-        char host[256];
-        int port = tcp_addr(addr, host, sizeof host);
-        c = redisConnect(host, port);
-    }
     if (!c || c->err) {
         cs_err_set(err, "cannot reach redis at %s: %s", addr,
                    c ? c->errstr : "out of memory");
