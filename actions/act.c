@@ -7,8 +7,11 @@
 #include <string.h>
 
 #include "actions/guard.h"
+#include "actions/httpc.h"
 #include "actions/journal.h"
+#include "actions/k8s.h"
 #include "actions/slurm.h"
+#include "actions/vendors.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "core/ts.h"
@@ -19,6 +22,11 @@
 #define ACTIVE_KEY KEY_PREFIX "active"   /* zset: ID by start (ms) */
 #define LEDGER_SPAN_MS (24LL * 3600 * 1000) /* the longest budget window */
 #define SYNC_POLL_MS 2
+/* Actions in flight at once. Past it the consumer pauses: a storm of
+ * requests queues on Kafka, where it is durable and visible as lag, not
+ * in this process, where every HTTP call would wait for a connection
+ * until its timeout ran out. */
+#define ACT_MAX_RUNNING 64
 
 enum { PH_STEPS, PH_VERIFY, PH_ROLLBACK };
 static const char *const phase_names[] = {"steps", "verify", "rollback"};
@@ -60,9 +68,12 @@ struct act {
     journal *jr;
     guard *g;
     slurm *slurm;
+    httpc *http;  /* the HTTP executors' client; NULL without a config */
+    vendors *vn;
+    k8s *k8s;
     run *runs;
-    size_t batch_left;
-    int holding, ready, closing;
+    size_t batch_left, nruns;
+    int holding, ready, closing, throttled;
     struct event *sweep, *commit_timer;
     act_stats st;
 };
@@ -275,6 +286,18 @@ static void mark_durable(run *r)
 
 /* ---- runs ---- */
 
+static void throttle(act *a)
+{
+    int busy = a->nruns >= ACT_MAX_RUNNING;
+
+    if (busy == a->throttled || !a->ready || a->closing)
+        return;
+    a->throttled = busy;
+    kfk_consumer_pause(a->cons, busy);
+    log_debug("act", "%s consuming: %zu actions in flight", busy ? "paused"
+              : "resumed", a->nruns);
+}
+
 static run *run_new(act *a, json_t *req)
 {
     run *r = calloc(1, sizeof *r);
@@ -301,6 +324,8 @@ static run *run_new(act *a, json_t *req)
     r->timer = evtimer_new(a->base, on_timer, r);
     r->next = a->runs;
     a->runs = r;
+    a->nruns++;
+    throttle(a);
     return r;
 }
 
@@ -311,8 +336,10 @@ static void run_free(run *r)
     for (run **p = &a->runs; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;
+            a->nruns--;
             break;
         }
+    throttle(a);
     if (r->decided) /* a human is waiting for an answer */
         r->decided(r->decided_arg, 503, "the executor is stopping");
     event_free(r->timer);
@@ -379,12 +406,16 @@ static void facts_then(run *r, run_fn fn)
     json_decref(r->facts);
     r->facts = json_object();
     r->facts_fn = fn;
-    if (!r->a->slurm)
+    if (!r->a->slurm && !r->a->k8s)
         cs_err_set(&err, "no executor reads this scheduler's state here");
     else if (!node_of(r) && !job_of(r))
         cs_err_set(&err, "the target names no node and no job");
-    else if (!slurm_facts(r->a->slurm, node_of(r), job_of(r), r->facts,
-                          on_facts, r, &err))
+    else if (r->a->slurm && !slurm_facts(r->a->slurm, node_of(r), job_of(r),
+                                         r->facts, on_facts, r, &err))
+        return;
+    else if (r->a->k8s && !k8s_facts(r->a->k8s, node_of(r), job_of(r),
+                                     target_str(r, "namespace"), r->facts,
+                                     on_facts, r, &err))
         return;
     json_object_set_new(r->facts, "error", json_string(err.msg));
     r->facts_fn = NULL;
@@ -476,16 +507,29 @@ static void start_step(run *r)
     const pb_call *c = &r->calls->v[r->step];
     json_t *args = fill_args(r, c->args);
     cs_err err;
-    int rc = -1;
+    int rc = -1, skipped = 0;
 
     if (slurm_knows(c->op) && r->a->slurm)
         rc = slurm_call(r->a->slurm, c->op, args, r->target, r->params,
                         on_step, r, &err);
+    else if (vn_ready(r->a->vn, c->op))
+        rc = vn_call(r->a->vn, c->op, args, r->req, on_step, r, &err);
+    else if (k8s_knows(c->op) && r->a->k8s)
+        rc = k8s_call(r->a->k8s, c->op, args, r->target, r->params,
+                      req_str(r, "incident"), r->id, on_step, r, &err);
+    else if (json_is_true(json_object_get(args, "optional")))
+        skipped = 1; /* a channel this site does not use */
     else
         cs_err_set(&err, "no executor for %s is configured here", c->op);
     json_decref(args);
-    if (rc)
+    if (skipped) {
+        char why[160];
+        snprintf(why, sizeof why, "skipped: %.60s is optional and not "
+                 "configured here", c->op);
+        on_step(r, 1, why, NULL);
+    } else if (rc) {
         on_step(r, 0, err.msg, NULL);
+    }
 }
 
 /* Write-ahead: the journal says the step is running, and the audit topic
@@ -613,7 +657,8 @@ static void started(run *r)
 static void decide(run *r)
 {
     act *a = r->a;
-    guard_req gr = {.pb = r->pb, .mode = a->o.mode, .approval = r->approval,
+    guard_req gr = {.pb = r->pb, .mode = ex_mode_for(a->o.ex, r->pb, a->o.mode),
+                  .approval = r->approval,
                     .approved = r->approved, .canary = on_canary(a, node_of(r)),
                     .cluster = req_str(r, "cluster") ? req_str(r, "cluster")
                                                      : "default",
@@ -930,6 +975,47 @@ static void load_decision(decision *d)
     jr_cmd(d->a->jr, on_decision_loaded, d, 2, argv);
 }
 
+typedef struct lookup {
+    act_lookup_fn fn;
+    void *arg;
+} lookup;
+
+static void on_lookup(void *arg, redisReply *reply)
+{
+    lookup *l = arg;
+    json_t *out = NULL;
+
+    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements) {
+        out = json_object();
+        for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+            const char *f = reply->element[i]->str, *v = reply->element[i + 1]->str;
+            if (!f || !v)
+                continue;
+            if (!strcmp(f, "req"))
+                json_object_set_new(out, "request", json_loads(v, 0, NULL));
+            else
+                json_object_set_new(out, f, json_string(v));
+        }
+    }
+    l->fn(l->arg, reply ? (out ? 200 : 404) : 503, out);
+    json_decref(out);
+    free(l);
+}
+
+void act_lookup(act *a, const char *id, act_lookup_fn fn, void *arg)
+{
+    lookup *l = calloc(1, sizeof *l);
+    char key[96];
+    const char *argv[] = {"HGETALL", key};
+
+    if (!l)
+        abort();
+    l->fn = fn;
+    l->arg = arg;
+    key_of(key, sizeof key, id, NULL);
+    jr_cmd(a->jr, on_lookup, l, 2, argv);
+}
+
 void act_decide(act *a, const char *id, int approve, const char *who,
                 unsigned classes, const char *reason, act_decided_fn fn,
                 void *arg)
@@ -1045,6 +1131,7 @@ static void on_active(void *arg, redisReply *reply)
     }
     a->ready = 1;
     kfk_consumer_pause(a->cons, 0);
+    throttle(a); /* actions resumed from the journal count too */
 }
 
 static void load_state(act *a)
@@ -1086,6 +1173,13 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
     a->g = guard_new();
     if (o->scheduler == PB_ON_SLURM)
         a->slurm = slurm_new(base, o->slurm_bin, 30000);
+    if (o->ex && !(a->http = httpc_new(base, err)))
+        goto fail;
+    if (o->ex) {
+        a->vn = vn_new(a->http, o->ex);
+        if (o->scheduler == PB_ON_K8S && o->ex->k8s.set)
+            a->k8s = k8s_new(a->http, o->ex);
+    }
     if (!(a->jr = jr_new(base, o->redis, err)))
         goto fail;
     a->commit_timer = evtimer_new(base, on_commit_timer, a);
@@ -1115,6 +1209,9 @@ void act_free(act *a)
     a->closing = 1;
     kfk_consumer_free(a->cons);
     slurm_free(a->slurm); /* cancels the programs in flight */
+    httpc_free(a->http);  /* drops requests in flight, then their calls */
+    vn_free(a->vn);
+    k8s_free(a->k8s);
     jr_free(a->jr);       /* pending replies come back NULL */
     while (a->runs)
         run_free(a->runs);

@@ -14,6 +14,9 @@
 #ifndef CS_ACT_H
 #define CS_ACT_H
 
+#include <jansson.h>
+
+#include "actions/excfg.h"
 #include "core/err.h"
 #include "core/kafka.h"
 #include "rules/playbooks.h"
@@ -23,7 +26,9 @@ struct event_base;
 typedef struct act_opts {
     const char *brokers, *redis, *group;
     const pb_catalog *rules; /* borrowed; outlives the service */
-    pb_mode mode;            /* the operator's ceiling for every playbook */
+    pb_mode mode;            /* the operator's mode for every playbook... */
+    const ex_conf *ex;       /* ...but those its modes name; the HTTP
+                              * executors (NULL: none); borrowed */
     pb_backend scheduler;    /* PB_ON_SLURM or PB_ON_K8S */
     const char *canary;      /* nodes that may take changes alone, "a,b" */
     const char *slurm_bin;   /* "" = PATH */
@@ -51,6 +56,10 @@ typedef void (*act_decided_fn)(void *arg, int status, const char *msg);
 void act_decide(act *a, const char *id, int approve, const char *who,
                 unsigned classes, const char *reason, act_decided_fn fn,
                 void *arg);
+/* An action's journal as JSON ({state, phase, step, who, why, request,
+ * ...}): status 200, 404 (unknown id) or 503 (stopping). */
+typedef void (*act_lookup_fn)(void *arg, int status, const json_t *journal);
+void act_lookup(act *a, const char *id, act_lookup_fn fn, void *arg);
 /* Stops consuming; actions in flight are left to their journal. */
 void act_free(act *a);
 

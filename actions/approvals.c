@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "core/secret.h"
 #include "core/str.h"
 
 #define APV_MAX 256
@@ -37,40 +38,6 @@ struct apv_server {
 };
 
 /* ---- the approvers file ---- */
-
-static int read_secret(const char *src, char *out, size_t cap, cs_err *err)
-{
-    if (!strncmp(src, "env:", 4)) {
-        const char *v = getenv(src + 4);
-        if (!v || !*v) {
-            cs_err_set(err, "environment variable %s is not set", src + 4);
-            return -1;
-        }
-        str_copy(out, cap, v);
-        return 0;
-    }
-    if (!strncmp(src, "file:", 5)) {
-        FILE *f = fopen(src + 5, "r");
-        size_t n;
-        if (!f) {
-            cs_err_set(err, "token file %s: %s", src + 5, strerror(errno));
-            return -1;
-        }
-        n = fread(out, 1, cap - 1, f);
-        fclose(f);
-        while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
-            n--;
-        out[n] = 0;
-        if (!n) {
-            cs_err_set(err, "token file %s is empty", src + 5);
-            return -1;
-        }
-        return 0;
-    }
-    cs_err_set(err, "token must be file:PATH or env:NAME (never the token "
-               "itself)");
-    return -1;
-}
 
 static int parse_classes(char *list, unsigned *out, cs_err *err)
 {
@@ -122,7 +89,7 @@ static int parse_line(approvers *p, char *line, cs_err *err)
         }
     a = &p->v[p->n];
     str_copy(a->name, sizeof a->name, name);
-    if (read_secret(tok, a->token, sizeof a->token, err) ||
+    if (secret_read(tok, a->token, sizeof a->token, err) ||
         parse_classes(cls, &a->classes, err))
         return -1;
     for (size_t i = 0; i < p->n; i++)
@@ -251,7 +218,18 @@ static void on_decided(void *arg, int status, const char *msg)
     free(pr);
 }
 
-/* "/v1/actions/ID/approve" -> id, verb */
+static void on_looked_up(void *arg, int status, const json_t *journal)
+{
+    struct evhttp_request *req = arg;
+
+    if (status == 200)
+        reply(req, 200, json_deep_copy(journal));
+    else
+        fail(req, status, status == 404 ? "no such action"
+                                        : "the executor is stopping");
+}
+
+/* "/v1/actions/ID/approve" -> id, verb (1 approve, 0 deny, 2 read) */
 static int route(const char *path, char *id, size_t idlen, int *approve)
 {
     const char *p = path, *slash;
@@ -259,10 +237,14 @@ static int route(const char *path, char *id, size_t idlen, int *approve)
     if (strncmp(p, "/v1/actions/", 12))
         return -1;
     p += 12;
-    if (!(slash = strchr(p, '/')) || slash == p || (size_t)(slash - p) >= idlen)
+    if (!(slash = strchr(p, '/')))
+        slash = p + strlen(p);
+    if (slash == p || (size_t)(slash - p) >= idlen)
         return -1;
     snprintf(id, idlen, "%.*s", (int)(slash - p), p);
-    if (!strcmp(slash, "/approve"))
+    if (!*slash)
+        *approve = 2;
+    else if (!strcmp(slash, "/approve"))
         *approve = 1;
     else if (!strcmp(slash, "/deny"))
         *approve = 0;
@@ -291,7 +273,18 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     if (route(path, id, sizeof id, &approve)) {
-        fail(req, 404, "no such route (POST /v1/actions/ID/approve or /deny)");
+        fail(req, 404, "no such route (GET /v1/actions/ID, POST "
+             "/v1/actions/ID/approve or /deny)");
+        return;
+    }
+    if (approve == 2) {
+        /* read-only, and what the Slack message links to: the journal
+         * holds the request and its state, never a secret */
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+            fail(req, 405, "use GET");
+            return;
+        }
+        act_lookup(s->a, id, on_looked_up, req);
         return;
     }
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {

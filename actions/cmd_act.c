@@ -19,7 +19,7 @@
 #include "rules/playbooks.h"
 
 enum { O_BROKERS = 1, O_REDIS, O_GROUP, O_SCHED, O_MODE, O_CANARY, O_SLURM_BIN,
-       O_TTL, O_LISTEN, O_PORT, O_APPROVERS, O_RULES, O_FOR, O_POLL, O_HELP };
+       O_TTL, O_LISTEN, O_PORT, O_APPROVERS, O_RULES, O_FOR, O_POLL, O_CONFIG, O_HELP };
 
 static const struct option act_opts_long[] = {
     {"brokers", required_argument, 0, O_BROKERS},
@@ -36,6 +36,7 @@ static const struct option act_opts_long[] = {
     {"rules", required_argument, 0, O_RULES},
     {"for", required_argument, 0, O_FOR},
     {"verify-poll-ms", required_argument, 0, O_POLL},
+    {"config", required_argument, 0, O_CONFIG},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0}};
 
@@ -44,7 +45,8 @@ static const char act_help[] =
     "                   [--mode shadow|canary|on] [--canary NODE,NODE]\n"
     "                   [--approvers FILE [--listen ADDR] [--port N]]\n"
     "                   [--approval-ttl SECONDS] [--slurm-bin DIR]\n"
-    "                   [--rules DIR] [--group NAME] [--for SECONDS]\n\n"
+    "                   [--config FILE] [--rules DIR] [--group NAME]\n"
+    "                   [--for SECONDS]\n\n"
     "The executor: consumes cascade.actions, applies the guardrails (approval,\n"
     "canary nodes, budgets per rack and cluster, preconditions read from the\n"
     "scheduler right before acting), runs the playbook's steps, verifies,\n"
@@ -57,8 +59,12 @@ static const char act_help[] =
     "                     and the budget ledger must outlive the process)\n"
     "  --scheduler NAME   slurm (scontrol, scancel, sbatch; SLURM_CONF picks the\n"
     "                     cluster) or k8s (default slurm)\n"
-    "  --mode MODE        the ceiling for every playbook: shadow proposes only,\n"
-    "                     canary changes canary nodes only, on (default shadow)\n"
+    "  --mode MODE        for every playbook the config's modes do not name:\n"
+    "                     shadow proposes only, canary changes canary nodes\n"
+    "                     only, on (default shadow); never above a playbook's own\n"
+    "  --config FILE      the executors (slack, jira, pagerduty, webhook,\n"
+    "                     kubernetes: URLs, secrets as file:PATH or env:NAME,\n"
+    "                     CA files) and modes per playbook; see docs/ACTIONS.md\n"
     "  --canary NODES     nodes that may take a change without an approval\n"
     "  --approvers FILE   who may approve what (see docs/ACTIONS.md); serves\n"
     "                     the approvals API on --listen (127.0.0.1) --port (9096)\n"
@@ -72,7 +78,7 @@ static const char act_help[] =
 
 typedef struct act_args {
     const char *brokers, *redis, *group, *canary, *slurm_bin, *listen,
-        *approvers, *rules;
+        *approvers, *rules, *config;
     pb_mode mode;
     pb_backend sched;
     int ttl, port, seconds, poll, help;
@@ -117,6 +123,7 @@ static int parse(int argc, char **argv, act_args *a)
         case O_LISTEN: a->listen = optarg; break;
         case O_APPROVERS: a->approvers = optarg; break;
         case O_RULES: a->rules = optarg; break;
+        case O_CONFIG: a->config = optarg; break;
         case O_SCHED:
             if (!strcmp(optarg, "slurm"))
                 a->sched = PB_ON_SLURM;
@@ -175,6 +182,7 @@ int cmd_act(int argc, char **argv)
     cs_err err;
     pb_catalog *rules = NULL;
     approvers *apv = NULL;
+    ex_conf exc;
     struct event_base *base = NULL;
     kfk_producer *prod = NULL;
     act *ex = NULL;
@@ -192,6 +200,11 @@ int cmd_act(int argc, char **argv)
         fprintf(stderr, "cascade act: %s\n", err.msg);
         return 2;
     }
+    ex_conf_init(&exc);
+    if (a.config && ex_conf_load(&exc, a.config, rules, &err)) {
+        fprintf(stderr, "cascade act: %s\n", err.msg);
+        goto out;
+    }
     if (a.approvers && !(apv = apv_load(a.approvers, &err))) {
         fprintf(stderr, "cascade act: approvers: %s\n", err.msg);
         goto out;
@@ -205,7 +218,11 @@ int cmd_act(int argc, char **argv)
     o = (act_opts){.brokers = a.brokers, .redis = a.redis, .group = a.group,
                    .rules = rules, .mode = a.mode, .scheduler = a.sched,
                    .canary = a.canary, .slurm_bin = a.slurm_bin,
-                   .approval_ttl_s = a.ttl, .verify_poll_ms = a.poll};
+                   .approval_ttl_s = a.ttl, .verify_poll_ms = a.poll,
+                   .ex = a.config ? &exc : NULL};
+    if (a.sched == PB_ON_K8S && !exc.k8s.set)
+        log_warn("act", "--scheduler k8s without a kubernetes section in "
+                 "--config: Kubernetes calls and facts will fail");
     if (!(ex = act_start(base, &o, prod, &err))) {
         fprintf(stderr, "cascade act: %s\n", err.msg);
         goto out;
@@ -220,9 +237,12 @@ int cmd_act(int argc, char **argv)
         printf("act: approvals API on http://%s:%d\n",
                a.listen ? a.listen : "127.0.0.1", apv_port(srv));
     }
-    printf("act: consuming %s, mode %s, scheduler %s; audit on %s\n",
-           KFK_TOPIC_ACTIONS, pb_mode_name(a.mode),
-           a.sched == PB_ON_SLURM ? "slurm" : "k8s", KFK_TOPIC_AUDIT);
+    printf("act: consuming %s, mode %s, scheduler %s; audit on %s; "
+           "executors:%s%s%s%s%s%s\n", KFK_TOPIC_ACTIONS, pb_mode_name(a.mode),
+           a.sched == PB_ON_SLURM ? "slurm" : "k8s", KFK_TOPIC_AUDIT,
+           a.sched == PB_ON_SLURM ? " slurm" : "", exc.slack.set ? " slack" : "",
+           exc.jira.set ? " jira" : "", exc.pagerduty.set ? " pagerduty" : "",
+           exc.webhook.set ? " webhook" : "", exc.k8s.set ? " kubernetes" : "");
     fflush(stdout);
     sigs[0] = evsignal_new(base, SIGINT, on_stop, base);
     sigs[1] = evsignal_new(base, SIGTERM, on_stop, base);
@@ -255,6 +275,7 @@ out:
     if (base)
         event_base_free(base);
     pb_catalog_free(rules);
+    ex_conf_clear(&exc);
     return rc;
 }
 

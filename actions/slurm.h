@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "actions/exec.h"
 #include "core/err.h"
 
 struct event_base;
@@ -18,10 +19,7 @@ typedef struct slurm slurm;
 slurm *slurm_new(struct event_base *base, const char *bindir, int timeout_ms);
 void slurm_free(slurm *s);
 
-/* ok: 1 done, 0 failed (detail says why). out: what the call made, e.g.
- * {"job": "NEW"} for a resubmission; NULL when nothing. */
-typedef void (*slurm_done_fn)(void *arg, int ok, const char *detail,
-                              json_t *out);
+typedef exec_done_fn slurm_done_fn;
 
 /* Whether op is one of this executor's calls. */
 int slurm_knows(const char *op);

@@ -19,6 +19,7 @@ int cmd_config(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_act(int argc, char **argv);
 int cmd_approve(int argc, char **argv);
+int cmd_shadow(int argc, char **argv);
 
 #include "core/err.h"
 

@@ -26,7 +26,9 @@ struct kfk_broker {
 
 struct kfk_producer {
     rd_kafka_t *rk;
-    struct event *timer;
+    struct event *timer, *wake;
+    rd_kafka_queue_t *main_q;
+    int pipefd[2];
     unsigned long failed;
 };
 
@@ -350,12 +352,44 @@ static void producer_tick(evutil_socket_t fd, short what, void *arg)
     kfk_producer_poll(arg);
 }
 
+static void producer_wake(evutil_socket_t fd, short what, void *arg)
+{
+    char buf[64];
+
+    (void)what;
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    kfk_producer_poll(arg);
+}
+
+/* Delivery reports wake the loop through a pipe librdkafka writes to when
+ * its queue fills: whoever waits for a confirmation (the executor's
+ * write-ahead, the correlator's commit) hears of it at once, not at the
+ * next poll tick. */
+static int producer_wake_on_reports(kfk_producer *p, struct event_base *base)
+{
+    if (pipe2(p->pipefd, O_NONBLOCK | O_CLOEXEC)) {
+        p->pipefd[0] = p->pipefd[1] = -1;
+        return -1;
+    }
+    p->wake = event_new(base, p->pipefd[0], EV_READ | EV_PERSIST,
+                        producer_wake, p);
+    if (!p->wake || event_add(p->wake, NULL))
+        return -1;
+    p->main_q = rd_kafka_queue_get_main(p->rk);
+    rd_kafka_queue_io_event_enable(p->main_q, p->pipefd[1], "p", 1);
+    return 0;
+}
+
 int kfk_producer_attach(kfk_producer *p, struct event_base *base)
 {
     struct timeval tv = {0, KFK_POLL_MS * 1000};
 
     if (p->timer)
         return -1;
+    if (producer_wake_on_reports(p, base))
+        log_warn("kafka", "delivery reports are polled every %d ms (no "
+                 "wake-up pipe)", KFK_POLL_MS);
     p->timer = event_new(base, -1, EV_PERSIST, producer_tick, p);
     if (!p->timer || event_add(p->timer, &tv)) {
         log_error("kafka", "cannot schedule the producer poll timer");
@@ -389,7 +423,16 @@ void kfk_producer_free(kfk_producer *p)
         return;
     if (p->timer)
         event_free(p->timer);
+    if (p->main_q) {
+        rd_kafka_queue_io_event_enable(p->main_q, -1, NULL, 0);
+        rd_kafka_queue_destroy(p->main_q);
+    }
+    if (p->wake)
+        event_free(p->wake);
     kfk_producer_flush(p, 5000);
+    for (int i = 0; i < 2; i++)
+        if (p->pipefd[i] > 0)
+            close(p->pipefd[i]);
     rd_kafka_destroy(p->rk);
     free(p);
 }

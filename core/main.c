@@ -20,6 +20,8 @@ static const cli_command commands[] = {
     {"approve", "approve a waiting action (cascade act's approvals API)",
      cmd_approve},
     {"deny", "deny a waiting action, with a reason", cmd_approve},
+    {"shadow", "score proposals against the actions operators took",
+     cmd_shadow},
     {"broker", "run only the embedded Kafka-protocol broker", cmd_broker},
     {"config", "validate a config file, print the defaults", cmd_config},
     {"rules", "validate rule files", cmd_rules},

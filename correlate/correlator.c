@@ -163,6 +163,23 @@ static void outbox_put(correlator *c, const pending *p)
     free(rec);
 }
 
+/* ["node.drain (canary)", ...]: every action the incident proposes. */
+static json_t *proposed_of(const json_t *acts)
+{
+    json_t *out = json_array(), *a;
+    size_t i;
+
+    json_array_foreach(acts, i, a) {
+        const char *pb = json_string_value(json_object_get(a, "playbook"));
+        const char *ap = json_string_value(json_object_get(a, "approval"));
+        char buf[160];
+        snprintf(buf, sizeof buf, "%.100s (%.40s)", pb ? pb : "?",
+                 ap ? ap : "?");
+        json_array_append_new(out, json_string(buf));
+    }
+    return out;
+}
+
 static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
 {
     correlator *c = arg;
@@ -190,6 +207,10 @@ static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
                                 "summary",
                                 json_string_value(json_object_get(inc, "summary")),
                                 "action", a);
+        /* what a notification shows beside the one action it carries */
+        json_object_set(req, "status", json_object_get(inc, "status"));
+        json_object_set(req, "root_cause", json_object_get(inc, "root_cause"));
+        json_object_set_new(req, "proposed", proposed_of(acts));
         pend_push(c, KFK_TOPIC_ACTIONS, id, json_dumps(req, JSON_COMPACT),
                   cluster);
         outbox_put(c, &c->pend[c->npend - 1]);

@@ -776,7 +776,8 @@ static const char *const ops[] = {
     "k8s.delete_job",   "k8s.recreate_job",  "node.gpu_reset",
     "node.gpu_power_limit", "node.driver_rebuild", "node.mig_apply",
     "node.health_probe", "node.diag_bundle", "jira.upsert",
-    "slack.post",       "pagerduty.trigger", "webhook.post"};
+    "slack.post",       "pagerduty.trigger", "webhook.post",
+    "pagerduty.acknowledge", "pagerduty.resolve"};
 
 const char *pb_class_name(pb_class k)
 {
@@ -937,7 +938,8 @@ static int read_call(reader *r, yaml_node_t *n, pb_backend b, pb_call *out)
     if (pick(op, ops, N(ops)) < 0)
         problem(r, node_or(get(r, n, "call"), n), "call '%s' is not an "
                 "operation of an executor (slurm.*, k8s.*, node.*, "
-                "jira.upsert, slack.post, pagerduty.trigger, webhook.post)",
+                "jira.upsert, slack.post, pagerduty.trigger|acknowledge|"
+                "resolve, webhook.post)",
                 op ? op : "");
     else if ((b == PB_ON_SLURM && strncmp(op, "slurm.", 6)) ||
              (b == PB_ON_K8S && strncmp(op, "k8s.", 4)) ||

@@ -135,7 +135,7 @@ static void test_approvers(void)
     /* every mistake names its line, and no token is ever echoed */
     p = apv_load(write_file("inline", "alice s3cret-inline change\n"), &err);
     CHECK(p == NULL);
-    CHECK(strstr(err.msg, "inline:1: token must be file:PATH or env:NAME") != NULL);
+    CHECK(strstr(err.msg, "inline:1: a secret must be file:PATH or env:NAME") != NULL);
     CHECK(strstr(err.msg, "s3cret") == NULL);
     p = apv_load(write_file("class", "# c\nalice env:TEST_TOKEN_BOB change,root\n"),
                  &err);
