@@ -74,7 +74,10 @@ static json_t *from_obj(const msgpack_object *o, int depth, cs_err *err)
     case MSGPACK_OBJECT_FLOAT64:
         return json_real(o->via.f64);
     case MSGPACK_OBJECT_STR: {
-        json_t *str = json_stringn(o->via.str.ptr, o->via.str.size);
+        /* msgpack-c may hand an empty string a NULL pointer, which
+         * jansson refuses: found by fuzz.signal_json */
+        json_t *str = json_stringn(o->via.str.size ? o->via.str.ptr : "",
+                                   o->via.str.size);
         if (!str)
             cs_err_set(err, "msgpack string is not valid UTF-8");
         return str;
