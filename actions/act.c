@@ -11,6 +11,7 @@
 #include "actions/journal.h"
 #include "actions/k8s.h"
 #include "actions/slurm.h"
+#include "actions/slurmrest.h"
 #include "actions/vendors.h"
 #include "core/log.h"
 #include "core/str.h"
@@ -71,6 +72,7 @@ struct act {
     httpc *http;  /* the HTTP executors' client; NULL without a config */
     vendors *vn;
     k8s *k8s;
+    srest *srest; /* SLURM reads and cancels through slurmrestd */
     run *runs;
     size_t batch_left, nruns;
     int holding, ready, closing, throttled;
@@ -410,8 +412,12 @@ static void facts_then(run *r, run_fn fn)
         cs_err_set(&err, "no executor reads this scheduler's state here");
     else if (!node_of(r) && !job_of(r))
         cs_err_set(&err, "the target names no node and no job");
-    else if (r->a->slurm && !slurm_facts(r->a->slurm, node_of(r), job_of(r),
+    else if (r->a->srest && !srest_facts(r->a->srest, node_of(r), job_of(r),
                                          r->facts, on_facts, r, &err))
+        return;
+    else if (!r->a->srest && r->a->slurm &&
+             !slurm_facts(r->a->slurm, node_of(r), job_of(r), r->facts,
+                          on_facts, r, &err))
         return;
     else if (r->a->k8s && !k8s_facts(r->a->k8s, node_of(r), job_of(r),
                                      target_str(r, "namespace"), r->facts,
@@ -509,7 +515,9 @@ static void start_step(run *r)
     cs_err err;
     int rc = -1, skipped = 0;
 
-    if (slurm_knows(c->op) && r->a->slurm)
+    if (r->a->srest && srest_knows(c->op))
+        rc = srest_call(r->a->srest, c->op, r->target, on_step, r, &err);
+    else if (slurm_knows(c->op) && r->a->slurm)
         rc = slurm_call(r->a->slurm, c->op, args, r->target, r->params,
                         on_step, r, &err);
     else if (vn_ready(r->a->vn, c->op))
@@ -1179,6 +1187,8 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
         a->vn = vn_new(a->http, o->ex);
         if (o->scheduler == PB_ON_K8S && o->ex->k8s.set)
             a->k8s = k8s_new(a->http, o->ex);
+        if (o->scheduler == PB_ON_SLURM && o->ex->slurmrestd.set)
+            a->srest = srest_new(a->http, o->ex);
     }
     if (!(a->jr = jr_new(base, o->redis, err)))
         goto fail;
@@ -1212,6 +1222,7 @@ void act_free(act *a)
     httpc_free(a->http);  /* drops requests in flight, then their calls */
     vn_free(a->vn);
     k8s_free(a->k8s);
+    srest_free(a->srest);
     jr_free(a->jr);       /* pending replies come back NULL */
     while (a->runs)
         run_free(a->runs);

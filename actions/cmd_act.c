@@ -63,8 +63,9 @@ static const char act_help[] =
     "                     shadow proposes only, canary changes canary nodes\n"
     "                     only, on (default shadow); never above a playbook's own\n"
     "  --config FILE      the executors (slack, jira, pagerduty, webhook,\n"
-    "                     kubernetes: URLs, secrets as file:PATH or env:NAME,\n"
-    "                     CA files) and modes per playbook; see docs/ACTIONS.md\n"
+    "                     kubernetes, slurmrestd: URLs, secrets as file:PATH\n"
+    "                     or env:NAME, CA files) and modes per playbook; see\n"
+    "                     docs/ACTIONS.md\n"
     "  --canary NODES     nodes that may take a change without an approval\n"
     "  --approvers FILE   who may approve what (see docs/ACTIONS.md); serves\n"
     "                     the approvals API on --listen (127.0.0.1) --port (9096)\n"
@@ -238,9 +239,11 @@ int cmd_act(int argc, char **argv)
                a.listen ? a.listen : "127.0.0.1", apv_port(srv));
     }
     printf("act: consuming %s, mode %s, scheduler %s; audit on %s; "
-           "executors:%s%s%s%s%s%s\n", KFK_TOPIC_ACTIONS, pb_mode_name(a.mode),
+           "executors:%s%s%s%s%s%s%s\n", KFK_TOPIC_ACTIONS, pb_mode_name(a.mode),
            a.sched == PB_ON_SLURM ? "slurm" : "k8s", KFK_TOPIC_AUDIT,
-           a.sched == PB_ON_SLURM ? " slurm" : "", exc.slack.set ? " slack" : "",
+           a.sched == PB_ON_SLURM ? " slurm" : "",
+           a.sched == PB_ON_SLURM && exc.slurmrestd.set ? " slurmrestd" : "",
+           exc.slack.set ? " slack" : "",
            exc.jira.set ? " jira" : "", exc.pagerduty.set ? " pagerduty" : "",
            exc.webhook.set ? " webhook" : "", exc.k8s.set ? " kubernetes" : "");
     fflush(stdout);

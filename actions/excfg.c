@@ -134,6 +134,15 @@ static int endpoint_key(loader *l, const char *sec, const char *k,
         return fail_at(l, v, "slack has no key '%s' (url, approval_url, "
                        "ca_file, insecure)", k);
     }
+    if (!strcmp(sec, "slurmrestd") && !strcmp(k, "url")) {
+        if (copy_to(l, v, e->url, sizeof e->url))
+            return -1;
+        if (strncmp(e->url, "unix:/", 6) && strncmp(e->url, "https://", 8) &&
+            strncmp(e->url, "http://", 7))
+            return fail_at(l, v, "'%.100s' is not http(s)://HOST:PORT or "
+                           "unix:/PATH", e->url);
+        return 0;
+    }
     if (!strcmp(k, "url") && strcmp(sec, "kubernetes"))
         return url_to(l, v, e->url, sizeof e->url);
     if (!strcmp(sec, "kubernetes") && !strcmp(k, "api"))
@@ -158,6 +167,8 @@ static int endpoint_key(loader *l, const char *sec, const char *k,
             return fail_at(l, v, "auth is basic or bearer");
         }
     }
+    if (!strcmp(sec, "slurmrestd") && !strcmp(k, "user"))
+        return copy_to(l, v, e->user, sizeof e->user);
     if (!strcmp(sec, "kubernetes") && !strcmp(k, "namespace"))
         return copy_to(l, v, c->k8s_namespace, sizeof c->k8s_namespace);
     return fail_at(l, v, "%s has no key '%s'", sec, k);
@@ -175,6 +186,8 @@ static ex_endpoint *endpoint_of(ex_conf *c, const char *sec)
         return &c->webhook;
     if (!strcmp(sec, "kubernetes"))
         return &c->k8s;
+    if (!strcmp(sec, "slurmrestd"))
+        return &c->slurmrestd;
     return NULL;
 }
 
@@ -189,6 +202,8 @@ static int endpoint_complete(loader *l, const yaml_node_t *n, const char *sec,
         return fail_at(l, n, "pagerduty needs routing_key");
     if (!strcmp(sec, "kubernetes") && !e->token[0])
         return fail_at(l, n, "kubernetes needs token");
+    if (!strcmp(sec, "slurmrestd") && e->token[0] && !e->user[0])
+        return fail_at(l, n, "slurmrestd with a token (JWT) needs user");
     if (!strcmp(sec, "jira")) {
         if (!l->c->jira_project[0])
             return fail_at(l, n, "jira needs project");
@@ -276,7 +291,7 @@ static int load_http(loader *l, yaml_node_t *map)
                 return -1;
             /* the default for every section that names none */
             ex_endpoint *all[] = {&l->c->slack, &l->c->jira, &l->c->pagerduty,
-                                  &l->c->webhook, &l->c->k8s};
+                                  &l->c->webhook, &l->c->k8s, &l->c->slurmrestd};
             for (size_t i = 0; i < sizeof all / sizeof *all; i++)
                 if (!all[i]->ca_file[0])
                     str_copy(all[i]->ca_file, sizeof all[i]->ca_file, ca);
@@ -310,7 +325,7 @@ static int load_doc(loader *l)
             rc = load_endpoint(l, sec, v);
         else
             rc = fail_at(l, k, "unknown section '%.60s' (modes, http, slack, "
-                         "jira, pagerduty, webhook, kubernetes)", sec);
+                         "jira, pagerduty, webhook, kubernetes, slurmrestd)", sec);
         if (rc)
             return -1;
     }

@@ -11,6 +11,8 @@
  *   pagerduty:  {url, routing_key: SECRET, ca_file, insecure}
  *   webhook:    {url, token: SECRET, ca_file, insecure}
  *   kubernetes: {api, token: SECRET, namespace, ca_file, insecure}
+ *   slurmrestd: {url: http(s)://HOST:PORT or unix:PATH, user, token: SECRET
+ *                (a JWT; none with rest_auth/local on a socket), ca_file}
  *
  * Errors name FILE:LINE:COL; nothing half-loaded is returned. */
 #ifndef CS_EXCFG_H
@@ -34,7 +36,7 @@ typedef struct ex_mode {
 } ex_mode;
 
 typedef struct ex_conf {
-    ex_endpoint slack, jira, pagerduty, webhook, k8s;
+    ex_endpoint slack, jira, pagerduty, webhook, k8s, slurmrestd;
     char approval_url[512]; /* the approvals API as people reach it */
     char jira_project[64], jira_issue_type[64];
     int jira_bearer;        /* else basic (user + token) */

@@ -261,6 +261,12 @@ static int set_options(xfer *x, const httpc_req *r)
         (r->content_type && add_header(x, "Content-Type", "", r->content_type)) ||
         (r->bearer && add_header(x, "Authorization", "Bearer ", r->bearer)))
         return -1;
+    for (const char *const *h = r->headers; h && *h; h++) {
+        struct curl_slist *l = curl_slist_append(x->headers, *h);
+        if (!l)
+            return -1;
+        x->headers = l;
+    }
     rc |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
     return rc ? -1 : 0;
 }

@@ -25,6 +25,7 @@ typedef struct httpc_req {
     const char *basic;        /* "user:password" for Basic, or NULL */
     const char *ca_file;      /* NULL: the system's trust store */
     const char *unix_socket;  /* talk HTTP over this socket, or NULL */
+    const char *const *headers; /* more "Name: value" lines, NULL-ended */
     int insecure;             /* skip peer verification (never default) */
     long timeout_ms;          /* whole request; 0 = 30 s */
 } httpc_req;

@@ -7,8 +7,8 @@ PKGS=(
   build-essential cmake pkg-config clang
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
   libcurl4-openssl-dev libpcre2-dev libyaml-dev
-  redis-server redis-tools kcat jq prometheus-alertmanager python3 curl
-  slurm-wlm munge
+  redis-server redis-tools kcat jq prometheus-alertmanager python3 curl openssl
+  slurm-wlm slurmrestd munge
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "actions/excfg.h"
 #include "actions/k8s.h"
+#include "actions/slurmrest.h"
 #include "actions/vendors.h"
 
 static char dir[] = "/tmp/test_exec.XXXXXX";
@@ -262,6 +263,44 @@ static void test_job_copy(void)
     json_decref(params);
 }
 
+/* slurmrestd v0.0.38 objects read with scontrol's rules */
+static void test_slurmrest(void)
+{
+    json_t *facts = json_object();
+    json_t *node = json_loads(
+        "{\"name\":\"gpu-003\",\"state\":\"idle\",\"state_flags\":[\"DRAIN\"],"
+        "\"reason\":\"bad fan, OPS-7\",\"reason_set_by_user\":\"root\"}", 0, NULL);
+    cs_err err;
+
+    CHECK_INT(srest_node_facts(node, facts, &err), 0);
+    CHECK_STR(json_string_value(json_object_get(facts, "node.state")), "DRAINED");
+    CHECK_STR(json_string_value(json_object_get(facts, "node.drained_by")), "human");
+    CHECK_STR(json_string_value(json_object_get(facts, "node.reason")), "bad fan, OPS-7");
+    CHECK_STR(json_string_value(json_object_get(facts, "node.reason_by")), "root");
+    json_object_set_new(node, "state", json_string("mixed"));
+    json_object_set_new(node, "reason", json_string("cascade inc-4: hw.xid_79"));
+    CHECK_INT(srest_node_facts(node, facts, &err), 0);
+    CHECK_STR(json_string_value(json_object_get(facts, "node.state")), "DRAINING");
+    CHECK_STR(json_string_value(json_object_get(facts, "node.drained_by")), "cascade");
+    json_object_del(node, "name");
+    CHECK_INT(srest_node_facts(node, facts, &err), -1);
+    CHECK(strstr(err.msg, "not a node object"));
+    json_decref(node);
+    json_decref(facts);
+
+    CHECK(srest_hostlist_has("gpu-[001-003,007]", "gpu-002"));
+    CHECK(srest_hostlist_has("gpu-[001-003,007]", "gpu-007"));
+    CHECK(!srest_hostlist_has("gpu-[001-003,007]", "gpu-004"));
+    CHECK(!srest_hostlist_has("gpu-[001-003]", "gpu-2"));   /* padded: width 3 */
+    CHECK(srest_hostlist_has("n[1-10]", "n10"));
+    CHECK(!srest_hostlist_has("n[1-10]", "n01"));
+    CHECK(srest_hostlist_has("a-1,gpu-[001-002],b", "b"));
+    CHECK(srest_hostlist_has("a-1,gpu-[001-002],b", "gpu-001"));
+    CHECK(!srest_hostlist_has("a-1,gpu-[001-002],b", "gpu-00"));
+    CHECK(srest_hostlist_has("gpu-001", "gpu-001"));
+    CHECK(!srest_hostlist_has("gpu-[001", "gpu-001")); /* unclosed: no match */
+}
+
 int main(void)
 {
     pb_catalog *c = pb_catalog_embedded();
@@ -274,6 +313,7 @@ int main(void)
     test_jira();
     test_k8s_facts();
     test_job_copy();
+    test_slurmrest();
     pb_catalog_free(c);
     unlink(write_file("act.yaml", ""));
     unlink(write_file("jira.token", ""));
