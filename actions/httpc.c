@@ -6,6 +6,10 @@
 #include <string.h>
 
 #define HTTPC_MAX_BODY (1u << 20)
+/* A 429 means the server did not take the request: it is sent again
+ * after the server's Retry-After (else 1, 2, 4 s), at most this often. */
+#define HTTPC_RETRIES_429 3
+#define HTTPC_MAX_RETRY_S 30
 
 typedef struct xfer {
     struct xfer *prev, *next;
@@ -17,6 +21,8 @@ typedef struct xfer {
     int truncated;
     httpc_fn fn;
     void *arg;
+    int retries;          /* 429s answered so far */
+    struct event *again;  /* the retry's timer */
     char error[CURL_ERROR_SIZE];
 } xfer;
 
@@ -48,9 +54,46 @@ static void xfer_free(xfer *x)
     x->h->n--;
     curl_multi_remove_handle(x->h->multi, x->easy);
     curl_easy_cleanup(x->easy);
+    if (x->again)
+        event_free(x->again);
     scrub_headers(x->headers);
     free(x->body);
     free(x);
+}
+
+static void on_again(evutil_socket_t fd, short what, void *arg)
+{
+    xfer *x = arg;
+
+    (void)fd;
+    (void)what;
+    if (curl_multi_add_handle(x->h->multi, x->easy) != CURLM_OK) {
+        x->fn(x->arg, 0, "", 0, "cannot send the request again after a 429");
+        xfer_free(x);
+    }
+}
+
+/* 1 when x is sent again later (a 429 with retries left). */
+static int retry_later(xfer *x, long status)
+{
+    curl_off_t after = 0;
+    struct timeval tv = {0, 0};
+
+    if (status != 429 || x->retries >= HTTPC_RETRIES_429)
+        return 0;
+    if (!x->again && !(x->again = evtimer_new(x->h->base, on_again, x)))
+        return 0;
+    curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &after);
+    tv.tv_sec = after > 0 ? (after < HTTPC_MAX_RETRY_S ? after : HTTPC_MAX_RETRY_S)
+                          : 1L << x->retries;
+    x->retries++;
+    x->len = 0;
+    x->truncated = 0;
+    if (x->body)
+        x->body[0] = 0;
+    curl_multi_remove_handle(x->h->multi, x->easy);
+    evtimer_add(x->again, &tv);
+    return 1;
 }
 
 static void check_done(httpc *h)
@@ -67,6 +110,8 @@ static void check_done(httpc *h)
             continue;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+        if (rc == CURLE_OK && retry_later(x, status))
+            continue;
         if (rc != CURLE_OK && !x->error[0])
             snprintf(x->error, sizeof x->error, "%s", curl_easy_strerror(rc));
         x->fn(x->arg, rc == CURLE_OK ? status : 0, x->body ? x->body : "",

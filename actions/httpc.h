@@ -30,7 +30,11 @@ typedef struct httpc_req {
     long timeout_ms;          /* whole request; 0 = 30 s */
 } httpc_req;
 
-/* status: the HTTP status, or 0 when no answer came (error says why:
+/* A 429 (the server did not take the request) is sent again after its
+ * Retry-After (at most 30 s; else 1, 2, 4 s), three times at most; fn
+ * sees the last answer.
+ *
+ * status: the HTTP status, or 0 when no answer came (error says why:
  * connect, TLS verification, timeout). body is the answer's body, NUL
  * terminated, at most 1 MiB kept. */
 typedef void (*httpc_fn)(void *arg, long status, const char *body,

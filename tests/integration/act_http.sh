@@ -6,7 +6,8 @@
 # server's node, pod and Job verbs) and keeps state, so that read-modify-
 # write calls and verifications see their effects. Also: per-playbook modes
 # from the config, a channel marked optional, the approval link the Slack
-# message carries (GET /v1/actions/ID), TLS verification on by default,
+# message carries (GET /v1/actions/ID), a 429 sent again after its
+# Retry-After, TLS verification on by default,
 # and no secret in any log or on the audit topic.
 # usage: act_http.sh CASCADE_BIN
 set -euo pipefail
@@ -75,7 +76,7 @@ J
 python3 "$here/vendor_server.py" --cert "$tmp/srv.pem" --key "$tmp/srv.key" \
   --port-file "$tmp/vport" --log "$tmp/vendor.log" --seed "$tmp/seed.json" \
   --slack-path "$slack_path" --jira-token "$jira_token" --pd-key "$PD_KEY" \
-  --webhook-token "$hook_token" --k8s-token "$k8s_token" \
+  --webhook-token "$hook_token" --k8s-token "$k8s_token" --slack-429 1 \
   > "$tmp/vendor.out" 2> "$tmp/vendor.err" & pids+=($!)
 for _ in $(seq 1 100); do [ -s "$tmp/vport" ] && break; sleep 0.05; done
 [ -s "$tmp/vport" ] || fail "the vendor API server did not start"
@@ -151,6 +152,8 @@ grep -q "executors: slack jira pagerduty webhook kubernetes" "$tmp/act1.out" ||
 req 1 1 notify auto '{"node":"gpu-a"}'
 until_event "$(aid 1)" done
 [ "$(count '.vendor == "slack" and .status == 200')" = 1 ] || fail "no Slack message"
+# Slack answered the first post 429 Retry-After: 1; it was sent again
+[ "$(count '.vendor == "slack" and .status == 429')" = 1 ] || fail "the 429 was not seen"
 vendor '.vendor == "slack"' | jq -e '.body.blocks[0].type == "header" and
   (.body.blocks | map(select(.type == "actions"))[0].elements[0].url ==
    "https://cascade.example:9096/v1/actions/'"$(aid 1)"'") and

@@ -140,6 +140,7 @@ class State:
         self.rv = 100
         self.log = open(args.log, "a", buffering=1) if args.log else None
         self.count = 0
+        self.slack_429 = args.slack_429
         for n in seed.get("nodes", []):
             self.nodes[n["metadata"]["name"]] = n
         for p in seed.get("pods", []):
@@ -186,6 +187,8 @@ class Handler(BaseHTTPRequestHandler):
         if body is not None:
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(status)
+        for k, v in getattr(self, "extra_headers", {}).items():
+            self.send_header(k, v)
         if data:
             self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -216,6 +219,7 @@ class Handler(BaseHTTPRequestHandler):
         u = urllib.parse.urlsplit(self.path)
         self.raw = b""
         self.ctype = ""
+        self.extra_headers = {}
         entry = {"method": self.command, "path": u.path, "query": u.query}
         try:
             vendor, status, body, ctype = self.route(st, u)
@@ -281,6 +285,13 @@ class Handler(BaseHTTPRequestHandler):
         body = self.json_body()
         need(self.ctype == "application/json", "Content-Type: application/json")
         check_slack_blocks(body)
+        with st.lock:
+            limited = st.slack_429 > 0
+            st.slack_429 -= limited
+        if limited:
+            # https://api.slack.com/apis/rate-limits: 429 with Retry-After
+            self.extra_headers = {"Retry-After": "1"}
+            return "slack", 429, "rate_limited", "text/plain"
         return "slack", 200, "ok", "text/plain"
 
     # ---- Jira ----
@@ -473,6 +484,8 @@ def main():
     ap.add_argument("--pd-key", default="")
     ap.add_argument("--webhook-token", default="")
     ap.add_argument("--k8s-token", default="")
+    ap.add_argument("--slack-429", type=int, default=0,
+                    help="answer this many Slack posts 429 Retry-After: 1 first")
     a = ap.parse_args()
     seed = json.load(open(a.seed)) if a.seed else {}
     # the default listen backlog (5) drops connections an executor opens
