@@ -8,7 +8,7 @@ PKGS=(
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
   libcurl4-openssl-dev libpcre2-dev libyaml-dev
   redis-server redis-tools kcat jq prometheus-alertmanager python3 curl openssl
-  slurm-wlm slurmrestd munge
+  slurm-wlm slurmrestd munge sec
 )
 
 missing=()
