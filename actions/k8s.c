@@ -13,7 +13,7 @@ typedef struct kop kop;
 typedef void (*kop_next)(kop *o, long status, const char *body);
 
 struct kop {
-    kop *prev, *next;
+    exec_link link; /* first: the executor's list of calls */
     k8s *k;
     exec_done_fn fn;
     void *arg;
@@ -28,7 +28,7 @@ struct kop {
 struct k8s {
     httpc *h;
     const ex_conf *c;
-    kop *list;
+    exec_link *list; /* calls in flight */
 };
 
 k8s *k8s_new(httpc *h, const ex_conf *c)
@@ -44,12 +44,7 @@ k8s *k8s_new(httpc *h, const ex_conf *c)
 
 static void kop_free(kop *o)
 {
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        o->k->list = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
+    exec_link_del(&o->k->list, &o->link);
     json_decref(o->args);
     json_decref(o->target);
     json_decref(o->params);
@@ -61,7 +56,7 @@ void k8s_free(k8s *k)
     if (!k)
         return;
     while (k->list)
-        kop_free(k->list);
+        kop_free((kop *)k->list);
     free(k);
 }
 
@@ -505,10 +500,7 @@ static kop *kop_new(k8s *k, const char *op, const char *node, const char *job,
     str_copy(o->node, sizeof o->node, node ? node : "");
     str_copy(o->job, sizeof o->job, job ? job : "");
     str_copy(o->ns, sizeof o->ns, ns && *ns ? ns : k->c->k8s_namespace);
-    o->next = k->list;
-    if (k->list)
-        k->list->prev = o;
-    k->list = o;
+    exec_link_add(&k->list, &o->link);
     return o;
 }
 

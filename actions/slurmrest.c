@@ -14,7 +14,7 @@ typedef struct sop sop;
 typedef void (*sop_next)(sop *o, const json_t *answer);
 
 struct sop {
-    sop *prev, *next;
+    exec_link link; /* first: the executor's list of calls */
     srest *s;
     exec_done_fn fn;
     void *arg;
@@ -27,7 +27,7 @@ struct srest {
     httpc *h;
     const ex_conf *c;
     char base[1024], sock[512];
-    sop *list;
+    exec_link *list; /* calls in flight */
 };
 
 srest *srest_new(httpc *h, const ex_conf *c)
@@ -50,12 +50,7 @@ srest *srest_new(httpc *h, const ex_conf *c)
 
 static void sop_free(sop *o)
 {
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        o->s->list = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
+    exec_link_del(&o->s->list, &o->link);
     free(o);
 }
 
@@ -64,7 +59,7 @@ void srest_free(srest *s)
     if (!s)
         return;
     while (s->list)
-        sop_free(s->list);
+        sop_free((sop *)s->list);
     free(s);
 }
 
@@ -138,10 +133,7 @@ static sop *sop_new(srest *s, const char *node, const char *job,
     o->arg = arg;
     str_copy(o->node, sizeof o->node, node ? node : "");
     str_copy(o->job, sizeof o->job, job ? job : "");
-    o->next = s->list;
-    if (s->list)
-        s->list->prev = o;
-    s->list = o;
+    exec_link_add(&s->list, &o->link);
     return o;
 }
 

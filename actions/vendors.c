@@ -10,7 +10,7 @@ typedef struct vop vop;
 typedef void (*vop_next)(vop *o, long status, const char *body);
 
 struct vop {
-    vop *prev, *next;
+    exec_link link; /* first: the executor's list of calls */
     vendors *v;
     exec_done_fn fn;
     void *arg;
@@ -22,7 +22,7 @@ struct vop {
 struct vendors {
     httpc *h;
     const ex_conf *c;
-    vop *list;
+    exec_link *list; /* calls in flight */
 };
 
 static const char *rq(const json_t *req, const char *k)
@@ -214,12 +214,7 @@ vendors *vn_new(httpc *h, const ex_conf *c)
 
 static void vop_free(vop *o)
 {
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        o->v->list = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
+    exec_link_del(&o->v->list, &o->link);
     json_decref(o->req);
     json_decref(o->args);
     free(o);
@@ -230,7 +225,7 @@ void vn_free(vendors *v)
     if (!v)
         return;
     while (v->list)
-        vop_free(v->list);
+        vop_free((vop *)v->list);
     free(v);
 }
 
@@ -466,10 +461,7 @@ int vn_call(vendors *v, const char *op, const json_t *args, const json_t *req,
     o->arg = arg;
     o->req = json_deep_copy(req);
     o->args = json_deep_copy(args);
-    o->next = v->list;
-    if (v->list)
-        v->list->prev = o;
-    v->list = o;
+    exec_link_add(&v->list, &o->link);
     if (start(o, op, err)) {
         vop_free(o);
         return -1;
