@@ -31,6 +31,7 @@ ms_of() { date -d "$(cut -d' ' -f1 <<< "$1")" +%s%3N; }
 
 one_run() {
   local r=$1 dir="$tmp/run$r"
+  local first=${#pids[@]}
   mkdir -p "$dir"
   redis-server --port 0 --unixsocket "$dir/redis.sock" --dir "$dir" \
     --appendonly yes --appendfsync always --save '' > "$dir/redis.out" 2>&1 & pids+=($!)
@@ -68,6 +69,8 @@ one_run() {
     grep ' failed: ' "$dir/act.err" | head -n 3 >&2
     echo "run $r: not all actions done" >&2; exit 1; }
   [ "$(grep -c '"violation"' "$dir/vendor.log" || true)" = 0 ] || { echo "run $r: requests broke the documented shape" >&2; exit 1; }
+  # this run's daemons go now (live_lib.sh's EXIT trap has the rest)
+  for p in "${pids[@]:$first}"; do kill "$p" 2>/dev/null || true; done
   local t0 t1
   t0=$(ms_of "$(grep -m1 ' request: ' "$dir/act.err")")
   t1=$(ms_of "$(grep ' notify done: ' "$dir/act.err" | tail -n 1)")
@@ -77,7 +80,9 @@ one_run() {
 
 rates=() cpus=()
 for r in $(seq 1 "$runs"); do
-  read -r v c <<< "$(one_run "$r")"
+  # not in $(...): its daemons must stay in this shell's pids
+  one_run "$r" > "$tmp/result$r"
+  read -r v c < "$tmp/result$r"
   echo "run $r: $n actions, $v actions/s, executor CPU $c ms/action" >&2
   rates+=("$v"); cpus+=("$c")
 done
