@@ -294,6 +294,7 @@ kfk_producer *kfk_producer_new(const char *brokers, cs_err *err)
         cs_err_set(err, "out of memory");
         return NULL;
     }
+    p->pipefd[0] = p->pipefd[1] = -1; /* until attached to a loop */
     if (!(conf = conf_new(kv, err)))
         goto fail;
     rd_kafka_conf_set_opaque(conf, p);
@@ -431,7 +432,7 @@ void kfk_producer_free(kfk_producer *p)
         event_free(p->wake);
     kfk_producer_flush(p, 5000);
     for (int i = 0; i < 2; i++)
-        if (p->pipefd[i] > 0)
+        if (p->pipefd[i] >= 0)
             close(p->pipefd[i]);
     rd_kafka_destroy(p->rk);
     free(p);

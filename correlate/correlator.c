@@ -186,8 +186,9 @@ static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
     const char *cluster =
         json_string_value(json_object_get(json_object_get(inc, "scope"),
                                           "cluster"));
+    json_t *scope = json_object_get(inc, "scope");
+    json_t *proposed = proposed_of(acts), *a;
     size_t i;
-    json_t *a;
 
     if (!cluster)
         cluster = "default";
@@ -195,7 +196,6 @@ static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
               cluster);
     outbox_put(c, &c->pend[c->npend - 1]);
     json_array_foreach(acts, i, a) {
-        json_t *scope = json_object_get(inc, "scope");
         char aid[32];
         pb_action_id(id, a, aid, sizeof aid);
         /* cluster and rack: what the executor's budgets count by */
@@ -210,12 +210,13 @@ static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
         /* what a notification shows beside the one action it carries */
         json_object_set(req, "status", json_object_get(inc, "status"));
         json_object_set(req, "root_cause", json_object_get(inc, "root_cause"));
-        json_object_set_new(req, "proposed", proposed_of(acts));
+        json_object_set(req, "proposed", proposed);
         pend_push(c, KFK_TOPIC_ACTIONS, id, json_dumps(req, JSON_COMPACT),
                   cluster);
         outbox_put(c, &c->pend[c->npend - 1]);
         json_decref(req);
     }
+    json_decref(proposed);
 }
 
 /* Produces what is pending, in order. Returns 1 when the producer queue is

@@ -128,17 +128,6 @@ req() {
 }
 
 aid() { printf 'act-%016d' "$1"; }
-audit() { kcat -b "$brokers" -C -t cascade.audit -o beginning -e -q 2>>"$tmp/kcat.err"; }
-
-until_event() {
-  for _ in $(seq 1 300); do
-    audit | jq -c --arg a "$1" --arg e "$2" 'select(.action == $a and .event == $e)' \
-      2>/dev/null | grep -q . && return 0
-    sleep 0.1
-  done
-  audit | jq -c --arg a "$1" 'select(.action == $a) | [.event, .detail]' | tail -n 20
-  fail "no '$2' audit record for $1"
-}
 
 # vendor SELECTOR: the vendor server's log entries jq selects
 vendor() { jq -c "select($1)" "$tmp/vendor.log"; }

@@ -65,21 +65,6 @@ request() {
   echo "$id"
 }
 
-audit() {
-  kcat -b "$brokers" -C -t cascade.audit -o beginning -e -q 2>>"$tmp/kcat.err"
-}
-
-# until_event ID EVENT: waits (30 s at most) for an audit record.
-until_event() {
-  for _ in $(seq 1 300); do
-    audit | jq -c --arg a "$1" --arg e "$2" 'select(.action == $a and .event == $e)' \
-      2>/dev/null | grep -q . && return 0
-    sleep 0.1
-  done
-  audit | jq -c --arg a "$1" 'select(.action == $a) | [.event, .detail]' | tail -n 20
-  fail "no '$2' audit record for $1"
-}
-
 start_act
 
 # 1. A drain on a canary node runs alone and really drains.

@@ -47,15 +47,6 @@ request() {
     kcat -b "$brokers" -P -t cascade.actions -k "inc-$1" 2>>"$tmp/kcat.err"
   printf 'act-%016d' "$1"
 }
-audit() { kcat -b "$brokers" -C -t cascade.audit -o beginning -e -q 2>>"$tmp/kcat.err"; }
-until_event() {
-  for _ in $(seq 1 300); do
-    audit | jq -c --arg a "$1" --arg e "$2" 'select(.action == $a and .event == $e)' | grep -q . && return 0
-    sleep 0.1
-  done
-  audit | jq -c --arg a "$1" 'select(.action == $a) | [.event, .detail]' | tail -n 20
-  fail "no '$2' audit record for $1"
-}
 rest_log() { grep -c "operations_router: .* $1" "$tmp/rest.err" || true; }
 
 # a job that runs on gpu-002

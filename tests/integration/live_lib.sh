@@ -80,3 +80,20 @@ expect_actions() {
   lost=$(comm -23 "$tmp/want.actions" "$tmp/got.actions")
   [ -z "$lost" ] || fail "action requests lost: $lost"
 }
+
+# audit: every record on cascade.audit so far (the executor's tests).
+audit() {
+  kcat -b "$brokers" -C -t cascade.audit -o beginning -e -q 2>>"$tmp/kcat.err"
+}
+
+# until_event ID EVENT: waits (30 s at most) for an audit record of the
+# action ID with that event; fails with the action's records when none.
+until_event() {
+  for _ in $(seq 1 300); do
+    audit | jq -c --arg a "$1" --arg e "$2" 'select(.action == $a and .event == $e)' \
+      2>/dev/null | grep -q . && return 0
+    sleep 0.1
+  done
+  audit | jq -c --arg a "$1" 'select(.action == $a) | [.event, .detail]' | tail -n 20
+  fail "no '$2' audit record for $1"
+}
