@@ -9,7 +9,7 @@
 static void help(FILE *f)
 {
     fprintf(f,
-        "usage: cascade replay [--redis ADDR] [--batch N] FILE...\n\n"
+        "usage: cascade replay [--redis ADDR] [--batch N] [--rules DIR] FILE...\n\n"
         "Runs signal files (JSON Lines, REPLAY.md) through the same parsers,\n"
         "classifier, Redis windows and rules as the live correlator, driven by\n"
         "each signal's own time, and prints the final state of every incident,\n"
@@ -17,7 +17,9 @@ static void help(FILE *f)
         "reads stdin; several files are merged by event time.\n\n"
         "  --redis ADDR  use this Redis (host:port or socket path); keys get a\n"
         "                per-run prefix. Default: a private redis-server.\n"
-        "  --batch N     signals per Redis pipeline (default 1000)\n\n"
+        "  --batch N     signals per Redis pipeline (default 1000)\n"
+        "  --rules DIR   the rule files of DIR instead of the built-in set\n"
+        "                (checked first, like 'cascade rules check')\n\n"
         "exit: 0 all lines accepted, 1 some lines rejected (see stderr),\n"
         "      2 the run failed\n");
 }
@@ -26,11 +28,14 @@ int cmd_replay(int argc, char **argv)
 {
     static const struct option opts[] = {{"redis", required_argument, 0, 'r'},
                                          {"batch", required_argument, 0, 'b'},
+                                         {"rules", required_argument, 0, 'R'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     replay_opts o = {.batch = 1000, .out = stdout};
     int c;
     char *end;
+    const char *rules = NULL;
+    cs_err err = {0};
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -45,6 +50,9 @@ int cmd_replay(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'R':
+            rules = optarg;
+            break;
         case 'h':
             help(stdout);
             return 0;
@@ -56,6 +64,10 @@ int cmd_replay(int argc, char **argv)
     if (optind >= argc) {
         fprintf(stderr, "cascade replay: no input file\n");
         help(stderr);
+        return 2;
+    }
+    if (rules && !(o.rules = cli_load_rules(rules, "cascade replay", &err))) {
+        fprintf(stderr, "cascade replay: %s\n", err.msg);
         return 2;
     }
     return replay_run(argv + optind, argc - optind, &o);

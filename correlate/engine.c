@@ -53,6 +53,7 @@ static void cs_free(void *p)
     strmap_free(cs->open_node, NULL);
     strmap_free(cs->open_job, NULL);
     strmap_free(cs->seen, free);
+    strmap_free(cs->corr, eng_corr_state_free);
     free(cs);
 }
 
@@ -103,6 +104,7 @@ void eng_free(engine *e)
     for (size_t i = 0; i < e->nold; i++)
         pb_catalog_free(e->old_cats[i]);
     free(e->old_cats);
+    eng_corr_index_free(e);
     state_free(e);
     free(e);
 }
@@ -169,6 +171,7 @@ cstate *eng_cs(engine *e, const char *cluster)
         cs->open_node = strmap_new();
         cs->open_job = strmap_new();
         cs->seen = strmap_new();
+        cs->corr = strmap_new();
         cs->seen_limit = SEEN_FLOOR;
         strmap_put(e->clusters, cluster, cs);
     }
@@ -291,7 +294,9 @@ node_info *eng_node_info(engine *e, const char *cluster, const char *host)
 }
 
 /* Indexed by fact_kind; the letters are stored in Redis, never reuse one. */
-const char eng_kind_code[] = "XDOAJICFNMTSHPR";
+const char eng_kind_code[] = "XDOAJICFNMTSHPRE";
+_Static_assert(sizeof eng_kind_code == FACT__COUNT + 1,
+               "one window letter per fact kind");
 
 entry *eng_win_push(node_win *w)
 {
@@ -1327,6 +1332,9 @@ static void on_fact(engine *e, const sig *s, const fact *f)
 {
     const char *same_gpu, *same_job, *ctx;
 
+    eng_corr_feed(e, s, f);
+    if (f->kind == FACT_EVENT)
+        return; /* for the correlation rules only */
     cluster_window(e, s, f);
     note_error(e, s, f);
     switch (f->kind) {
@@ -1401,6 +1409,7 @@ static void on_fact(engine *e, const sig *s, const fact *f)
         if (f->host[0])
             eng_win_add(e, s, f->host, f->kind, f->job, NULL, f->sig_id);
         break;
+    case FACT_EVENT:
     case FACT__COUNT:
         break;
     }
@@ -1467,6 +1476,7 @@ int eng_feed(engine *e, const sig *s)
         return 0;
     for (int i = 0; i < n; i++)
         on_fact(e, s, &facts[i]);
+    eng_corr_prune(e, s->cluster);
     return 1;
 }
 

@@ -137,6 +137,8 @@ typedef struct cstate {
     strmap *open_job;  /* job id or "name:" key -> incident (job-level) */
     strmap *seen;      /* signal id hex -> (int64_t *) ts */
     size_t seen_limit; /* prune the seen set when it reaches this size */
+    strmap *corr;      /* "SCENARIO/KIND|KEY" -> a correlation's state */
+    int64_t corr_pruned; /* event time of the last prune of corr */
 } cstate;
 
 struct engine {
@@ -161,7 +163,25 @@ struct engine {
     int64_t next_gap;   /* when the silent-host scan runs next */
     pb_catalog **old_cats; /* replaced rule sets, still referenced */
     size_t nold;
+    strmap *corr_index;         /* signature id -> the rules it feeds */
+    const pb_catalog *corr_cat; /* the rule set corr_index was built on */
 };
+
+/* Correlation rules (corr.c): a fact from a signature that a rule lists
+ * feeds that rule's state for its host or job; a complete rule opens or
+ * touches its scenario's incident. */
+void eng_corr_feed(engine *e, const sig *s, const fact *f);
+/* Drops states with nothing left in their window (at most once a minute
+ * of the cluster's event time). */
+void eng_corr_prune(engine *e, const char *cluster);
+void eng_corr_state_free(void *p);
+void eng_corr_index_free(engine *e);
+/* Restart: one member of a w:corr set, and one field of the corr hash;
+ * name is "SCENARIO/KIND|KEY". -1 when unreadable. */
+int eng_corr_restore_entry(engine *e, const char *cluster, const char *name,
+                           int64_t ts, const char *member);
+int eng_corr_restore_until(engine *e, const char *cluster, const char *name,
+                           const char *value);
 
 /* Window entry kinds as one letter, indexed by fact_kind. */
 extern const char eng_kind_code[];

@@ -735,7 +735,7 @@ static incident *advisory(engine *e, const sig *s, const fact *f,
 int eng_own_key(const char *key)
 {
     static const char *const own[] = {"rack:", "ghost:", "gap:", "driver:",
-                                      "nic:", "storm:"};
+                                      "nic:", "storm:", "corr:"};
     /* (job-scoped keys, "perf:", "cost:", "alloc:", live in open_job) */
 
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)

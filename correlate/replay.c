@@ -11,6 +11,7 @@
 #include "core/signal.h"
 #include "correlate/engine.h"
 #include "correlate/store.h"
+#include "rules/playbooks.h"
 
 /* One input file with one parsed signal of look-ahead, for the merge. */
 typedef struct source {
@@ -166,10 +167,12 @@ int replay_run(char **files, int nfiles, const replay_opts *o)
     const char *addr = o->redis;
     cs_err err = {{0}};
     int rc = 2;
+    struct pb_catalog *rules = o->rules; /* ours until the engine takes it */
 
     if (!addr) {
         if (!(rp = rproc_start(&err))) {
             fprintf(stderr, "cascade replay: %s\n", err.msg);
+            pb_catalog_free(rules);
             return 2;
         }
         addr = rproc_socket(rp);
@@ -179,8 +182,15 @@ int replay_run(char **files, int nfiles, const replay_opts *o)
     }
     base = event_base_new();
     if (!base || !(r.st = store_new(base, addr, prefix, &err)) ||
-        !(r.eng = eng_new(store_ops(), r.st, &err)) ||
-        open_sources(&r, files, nfiles))
+        !(r.eng = eng_new(store_ops(), r.st, &err)))
+        goto out;
+    if (rules) {
+        struct pb_catalog *cat = rules;
+        rules = NULL; /* eng_set_catalog takes it, also on error */
+        if (eng_set_catalog(r.eng, cat, &err))
+            goto out;
+    }
+    if (open_sources(&r, files, nfiles))
         goto out;
     r.next = event_new(base, -1, 0, next_batch, &r);
     event_active(r.next, 0, 0);
@@ -201,5 +211,6 @@ out:
     if (base)
         event_base_free(base);
     rproc_stop(rp);
+    pb_catalog_free(rules);
     return rc;
 }

@@ -10,6 +10,7 @@ typedef struct replay_opts {
     const char *redis; /* NULL: start a private redis-server */
     size_t batch;      /* signals per Redis pipeline */
     FILE *out;
+    struct pb_catalog *rules; /* NULL: the built-in set; else taken over */
 } replay_opts;
 
 /* 0: every line accepted; 1: some lines rejected (reported on stderr);

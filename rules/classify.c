@@ -78,6 +78,7 @@ static const char *const fact_names[FACT__COUNT] = {
     [FACT_HOST_OOM] = "host_oom",
     [FACT_PROGRESS] = "progress",
     [FACT_RECOVERY] = "recovery",
+    [FACT_EVENT] = "event",
 };
 
 const char *cls_fact_name(fact_kind k)
@@ -285,6 +286,8 @@ static void take_fields(const classifier *c, const pb_signature *g,
 
 /* The first signature of this source that matches text; NULL when none.
  * only >= 0 restricts the search to one fact kind. */
+static int is_frame_line(const char *l);
+
 static const pb_signature *first_match(const classifier *c, int source,
                                        const char *text, int only)
 {
@@ -300,6 +303,24 @@ static const pb_signature *first_match(const classifier *c, int source,
             return &g[i];
     }
     return NULL;
+}
+
+int cls_edge_keep(const classifier *c, int source, const char *line)
+{
+    const char *t = line;
+
+    if (first_match(c, source, line, -1))
+        return 1;
+    if (source == SRC_KERNEL)
+        return strstr(line, "NVRM: ") != NULL; /* a wrapped message's part */
+    if (source != SRC_APP)
+        return 0;
+    if (t[0] == '[' && pcre2_match(c->re[RE_RANK], (PCRE2_SPTR)t,
+                                   PCRE2_ZERO_TERMINATED, 0, 0, c->md,
+                                   NULL) >= 0)
+        t += pcre2_get_ovector_pointer(c->md)[1];
+    return is_frame_line(t) ||
+           strncmp(t, "Traceback (most recent call last)", 33) == 0;
 }
 
 const char *cls_text(const sig *s, char *buf, size_t len)

@@ -31,6 +31,8 @@ typedef enum {
     FACT_RECOVERY,   /* a node is back (the scheduler or Kubernetes says
                       * so), or an alert resolved (scenario: the fault that
                       * ended) */
+    FACT_EVENT,      /* evidence for correlation rules only (rule files'
+                      * `correlations:`); opens nothing on its own */
     FACT__COUNT
 } fact_kind;
 
@@ -79,6 +81,13 @@ void cls_take_state(classifier *to, classifier *from);
  * Lines that belong to an unfinished multi-line message give no fact until
  * the message is complete. */
 int cls_classify(classifier *c, const sig *s, fact *out);
+
+/* The collector's filter: whether a text line of this source can matter
+ * to the correlator (a signature of the source matches it, or it may be
+ * part of a multi-line message the classifier assembles: an NVRM kernel
+ * line, a traceback or an indented line of a job). Stateless; what it
+ * drops could make no fact. */
+int cls_edge_keep(const classifier *c, int source, const char *line);
 
 /* A report (a signature with `report: true`) gives its fact once its
  * indented lines are read: call this before cls_classify with each signal

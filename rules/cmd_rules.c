@@ -20,15 +20,17 @@ static int rules_check(const char *dir)
 {
     pb_catalog *c = pb_catalog_new();
     int errors = pb_catalog_load_dir(c, dir, print_error, NULL);
-    size_t n = pb_catalog_count(c), nsig, nplay;
+    size_t n = pb_catalog_count(c), nsig, nplay, ncorr;
 
     pb_signatures(c, &nsig);
     pb_playbooks(c, &nplay);
+    pb_correlations(c, &ncorr);
     pb_catalog_free(c);
     if (errors < 0)
         return 2;
-    printf("%s: %zu scenarios, %zu signatures, %zu playbooks, %d error%s\n",
-           dir, n, nsig, nplay, errors, errors == 1 ? "" : "s");
+    printf("%s: %zu scenarios, %zu signatures, %zu correlations, %zu "
+           "playbooks, %d error%s\n", dir, n, nsig, ncorr, nplay, errors,
+           errors == 1 ? "" : "s");
     return errors ? 1 : 0;
 }
 

@@ -34,6 +34,8 @@ struct pb_catalog {
     char tracked_where[160];
     pb_playbook *plays;
     size_t nplays, capplays;
+    pb_correlation *corrs;
+    size_t ncorrs, capcorrs;
 };
 
 /* One file being read: its document and where problems go. */
@@ -64,6 +66,13 @@ static void problem(reader *r, const yaml_node_t *n, const char *fmt, ...)
 }
 
 static void free_playbook(pb_playbook *p);
+
+static void free_correlation(pb_correlation *k)
+{
+    free((char *)k->scenario);
+    for (int i = 0; i < k->nevents; i++)
+        free((char *)k->events[i]);
+}
 
 pb_catalog *pb_catalog_new(void)
 {
@@ -113,6 +122,9 @@ void pb_catalog_free(pb_catalog *c)
         free_signature(&c->sigs[i]);
     for (size_t i = 0; i < c->nxids; i++)
         free((char *)c->xids[i].scenario);
+    for (size_t i = 0; i < c->ncorrs; i++)
+        free_correlation(&c->corrs[i]);
+    free(c->corrs);
     free(c->v);
     free(c->sigs);
     free(c->xids);
@@ -140,6 +152,20 @@ const pb_signature *pb_signatures(const pb_catalog *c, size_t *n)
 {
     *n = c->nsigs;
     return c->sigs;
+}
+
+const pb_correlation *pb_correlations(const pb_catalog *c, size_t *n)
+{
+    *n = c->ncorrs;
+    return c->corrs;
+}
+
+static const char *const corr_kinds[] = {"threshold", "sequence", "group"};
+static const char *const corr_bys[] = {"host", "job"};
+
+const char *pb_corr_kind_name(pb_corr_kind k)
+{
+    return (unsigned)k < 3 ? corr_kinds[k] : "?";
 }
 
 const pb_signature *pb_signature_find(const pb_catalog *c, const char *id)
@@ -1238,11 +1264,101 @@ static void read_playbook(reader *r, pb_catalog *c, yaml_node_t *n)
     push_playbook(c, &p);
 }
 
+/* correlations: [{scenario, kind, by, events: [sig ids], count, window}].
+ * Names are checked against the whole catalog in pb_catalog_link. */
+static void read_correlation(reader *r, pb_catalog *c, yaml_node_t *n)
+{
+    static const char *const keys[] = {"scenario", "kind", "by", "events",
+                                       "count", "window", NULL};
+    pb_correlation k = {0};
+    yaml_node_t *evs = get(r, n, "events"), *cn = get(r, n, "count");
+    const char *sc = scalar(get(r, n, "scenario"));
+    int before = r->errors, kind, by;
+    size_t nev;
+
+    if (!n || n->type != YAML_MAPPING_NODE) {
+        problem(r, n, "a correlation is a mapping (scenario, kind, by, "
+                      "events, window)");
+        return;
+    }
+    only_keys(r, n, "a correlation", keys);
+    if (!sc || !*sc)
+        problem(r, n, "correlation: 'scenario' (what it opens) is required");
+    kind = pick(scalar(get(r, n, "kind")), corr_kinds, 3);
+    if (kind < 0)
+        problem(r, node_or(get(r, n, "kind"), n), "correlation %s: kind must "
+                "be threshold, sequence or group", sc ? sc : "?");
+    by = pick(scalar(get(r, n, "by")), corr_bys, 2);
+    if (by < 0)
+        problem(r, node_or(get(r, n, "by"), n), "correlation %s: by must be "
+                "host or job", sc ? sc : "?");
+    k.window = duration_ms(scalar(get(r, n, "window")));
+    if (k.window < 0)
+        problem(r, node_or(get(r, n, "window"), n), "correlation %s: window "
+                "must be a duration such as 60s or 5m", sc ? sc : "?");
+    nev = evs && evs->type == YAML_SEQUENCE_NODE ? seq_len(evs) : 0;
+    if (nev == 0 || nev > PB_CORR_MAX_EVENTS) {
+        problem(r, node_or(evs, n), "correlation %s: events must list 1 to "
+                "%d signature ids", sc ? sc : "?", PB_CORR_MAX_EVENTS);
+        nev = 0;
+    }
+    for (size_t i = 0; i < nev; i++) {
+        yaml_node_t *ev = seq_at(r, evs, i);
+        const char *id = scalar(ev);
+        if (!id || !*id) {
+            problem(r, ev, "correlation %s: an event is a signature id",
+                    sc ? sc : "?");
+            continue;
+        }
+        for (int j = 0; j < k.nevents; j++)
+            if (!strcmp(k.events[j], id))
+                problem(r, ev, "correlation %s: event %s listed twice",
+                        sc ? sc : "?", id);
+        k.events[k.nevents++] = strdup(id);
+    }
+    if (kind == PB_CORR_THRESHOLD) {
+        const char *v = scalar(cn);
+        char *end = NULL;
+        long cnt = v ? strtol(v, &end, 10) : 0;
+        if (!v || *end || cnt < 2 || cnt > 100000)
+            problem(r, node_or(cn, n), "correlation %s: a threshold needs "
+                    "count: 2 or more", sc ? sc : "?");
+        if (nev > 1)
+            problem(r, evs, "correlation %s: a threshold counts one event "
+                    "(list the others in a group)", sc ? sc : "?");
+        k.count = (int)cnt;
+    } else if (kind >= 0) {
+        if (cn)
+            problem(r, cn, "correlation %s: count is for a threshold only",
+                    sc ? sc : "?");
+        if (nev == 1)
+            problem(r, evs, "correlation %s: a %s needs two events or more",
+                    sc ? sc : "?", corr_kinds[kind]);
+    }
+    if (r->errors != before) {
+        free_correlation(&k);
+        return;
+    }
+    k.scenario = strdup(sc);
+    k.kind = (pb_corr_kind)kind;
+    k.by = (pb_corr_by)by;
+    snprintf(k.where, sizeof k.where, "%s:%zu:%zu", r->name,
+             n->start_mark.line + 1, n->start_mark.column + 1);
+    if (c->ncorrs == c->capcorrs) {
+        c->capcorrs = c->capcorrs ? c->capcorrs * 2 : 8;
+        c->corrs = realloc(c->corrs, c->capcorrs * sizeof *c->corrs);
+        if (!c->corrs)
+            abort();
+    }
+    c->corrs[c->ncorrs++] = k;
+}
+
 static void read_doc(reader *r, pb_catalog *c)
 {
     static const char *const keys[] = {"family",    "scenarios",
                                        "signatures", "xid_codes",
-                                       "xid_tracked", "playbooks", NULL};
+                                       "xid_tracked", "playbooks",
+                                       "correlations", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc);
     yaml_node_t *list;
 
@@ -1278,6 +1394,12 @@ static void read_doc(reader *r, pb_catalog *c)
         for (yaml_node_item_t *i = list->data.sequence.items.start;
              i < list->data.sequence.items.top; i++)
             read_signature(r, c, yaml_document_get_node(&r->doc, *i));
+    list = get(r, root, "correlations");
+    if (list && list->type != YAML_SEQUENCE_NODE)
+        problem(r, list, "'correlations' must be a list");
+    else if (list)
+        for (size_t i = 0; i < seq_len(list); i++)
+            read_correlation(r, c, seq_at(r, list, i));
 }
 
 int pb_catalog_add(pb_catalog *c, const char *name, const char *text,
@@ -1342,6 +1464,34 @@ static int link_playbooks(pb_catalog *c, pb_error_fn fn, void *arg)
     return errors;
 }
 
+/* A correlation's scenario and events exist once every file is read. */
+static int link_correlations(pb_catalog *c, pb_error_fn fn, void *arg)
+{
+    int errors = 0;
+    char msg[300];
+
+    for (size_t i = 0; i < c->ncorrs; i++) {
+        const pb_correlation *k = &c->corrs[i];
+        if (!pb_find(c, k->scenario)) {
+            snprintf(msg, sizeof msg, "correlation: scenario '%s' is not in "
+                     "the catalog", k->scenario);
+            errors++;
+            if (fn)
+                fn(arg, k->where, msg);
+        }
+        for (int j = 0; j < k->nevents; j++) {
+            if (pb_signature_find(c, k->events[j]))
+                continue;
+            snprintf(msg, sizeof msg, "correlation %s: event '%s' is not a "
+                     "signature of the catalog", k->scenario, k->events[j]);
+            errors++;
+            if (fn)
+                fn(arg, k->where, msg);
+        }
+    }
+    return errors;
+}
+
 /* Checks what crosses files: every scenario a signature, an example or an
  * Xid code names must exist once all files are read. */
 int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
@@ -1373,6 +1523,7 @@ int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
         }
     }
     errors += link_playbooks(c, fn, arg);
+    errors += link_correlations(c, fn, arg);
     if (c->same_gpu && (!pb_find(c, c->same_gpu) || !pb_find(c, c->same_job))) {
         snprintf(msg, sizeof msg, "xid_tracked: scenario '%s' or '%s' is not "
                  "in the catalog", c->same_gpu, c->same_job);

@@ -114,6 +114,33 @@ typedef struct pb_signature {
     int nexamples;
 } pb_signature;
 
+/* A correlation over signatures (`correlations:` in a rule file): the
+ * events are signature ids, counted per key (the fact's host or job) in
+ * event time; when it completes it opens (or touches) the scenario's
+ * incident for that key, then ignores the key's events until the window
+ * that fired has passed (SEC's semantics, so the counts compare).
+ *   threshold: `count` events of the one signature within `window`
+ *   sequence:  the signatures in the order listed, first to last within
+ *              `window`; a repeat of the first while waiting keeps the
+ *              earliest, a late last one clears the wait
+ *   group:     every signature at least once, in any order, within
+ *              `window` */
+typedef enum { PB_CORR_THRESHOLD, PB_CORR_SEQUENCE, PB_CORR_GROUP } pb_corr_kind;
+typedef enum { PB_BY_HOST, PB_BY_JOB } pb_corr_by;
+#define PB_CORR_MAX_EVENTS 8
+
+typedef struct pb_correlation {
+    const char *scenario; /* what it opens; a scenario of the catalog */
+    pb_corr_kind kind;
+    pb_corr_by by;
+    const char *events[PB_CORR_MAX_EVENTS]; /* signature ids */
+    int nevents;
+    int count;      /* threshold: events needed (>= 2) */
+    int64_t window; /* ms */
+    char where[160]; /* FILE:LINE:COL, for the checks after loading */
+} pb_correlation;
+
+
 /* ---- playbooks (rules/playbooks.yaml): what an action does when an
  * executor runs it (seed 003's runbook metadata) ---- */
 
@@ -226,6 +253,10 @@ const char *pb_mode_name(pb_mode m);
 /* The calls a playbook makes (or undoes, rollback) on a cluster of this
  * scheduler: its own when it has them, else those for any; NULL: none. */
 const pb_calls *pb_calls_for(const pb_calls set[PB_ON__COUNT], pb_backend b);
+
+/* Correlations in file order. */
+const pb_correlation *pb_correlations(const pb_catalog *c, size_t *n);
+const char *pb_corr_kind_name(pb_corr_kind k);
 
 /* NULL for an id the catalog does not have. */
 const pb_signature *pb_signature_find(const pb_catalog *c, const char *id);
