@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "actions/printer.h"
@@ -17,6 +18,7 @@
 #include "core/log.h"
 #include "core/redisproc.h"
 #include "correlate/correlator.h"
+#include "rules/classify.h"
 #include "rules/playbooks.h"
 #include "ingest/filein.h"
 #include "ingest/webhook.h"
@@ -32,7 +34,9 @@ typedef struct live {
     correlator *corr;
     webhook *wh;
     act_printer *printer;
-    struct event *sigint, *sigterm, *sighup, *stop_timer;
+    struct event *sigint, *sigterm, *sighup, *stop_timer, *drain_timer;
+    struct event *sigusr1;
+    int drained; /* --drain: the backlog was read and committed */
 } live;
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)
@@ -147,6 +151,10 @@ static int defaults_start(live *l, cs_err *err)
     if (!l->brokers) {
         if (!(l->broker = kfk_broker_start(0, err)))
             return -1;
+        if (kfk_broker_attach(l->broker, l->base)) {
+            cs_err_set(err, "cannot schedule the embedded broker's socket sweep");
+            return -1;
+        }
         l->brokers = kfk_broker_bootstrap(l->broker);
         printf("kafka: embedded broker at %s (librdkafka mock cluster; "
                "development only)\n", l->brokers);
@@ -158,7 +166,8 @@ static int defaults_start(live *l, cs_err *err)
         printf("redis: private redis-server at %s\n", l->redis_addr);
     }
     fflush(stdout);
-    if (!(l->prod = kfk_producer_new(l->brokers, err)) ||
+    if (!(l->prod = kfk_producer_new_linger(l->brokers, l->cfg.linger_ms,
+                                            err)) ||
         kfk_producer_attach(l->prod, l->base))
         return -1;
     l->sigint = evsignal_new(l->base, SIGINT, on_stop, l);
@@ -168,6 +177,66 @@ static int defaults_start(live *l, cs_err *err)
     event_add(l->sigterm, NULL);
     event_add(l->sighup, NULL);
     return 0;
+}
+
+/* --drain: every 20 ms, whether the backlog is done; then the offsets
+ * are committed (waited for) and the loop ends. */
+#define DRAIN_CHECK_US 20000
+#define DRAIN_COMMIT_MS 10000
+
+/* Resident memory, for the log line a drain ends with (-1: unknown). */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = -1, rss = -1;
+
+    if (f && fscanf(f, "%ld %ld", &pages, &rss) != 2)
+        rss = -1;
+    if (f)
+        fclose(f);
+    return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void on_drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    live *l = arg;
+    struct timeval tv = {0, DRAIN_CHECK_US};
+    cs_err err;
+
+    (void)fd;
+    (void)what;
+    if (!corr_drained(l->corr)) {
+        evtimer_add(l->drain_timer, &tv);
+        return;
+    }
+    if (corr_commit_wait(l->corr, DRAIN_COMMIT_MS, &err)) {
+        log_error("cascade", "drained, but %s", err.msg);
+    } else {
+        l->drained = 1;
+        log_info("cascade", "drained: every partition read to its end, "
+                            "outputs delivered, offsets committed (rss %ld "
+                            "KiB)", rss_kib());
+    }
+    event_base_loopbreak(l->base);
+}
+
+static void drain_when_done(live *l)
+{
+    struct timeval tv = {0, DRAIN_CHECK_US};
+
+    if (!l->drain_timer)
+        l->drain_timer = evtimer_new(l->base, on_drain_check, l);
+    if (!evtimer_pending(l->drain_timer, NULL))
+        evtimer_add(l->drain_timer, &tv);
+}
+
+/* SIGUSR1: finish what is on the topic now, then exit (as --drain). */
+static void on_usr1(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    log_info("cascade", "SIGUSR1: draining the backlog, then exiting");
+    drain_when_done(arg);
 }
 
 static void stop_after(live *l, int seconds)
@@ -199,9 +268,13 @@ static void live_free(live *l)
         event_free(l->sigterm);
     if (l->sighup)
         event_free(l->sighup);
+    if (l->sigusr1)
+        event_free(l->sigusr1);
     explicit_bzero(l->cfg.token, sizeof l->cfg.token);
     if (l->stop_timer)
         event_free(l->stop_timer);
+    if (l->drain_timer)
+        event_free(l->drain_timer);
     if (l->base)
         event_base_free(l->base);
     kfk_broker_stop(l->broker);
@@ -223,22 +296,29 @@ static int correlator_start(live *l, const char *who, corr_opts *o,
     memset(o, 0, sizeof *o);
     o->group = l->cfg.group;
     o->batch = (size_t)l->cfg.batch;
+    o->fetch_wait_ms = l->cfg.fetch_wait_ms;
     if (!(o->rules = cli_load_rules(l->cfg.rules_dir, who, err))) {
         fprintf(stderr, "%s: %s\n", who, err->msg);
         live_free(l);
         return 2;
     }
+    static const char *const outputs[] = {KFK_TOPIC_INCIDENTS,
+                                          KFK_TOPIC_ACTIONS,
+                                          KFK_TOPIC_DEADLETTER, NULL};
     if (defaults_start(l, err)) {
         pb_catalog_free(o->rules);
         return fail(l, who, err);
     }
+    /* Not fatal: the first outputs then wait for the metadata instead. */
+    if (kfk_producer_warm(l->prod, outputs, 5000, err))
+        log_warn(who, "output topics not ready yet: %s", err->msg);
     o->brokers = l->brokers;
     o->redis = l->redis_addr;
     return 0;
 }
 
 enum { OPT_BROKERS = 1, OPT_REDIS, OPT_GROUP, OPT_FOR, OPT_TOKEN, OPT_LISTEN,
-       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_CONFIG, OPT_HELP };
+       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_CONFIG, OPT_DRAIN, OPT_HELP };
 
 static const struct option live_opts[] = {
     {"brokers", required_argument, 0, OPT_BROKERS},
@@ -251,12 +331,14 @@ static const struct option live_opts[] = {
     {"feed", required_argument, 0, OPT_FEED},
     {"batch", required_argument, 0, OPT_BATCH},
     {"config", required_argument, 0, OPT_CONFIG},
+    {"drain", no_argument, 0, OPT_DRAIN},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
 typedef struct live_args {
     const char *brokers, *redis, *group, *token, *listen, *feed, *config;
     int seconds, port, help, batch; /* port, batch: -1 when not given */
+    int drain;
 } live_args;
 
 static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
@@ -284,6 +366,7 @@ static int parse_live(int argc, char **argv, live_args *a, const char *allowed)
         case OPT_LISTEN: a->listen = optarg; break;
         case OPT_FEED: a->feed = optarg; break;
         case OPT_CONFIG: a->config = optarg; break;
+        case OPT_DRAIN: a->drain = 1; break;
         case OPT_FOR:
         case OPT_BATCH:
         case OPT_PORT: {
@@ -373,14 +456,15 @@ int cmd_correlate(int argc, char **argv)
     live l = {0};
     cs_err err = {{0}};
     char allowed[] = {OPT_BROKERS + '0', OPT_REDIS + '0', OPT_GROUP + '0',
-                      OPT_FOR + '0', OPT_BATCH + '0', OPT_CONFIG + '0', 0};
+                      OPT_FOR + '0', OPT_BATCH + '0', OPT_CONFIG + '0',
+                      OPT_DRAIN + '0', 0};
 
     if (parse_live(argc, argv, &a, allowed))
         return 2;
     if (a.help) {
         printf("usage: cascade correlate [--brokers LIST] [--redis ADDR] "
                "[--group NAME] [--batch N] [--config FILE]\n"
-               "                         [--for SECONDS]\n\n"
+               "                         [--for SECONDS] [--drain]\n\n"
                "Consumes cascade.signals in a consumer group, keeps windows in\n"
                "Redis, publishes incidents to cascade.incidents and action\n"
                "requests to cascade.actions; undecodable messages go to\n"
@@ -390,7 +474,11 @@ int cmd_correlate(int argc, char **argv)
                "outputs a killed predecessor may not have delivered.\n\n"
                COMMON_HELP
                "  --group NAME    consumer group (default cascade-correlate)\n"
-               "  --batch N       most signals per batch (default 1000)\n");
+               "  --batch N       most signals per batch (default 1000)\n"
+               "  --drain         exit once every partition is read to its end,\n"
+               "                  its outputs delivered and offsets committed\n"
+               "                  (a backfill; exit 1 when the commit failed);\n"
+               "                  SIGUSR1 does the same at any time\n");
         return 0;
     }
     if (live_config(&l, &a, "correlate"))
@@ -404,9 +492,14 @@ int cmd_correlate(int argc, char **argv)
     printf("correlate: consuming %s\n", KFK_TOPIC_SIGNALS);
     fflush(stdout);
     stop_after(&l, a.seconds);
+    l.sigusr1 = evsignal_new(l.base, SIGUSR1, on_usr1, &l);
+    event_add(l.sigusr1, NULL);
+    if (a.drain)
+        drain_when_done(&l);
     event_base_dispatch(l.base);
+    rc = (a.drain || l.drain_timer) && !l.drained ? 1 : 0;
     live_free(&l);
-    return 0;
+    return rc;
 }
 
 int cmd_broker(int argc, char **argv)
@@ -541,6 +634,114 @@ static int ingest_file(int argc, char **argv)
     return rc < 0 ? 2 : rc;
 }
 
+static void ingest_log_help(FILE *f)
+{
+    fprintf(f,
+        "usage: cascade ingest log --brokers LIST [--cluster NAME] [--year N]\n"
+        "                          [--rules DIR] [--all] FILE...\n\n"
+        "The collector for raw log files: reads lines as syslog writes them\n"
+        "(\"TIME HOST [job=ID] PROGRAM[PID]: TEXT\", TIME in RFC 3339 or\n"
+        "'Mmm dd HH:MM:SS'), makes each a signal of its source (kernel;\n"
+        "slurmctld, slurmd, slurmstepd: slurm; raylet, gcs_server: ray;\n"
+        "others: app) and publishes it to cascade.signals, keyed by cluster.\n"
+        "Lines that no signature of the rule set could take are dropped here,\n"
+        "at the edge, and counted; a line that cannot be parsed is reported\n"
+        "as FILE:LINE: reason and sent to cascade.deadletter.\n\n"
+        "  --cluster NAME  the signals' cluster (default: default)\n"
+        "  --year N        year of traditional syslog times (default: this\n"
+        "                  year, UTC)\n"
+        "  --rules DIR     the rule set the edge filter reads (default: the\n"
+        "                  built-in set; give the correlator's rules.dir)\n"
+        "  --all           publish every parsed line (no edge filter)\n\n"
+        "exit: 0 all lines taken, 1 some rejected, 2 failure\n");
+}
+
+static int ingest_log(int argc, char **argv)
+{
+    static const struct option opts[] = {{"brokers", required_argument, 0, 'b'},
+                                         {"cluster", required_argument, 0, 'c'},
+                                         {"year", required_argument, 0, 'y'},
+                                         {"rules", required_argument, 0, 'r'},
+                                         {"all", no_argument, 0, 'a'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *brokers = NULL, *rules = "";
+    fin_opts fo = {.format = FIN_SYSLOG};
+    fin_stats st, sum = {0};
+    pb_catalog *cat = NULL;
+    classifier *cls = NULL;
+    kfk_producer *p = NULL;
+    cs_err err = {{0}};
+    int c, rc = 2, all = 0, worst = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+    char *end;
+
+    gmtime_r(&now, &tm);
+    fo.year = tm.tm_year + 1900;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            brokers = optarg;
+            break;
+        case 'c':
+            fo.cluster = optarg;
+            break;
+        case 'y':
+            fo.year = (int)strtol(optarg, &end, 10);
+            if (*end || fo.year < 1970 || fo.year > 9999) {
+                fprintf(stderr, "cascade ingest log: --year wants 1970..9999, "
+                                "not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'r':
+            rules = optarg;
+            break;
+        case 'a':
+            all = 1;
+            break;
+        case 'h':
+            ingest_log_help(stdout);
+            return 0;
+        default:
+            ingest_log_help(stderr);
+            return 2;
+        }
+    }
+    if (!brokers || optind >= argc) {
+        fprintf(stderr, "cascade ingest log: needs --brokers and a FILE\n");
+        return 2;
+    }
+    if (!all && (!(cat = cli_load_rules(rules, "ingest log", &err)) ||
+                 !(cls = cls_new(cat, &err))))
+        goto out;
+    fo.edge = cls;
+    if (!(p = kfk_producer_new(brokers, &err)))
+        goto out;
+    for (int i = optind; i < argc; i++) {
+        int r = fin_publish_opts(argv[i], &fo, p, &st, &err);
+        fprintf(stderr, "ingest log: %s: %lu lines, %lu published, %lu "
+                "dropped by the edge filter, %lu rejected\n",
+                strcmp(argv[i], "-") ? argv[i] : "<stdin>", st.lines,
+                st.published, st.dropped, st.rejected);
+        sum.lines += st.lines;
+        sum.published += st.published;
+        if (r < 0)
+            goto out;
+        worst = r > worst ? r : worst;
+    }
+    rc = worst;
+out:
+    if (rc == 2 && err.msg[0])
+        fprintf(stderr, "cascade ingest log: %s\n", err.msg);
+    kfk_producer_free(p);
+    cls_free(cls);
+    pb_catalog_free(cat);
+    return rc;
+}
+
 static int ingest_webhook(int argc, char **argv)
 {
     live_args a;
@@ -594,13 +795,17 @@ int cmd_ingest(int argc, char **argv)
         return ingest_file(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "webhook") == 0)
         return ingest_webhook(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "log") == 0)
+        return ingest_log(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: cascade ingest webhook|file [--help] ...\n\n"
+        printf("usage: cascade ingest webhook|file|log [--help] ...\n\n"
                "  webhook  Alertmanager webhook receiver -> cascade.signals\n"
-               "  file     publish a signal JSONL file -> cascade.signals\n");
+               "  file     publish a signal JSONL file -> cascade.signals\n"
+               "  log      raw log files (syslog lines), filtered at the edge\n"
+               "           -> cascade.signals\n");
         return 0;
     }
-    fprintf(stderr, "usage: cascade ingest webhook|file ... (--help)\n");
+    fprintf(stderr, "usage: cascade ingest webhook|file|log ... (--help)\n");
     return 2;
 }
 
@@ -618,7 +823,10 @@ int cmd_config(int argc, char **argv)
                "              line and column of the first problem\n"
                "  defaults    print the embedded defaults as a config file\n\n"
                "Sections and keys:\n"
-               "  kafka:   brokers (\"\" = embedded broker), group, batch\n"
+               "  kafka:   brokers (\"\" = embedded broker), group, batch,\n"
+               "           linger_ms (producers, default 5), fetch_wait_ms\n"
+               "           (consumers, default 100; the embedded broker answers\n"
+               "           a waiting fetch only when the wait is over)\n"
                "  redis:   address (host:port or socket; \"\" = private server)\n"
                "  webhook: listen, port, token | token_file, max_body,\n"
                "           max_headers (sizes: 65536, 64KiB, 1MiB),\n"

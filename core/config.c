@@ -8,6 +8,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/kafka.h"
 #include "core/log.h"
 #include "core/str.h"
 
@@ -16,6 +17,8 @@ void cfg_defaults(cs_config *c)
     memset(c, 0, sizeof *c);
     str_copy(c->group, sizeof c->group, "cascade-correlate");
     c->batch = 1000;
+    c->linger_ms = KFK_DEFAULT_LINGER_MS;
+    c->fetch_wait_ms = KFK_DEFAULT_FETCH_WAIT_MS;
     str_copy(c->listen, sizeof c->listen, "127.0.0.1");
     c->port = 9095;
     c->max_body = 1 << 20;
@@ -42,6 +45,8 @@ static const key keys[] = {
     STR("kafka", "brokers", brokers),
     STR("kafka", "group", group),
     INT("kafka", "batch", batch, 1, 100000),
+    INT("kafka", "linger_ms", linger_ms, 0, 1000),
+    INT("kafka", "fetch_wait_ms", fetch_wait_ms, 1, 10000),
     STR("redis", "address", redis),
     STR("webhook", "listen", listen),
     INT("webhook", "port", port, 0, 65535),
@@ -302,9 +307,10 @@ void cfg_print(const cs_config *c, void *stdio_file)
     static const char *const lvl[] = {"error", "warn", "info", "debug"};
     FILE *f = stdio_file;
 
-    fprintf(f, "kafka:\n  brokers: \"%s\"%s\n  group: %s\n  batch: %d\n",
+    fprintf(f, "kafka:\n  brokers: \"%s\"%s\n  group: %s\n  batch: %d\n"
+               "  linger_ms: %d\n  fetch_wait_ms: %d\n",
             c->brokers, c->brokers[0] ? "" : "   # embedded broker", c->group,
-            c->batch);
+            c->batch, c->linger_ms, c->fetch_wait_ms);
     fprintf(f, "redis:\n  address: \"%s\"%s\n", c->redis,
             c->redis[0] ? "" : "   # private redis-server");
     fprintf(f, "webhook:\n  listen: %s\n  port: %d\n  token: %s\n"

@@ -2,7 +2,7 @@
  * command-line flags. Loading validates everything and names the file,
  * line and column of the first problem; nothing half-loaded is returned.
  *
- *   kafka:   brokers, group, batch
+ *   kafka:   brokers, group, batch, linger_ms, fetch_wait_ms
  *   redis:   address
  *   webhook: listen, port, token | token_file, max_body, max_headers,
  *            max_connections, timeout_s
@@ -21,6 +21,8 @@ typedef struct cs_config {
     char brokers[512];
     char group[128];
     int batch;
+    int linger_ms;     /* producers: librdkafka linger.ms */
+    int fetch_wait_ms; /* consumers: fetch.wait.max.ms */
     char redis[512];
     char listen[64];
     int port;

@@ -1,7 +1,12 @@
 #include "core/kafka.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,7 @@ struct kfk_broker {
     rd_kafka_t *rk; /* owns the mock cluster */
     rd_kafka_mock_cluster_t *mc;
     char bootstrap[128];
+    struct event *sweep;
 };
 
 struct kfk_producer {
@@ -48,6 +54,11 @@ struct kfk_consumer {
     char *topic;
     kfk_assign_fn on_assign;
     void *assign_arg;
+    /* Drain: per owned partition, the offset it must be read up to (the
+     * end when the drain began; -1: nothing new), and whether taken. */
+    int64_t *target;
+    size_t ntarget;
+    int marked;
 };
 
 /* ---- shared configuration ---------------------------------------------- */
@@ -207,10 +218,52 @@ const char *kfk_broker_bootstrap(const kfk_broker *b)
     return b->bootstrap;
 }
 
+/* The mock cluster writes its responses with Nagle on: a response that
+ * follows one the client has not acknowledged yet waits for the client's
+ * delayed ACK, about 40 ms (seen as 50 ms per correlator batch). Its
+ * sockets are private to librdkafka, so every TCP socket of this process
+ * gets TCP_NODELAY, new ones within the sweep period. Ours gain from it
+ * too (request/response everywhere). */
+#define KFK_SWEEP_MS 100
+
+static void nodelay_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    int one = 1;
+
+    (void)fd;
+    (void)what;
+    (void)arg;
+    if (!d)
+        return;
+    while ((de = readdir(d))) {
+        struct stat st;
+        int n = atoi(de->d_name);
+        if (de->d_name[0] == '.' || fstat(n, &st) || !S_ISSOCK(st.st_mode))
+            continue;
+        (void)setsockopt(n, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    closedir(d);
+}
+
+int kfk_broker_attach(kfk_broker *b, struct event_base *base)
+{
+    struct timeval tv = {0, KFK_SWEEP_MS * 1000};
+
+    b->sweep = event_new(base, -1, EV_PERSIST, nodelay_sweep, b);
+    if (!b->sweep || event_add(b->sweep, &tv))
+        return -1;
+    nodelay_sweep(-1, 0, b);
+    return 0;
+}
+
 void kfk_broker_stop(kfk_broker *b)
 {
     if (!b)
         return;
+    if (b->sweep)
+        event_free(b->sweep);
     if (b->rk)
         rd_kafka_destroy(b->rk);
     free(b);
@@ -283,10 +336,28 @@ static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
 
 kfk_producer *kfk_producer_new(const char *brokers, cs_err *err)
 {
+    return kfk_producer_new_linger(brokers, KFK_DEFAULT_LINGER_MS, err);
+}
+
+kfk_producer *kfk_producer_new_linger(const char *brokers, int linger_ms,
+                                      cs_err *err)
+{
+    char linger[16];
     const char *const kv[] = {"bootstrap.servers", brokers,
                               "client.id", "cascade-producer",
+                              /* Nagle held each small produce request back
+                               * until the broker's delayed ACK (about 50 ms
+                               * per batch round trip over TCP). */
+                              "socket.nagle.disable", "true",
                               "enable.idempotence", "true",
-                              "linger.ms", "5", NULL};
+                              /* Signals are text: a batch compresses
+                               * about 4x, which is 4x the backlog the
+                               * embedded broker keeps (5 MiB per partition,
+                               * fixed in librdkafka's mock cluster). */
+                              "compression.codec", "zstd",
+                              "linger.ms", linger, NULL};
+
+    snprintf(linger, sizeof linger, "%d", linger_ms);
     kfk_producer *p = calloc(1, sizeof *p);
     rd_kafka_conf_t *conf;
 
@@ -416,6 +487,32 @@ int kfk_producer_flush(kfk_producer *p, int timeout_ms)
 unsigned long kfk_producer_failed(const kfk_producer *p)
 {
     return p->failed;
+}
+
+int kfk_producer_warm(kfk_producer *p, const char *const *topics,
+                      int timeout_ms, cs_err *err)
+{
+    for (; *topics; topics++) {
+        rd_kafka_topic_t *t = rd_kafka_topic_new(p->rk, *topics, NULL);
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t e;
+
+        if (!t) {
+            cs_err_set(err, "topic %s: %s", *topics,
+                       rd_kafka_err2str(rd_kafka_last_error()));
+            return -1;
+        }
+        e = rd_kafka_metadata(p->rk, 0, t, &md, timeout_ms);
+        if (md)
+            rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(t);
+        if (e) {
+            cs_err_set(err, "metadata for %s: %s", *topics,
+                       rd_kafka_err2str(e));
+            return -1;
+        }
+    }
+    return 0;
 }
 
 void kfk_producer_free(kfk_producer *p)
@@ -595,6 +692,7 @@ static void owned_update(kfk_consumer *c, const rd_kafka_topic_partition_list_t 
     c->owned = o;
     for (int k = 0; k < parts->cnt; k++)
         c->owned[c->nowned++] = parts->elems[k].partition;
+    c->marked = 0; /* a new assignment: its ends are taken again */
     qsort(c->owned, c->nowned, sizeof *c->owned, cmp_i32);
 }
 
@@ -679,10 +777,12 @@ static int consumer_subscribe(kfk_consumer *c, const char *topic, cs_err *err)
 }
 
 static int consumer_client(kfk_consumer *c, const char *brokers,
-                           const char *group, cs_err *err)
+                           const char *group, int fetch_wait_ms, cs_err *err)
 {
+    char wait[16];
     const char *const kv[] = {"bootstrap.servers", brokers,
                               "client.id", "cascade-consumer",
+                              "socket.nagle.disable", "true",
                               "group.id", group,
                               "enable.auto.commit", "false",
                               "enable.auto.offset.store", "false",
@@ -694,7 +794,10 @@ static int consumer_client(kfk_consumer *c, const char *brokers,
                                * after the last member leaves, lets a
                                * restarted consumer back in sooner. */
                               "session.timeout.ms", "10000",
-                              "heartbeat.interval.ms", "3000", NULL};
+                              "heartbeat.interval.ms", "3000",
+                              "fetch.wait.max.ms", wait, NULL};
+
+    snprintf(wait, sizeof wait, "%d", fetch_wait_ms);
     rd_kafka_conf_t *conf = conf_new(kv, err);
 
     if (!conf)
@@ -715,6 +818,16 @@ kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
                                size_t max_batch, kfk_batch_fn fn, void *arg,
                                cs_err *err)
 {
+    return kfk_consumer_new_wait(base, brokers, group, topic, max_batch, fn,
+                                 arg, KFK_DEFAULT_FETCH_WAIT_MS, err);
+}
+
+kfk_consumer *kfk_consumer_new_wait(struct event_base *base,
+                                    const char *brokers, const char *group,
+                                    const char *topic, size_t max_batch,
+                                    kfk_batch_fn fn, void *arg,
+                                    int fetch_wait_ms, cs_err *err)
+{
     kfk_consumer *c = calloc(1, sizeof *c);
 
     if (!c || !max_batch || !(c->held = calloc(max_batch, sizeof *c->held))) {
@@ -731,7 +844,7 @@ kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
     }
     c->fn = fn;
     c->arg = arg;
-    if (consumer_client(c, brokers, group, err) ||
+    if (consumer_client(c, brokers, group, fetch_wait_ms, err) ||
         consumer_events(c, base, err) || consumer_subscribe(c, topic, err))
         goto fail;
     return c;
@@ -798,6 +911,87 @@ void kfk_consumer_release(kfk_consumer *c)
         event_active(c->wake, EV_READ, 0);
 }
 
+/* The ends of the owned partitions now, and where the group stands:
+ * what a drain must read. Blocking (one round trip per partition). */
+static int drain_mark(kfk_consumer *c, int timeout_ms)
+{
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new((int)c->nowned);
+    int rc = 0;
+
+    for (size_t i = 0; i < c->nowned; i++)
+        rd_kafka_topic_partition_list_add(l, c->topic, c->owned[i]);
+    if (rd_kafka_committed(c->rk, l, timeout_ms)) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return -1;
+    }
+    free(c->target);
+    c->target = calloc(c->nowned + 1, sizeof *c->target);
+    if (!c->target)
+        abort();
+    c->ntarget = c->nowned;
+    for (int i = 0; i < l->cnt && rc == 0; i++) {
+        int64_t lo, hi, from = l->elems[i].offset;
+        if (rd_kafka_query_watermark_offsets(c->rk, c->topic,
+                                             l->elems[i].partition, &lo, &hi,
+                                             timeout_ms)) {
+            rc = -1;
+            break;
+        }
+        if (from < 0)
+            from = lo; /* no commit yet: auto.offset.reset is earliest */
+        c->target[i] = from < hi ? hi : -1;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    c->marked = rc == 0;
+    return rc;
+}
+
+int kfk_consumer_caught_up(kfk_consumer *c)
+{
+    rd_kafka_topic_partition_list_t *l;
+    int done = 1;
+
+    if (c->nheld || !c->nowned)
+        return 0;
+    if (!c->marked && drain_mark(c, 5000))
+        return 0;
+    l = rd_kafka_topic_partition_list_new((int)c->nowned);
+    for (size_t i = 0; i < c->nowned; i++)
+        rd_kafka_topic_partition_list_add(l, c->topic, c->owned[i]);
+    rd_kafka_position(c->rk, l);
+    for (int i = 0; i < l->cnt && done; i++)
+        if (c->target[i] >= 0 && l->elems[i].offset < c->target[i])
+            done = 0;
+    rd_kafka_topic_partition_list_destroy(l);
+    return done;
+}
+
+int kfk_consumer_commit_wait(kfk_consumer *c, int timeout_ms, cs_err *err)
+{
+    rd_kafka_queue_t *q = rd_kafka_queue_new(c->rk);
+    rd_kafka_event_t *ev;
+    rd_kafka_resp_err_t e;
+    int rc = 0;
+
+    e = rd_kafka_commit_queue(c->rk, NULL, q, NULL, NULL);
+    if (e == RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        rd_kafka_queue_destroy(q);
+        return 0;
+    }
+    if (!e) {
+        ev = rd_kafka_queue_poll(q, timeout_ms);
+        e = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+        rd_kafka_event_destroy(ev);
+    }
+    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        cs_err_set(err, "committing offsets: %s", rd_kafka_err2str(e));
+        rc = -1;
+    }
+    rd_kafka_queue_destroy(q);
+    return rc;
+}
+
 static void consumer_close(kfk_consumer *c)
 {
     rd_kafka_resp_err_t e;
@@ -829,6 +1023,7 @@ void kfk_consumer_free(kfk_consumer *c)
             close(c->pipefd[i]);
     free(c->held);
     free(c->owned);
+    free(c->target);
     free(c->topic);
     free(c);
 }

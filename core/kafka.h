@@ -33,11 +33,24 @@ typedef struct kfk_broker kfk_broker;
 kfk_broker *kfk_broker_start(int partitions, cs_err *err);
 /* "127.0.0.1:PORT" */
 const char *kfk_broker_bootstrap(const kfk_broker *b);
+/* Turns Nagle off on the broker's sockets, now and every 100 ms from the
+ * loop (the mock cluster leaves it on: 40 ms per pipelined response). */
+int kfk_broker_attach(kfk_broker *b, struct event_base *base);
 void kfk_broker_stop(kfk_broker *b);
+
+/* Latency against throughput (kafka.linger_ms, kafka.fetch_wait_ms): how
+ * long a producer waits to fill a batch, and how long a fetch waits for
+ * data at the broker. A real broker answers a waiting fetch as soon as
+ * data arrives; the embedded one only when the wait is over, so with it
+ * the fetch wait bounds detection latency (bench/latency.sh sets 1). */
+#define KFK_DEFAULT_LINGER_MS 5
+#define KFK_DEFAULT_FETCH_WAIT_MS 100
 
 /* Idempotent producer; delivery failures are logged and counted. */
 typedef struct kfk_producer kfk_producer;
 kfk_producer *kfk_producer_new(const char *brokers, cs_err *err);
+kfk_producer *kfk_producer_new_linger(const char *brokers, int linger_ms,
+                                      cs_err *err);
 
 /* kfk_produce returns one of these, or -1 on any other error (err set). */
 enum { KFK_OK = 0, KFK_QUEUE_FULL = 1 };
@@ -73,6 +86,10 @@ int kfk_producer_flush(kfk_producer *p, int timeout_ms);
 /* Delivery failures so far. */
 unsigned long kfk_producer_failed(const kfk_producer *p);
 /* Flushes up to 5 s first. NULL is fine. */
+/* Fetches the topics' metadata now (blocking, startup only), so the first
+ * message to each does not wait for it. */
+int kfk_producer_warm(kfk_producer *p, const char *const *topics,
+                      int timeout_ms, cs_err *err);
 void kfk_producer_free(kfk_producer *p);
 
 /* High-level consumer in group `group` subscribed to `topic`, with manual
@@ -90,6 +107,12 @@ kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
                                const char *group, const char *topic,
                                size_t max_batch, kfk_batch_fn fn, void *arg,
                                cs_err *err);
+/* The same with fetch.wait.max.ms given (kafka.fetch_wait_ms). */
+kfk_consumer *kfk_consumer_new_wait(struct event_base *base,
+                                    const char *brokers, const char *group,
+                                    const char *topic, size_t max_batch,
+                                    kfk_batch_fn fn, void *arg,
+                                    int fetch_wait_ms, cs_err *err);
 /* Stores and asynchronously commits the offsets of the held batch, then
  * releases it. A commit failure surfaces later in the log; -1 only when the
  * offsets could not be stored (e.g. partitions revoked meanwhile). */
@@ -109,6 +132,14 @@ void kfk_consumer_pause(kfk_consumer *c, int paused);
 /* The partition a producer's default partitioner (consistent_random) puts
  * a non-empty key in: CRC-32 of the key modulo the partition count. */
 int32_t kfk_partition_of(const char *key, size_t len, int32_t partition_cnt);
+/* Whether every owned partition was read up to where it ended at the
+ * first call (since the last rebalance) and no batch is held: the backlog
+ * there was is drained. The first call asks the broker (blocking, up to
+ * 5 s: for a drain-and-exit, not the steady state). */
+int kfk_consumer_caught_up(kfk_consumer *c);
+/* Commits the stored offsets and waits up to timeout_ms for the broker's
+ * answer (blocking: shutdown only). */
+int kfk_consumer_commit_wait(kfk_consumer *c, int timeout_ms, cs_err *err);
 /* Leaves the group (blocking, shutdown only). NULL is fine. */
 void kfk_consumer_free(kfk_consumer *c);
 

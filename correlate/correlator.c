@@ -618,10 +618,11 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
      * says which clusters are ours (on_assign). */
     if (store_ping(o->redis, err))
         goto fail;
-    c->cons = kfk_consumer_new(base, o->brokers,
-                               o->group ? o->group : "cascade-correlate",
-                               KFK_TOPIC_SIGNALS, o->batch ? o->batch : 1000,
-                               on_batch, c, err);
+    c->cons = kfk_consumer_new_wait(
+        base, o->brokers, o->group ? o->group : "cascade-correlate",
+        KFK_TOPIC_SIGNALS, o->batch ? o->batch : 1000, on_batch, c,
+        o->fetch_wait_ms > 0 ? o->fetch_wait_ms : KFK_DEFAULT_FETCH_WAIT_MS,
+        err);
     if (!c->cons)
         goto fail;
     kfk_consumer_on_assign(c->cons, on_assign, c);
@@ -635,6 +636,17 @@ fail:
 int corr_set_catalog(correlator *c, struct pb_catalog *cat, cs_err *err)
 {
     return eng_set_catalog(c->eng, cat, err);
+}
+
+int corr_drained(correlator *c)
+{
+    return c->loaded && c->phase == PH_IDLE && !c->held && !c->leftover &&
+           kfk_consumer_caught_up(c->cons);
+}
+
+int corr_commit_wait(correlator *c, int timeout_ms, cs_err *err)
+{
+    return kfk_consumer_commit_wait(c->cons, timeout_ms, err);
 }
 
 void corr_stats(const correlator *c, unsigned long *signals,

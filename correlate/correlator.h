@@ -16,6 +16,7 @@ typedef struct corr_opts {
     const char *redis;
     const char *group;   /* consumer group; default "cascade-correlate" */
     size_t batch;        /* max signals per batch; default 1000 */
+    int fetch_wait_ms;   /* kafka.fetch_wait_ms; 0: the default */
     struct pb_catalog *rules; /* rule set (taken over); NULL: built-in */
 } corr_opts;
 
@@ -27,6 +28,12 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
                        kfk_producer *out, cs_err *err);
 /* Swaps the rule set (SIGHUP); takes cat over. See eng_set_catalog. */
 int corr_set_catalog(correlator *c, struct pb_catalog *cat, cs_err *err);
+/* Whether the backlog is done: every owned partition read to where it
+ * ended when first asked, the last batch's outputs delivered and its
+ * offsets handed to Kafka. */
+int corr_drained(correlator *c);
+/* Waits (blocking, up to timeout_ms) for the last offsets' commit. */
+int corr_commit_wait(correlator *c, int timeout_ms, cs_err *err);
 void corr_stats(const correlator *c, unsigned long *signals,
                 unsigned long *dead, unsigned long *incidents);
 void corr_free(correlator *c);

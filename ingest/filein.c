@@ -4,12 +4,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/signal.h"
+#include "ingest/syslog.h"
+#include "rules/classify.h"
 
 #define FIN_RAW_MAX (64 * 1024)
 #define FIN_PROGRESS_EVERY 100000UL
@@ -19,6 +23,7 @@
 
 typedef struct fin_run {
     const char *name; /* for messages: the path, or "<stdin>" */
+    const fin_opts *o;
     kfk_producer *p;
     fin_stats *st;
     int progress;
@@ -144,7 +149,60 @@ static int dead_letter(fin_run *r, unsigned long lineno, const char *reason,
 
 /* ---- one line ----------------------------------------------------------- */
 
-/* 0 published, 1 invalid (reason in why), -1 producer failure (in err). */
+/* A syslog line as the normalised object, or NULL (2: dropped by the edge
+ * filter, 1: invalid, reason in why). */
+static json_t *syslog_signal(fin_run *r, size_t len, cs_err *why, int *rc)
+{
+    slg_line l;
+    char stamp[96];
+    time_t secs;
+    struct tm tm;
+    json_t *o;
+
+    while (len && r->line[len - 1] == '\r')
+        len--;
+    r->line[len] = '\0';
+    *rc = 1;
+    if (memchr(r->line, '\0', len)) {
+        cs_err_set(why, "the line holds a NUL byte");
+        return NULL;
+    }
+    if (slg_parse(r->line, r->o->year, &l, why))
+        return NULL;
+    *rc = 2;
+    if (r->o->edge && !cls_edge_keep(r->o->edge, l.source, l.msg))
+        return NULL;
+    secs = (time_t)(l.ts / 1000000);
+    gmtime_r(&secs, &tm);
+    snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (int)(l.ts % 1000000 + 1000000) % 1000000);
+    o = json_pack("{s:s, s:s, s:o}", "ts", stamp, "source",
+                  sig_source_name(l.source), "line",
+                  safe_string(l.msg, strlen(l.msg)));
+    if (o && l.host[0])
+        json_object_set_new(o, "host", safe_string(l.host, strlen(l.host)));
+    if (o && l.job[0])
+        json_object_set_new(o, "job", safe_string(l.job, strlen(l.job)));
+    if (o && r->o->cluster)
+        json_object_set_new(o, "cluster", json_string(r->o->cluster));
+    if (o) {
+        /* the raw line (time and host included) names the signal */
+        const char *c = r->o->cluster ? r->o->cluster : "default";
+        uint64_t h = hash_fnv1a(HASH_FNV_SEED, c, strlen(c) + 1);
+        char id[17];
+        h = hash_fnv1a(h, r->line, len);
+        snprintf(id, sizeof id, "%016llx", (unsigned long long)h);
+        json_object_set_new(o, "id", json_string(id));
+    }
+    *rc = o ? 0 : 1;
+    if (!o)
+        cs_err_set(why, "cannot encode the signal");
+    return o;
+}
+
+/* 0 published, 1 invalid (reason in why), 2 dropped by the edge filter,
+ * -1 producer failure (in err). */
 static int publish_line(fin_run *r, size_t len, cs_err *why, cs_err *err)
 {
     sig s;
@@ -152,8 +210,17 @@ static int publish_line(fin_run *r, size_t len, cs_err *why, cs_err *err)
     size_t blen;
     int rc;
 
-    if (sig_parse_json(&s, r->line, len, why))
+    if (r->o->format == FIN_SYSLOG) {
+        json_t *o = syslog_signal(r, len, why, &rc);
+        if (!o)
+            return rc;
+        rc = sig_from_json(&s, o, why);
+        json_decref(o);
+        if (rc)
+            return 1;
+    } else if (sig_parse_json(&s, r->line, len, why)) {
         return 1;
+    }
     sig_to_msgpack(&s, &buf, &blen);
     rc = produce_retry(r->p, KFK_TOPIC_SIGNALS, s.cluster, strlen(s.cluster),
                        buf, blen, err);
@@ -179,6 +246,10 @@ static int handle_line(fin_run *r, size_t len, int too_long, cs_err *err)
     }
     if (rc == 0)
         r->st->published++;
+    if (rc == 2) {
+        r->st->dropped++;
+        return 0;
+    }
     if (rc != 1)
         return rc;
     r->st->rejected++;
@@ -193,8 +264,9 @@ static void progress(fin_run *r)
     if (st->lines % FIN_POLL_EVERY == 0)
         kfk_producer_poll(r->p);
     if (r->progress && st->lines % FIN_PROGRESS_EVERY == 0)
-        fprintf(stderr, "%s: %lu lines, %lu published, %lu rejected\n",
-                r->name, st->lines, st->published, st->rejected);
+        fprintf(stderr, "%s: %lu lines, %lu published, %lu dropped, %lu "
+                "rejected\n", r->name, st->lines, st->published, st->dropped,
+                st->rejected);
 }
 
 static int read_all(fin_run *r, FILE *f, cs_err *err)
@@ -202,7 +274,9 @@ static int read_all(fin_run *r, FILE *f, cs_err *err)
     size_t len = 0;
     int too_long, got;
 
-    while ((got = read_line(f, r->line, SIG_MAX_BYTES, &len, &too_long)) > 0) {
+    /* one byte kept back: a syslog line is parsed NUL-terminated */
+    while ((got = read_line(f, r->line, SIG_MAX_BYTES - 1, &len, &too_long)) >
+           0) {
         r->st->lines++;
         if (handle_line(r, len, too_long, err))
             return -1;
@@ -248,8 +322,17 @@ static FILE *open_input(const char *path, cs_err *err)
 
 int fin_publish(const char *path, kfk_producer *p, fin_stats *st, cs_err *err)
 {
+    static const fin_opts jsonl = {FIN_JSONL, NULL, 0, NULL};
+
+    return fin_publish_opts(path, &jsonl, p, st, err);
+}
+
+int fin_publish_opts(const char *path, const fin_opts *o, kfk_producer *p,
+                     fin_stats *st, cs_err *err)
+{
     fin_stats local = {0};
-    fin_run r = {strcmp(path, "-") ? path : "<stdin>", p, st ? st : &local,
+    fin_run r = {strcmp(path, "-") ? path : "<stdin>", o, p,
+                 st ? st : &local,
                  isatty(STDERR_FILENO) || log_current_level >= LOG_LVL_DEBUG,
                  NULL};
     unsigned long failed_before = kfk_producer_failed(p);

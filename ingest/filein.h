@@ -10,7 +10,23 @@ typedef struct fin_stats {
     unsigned long lines;     /* lines read, blank ones included */
     unsigned long published; /* valid signals handed to the producer */
     unsigned long rejected;  /* invalid lines, each dead-lettered */
+    unsigned long dropped;   /* syslog lines the edge filter dropped */
 } fin_stats;
+
+struct classifier;
+
+typedef enum {
+    FIN_JSONL,  /* signals, REPLAY.md */
+    FIN_SYSLOG, /* raw log lines (ingest/syslog.h) */
+} fin_format;
+
+typedef struct fin_opts {
+    fin_format format;
+    const char *cluster; /* syslog: the signals' cluster; NULL: default */
+    int year;            /* syslog: for traditional times, which have none */
+    /* syslog: publish only the lines it keeps (cls_edge_keep); NULL: all */
+    const struct classifier *edge;
+} fin_opts;
 
 /* Reads `path` ("-" for standard input) line by line. Each valid line is
  * published as msgpack keyed by its cluster (a full producer queue is
@@ -22,5 +38,10 @@ typedef struct fin_stats {
  * delivered, 1 when some were rejected, -1 on an I/O or delivery failure
  * (err set). st may be NULL. */
 int fin_publish(const char *path, kfk_producer *p, fin_stats *st, cs_err *err);
+/* The same for either format. A syslog line becomes a signal of its
+ * source (ts, source, host, job, line: the text after the tag); one the
+ * edge filter drops is counted, not published: it could make no fact. */
+int fin_publish_opts(const char *path, const fin_opts *o, kfk_producer *p,
+                     fin_stats *st, cs_err *err);
 
 #endif

@@ -162,9 +162,37 @@ static void test_msgpack(void)
     sig_free(&a);
 }
 
+/* A collector's own id is taken as it is; without one the object's hash
+ * is the id, so two equal objects are the same signal. */
+static void test_given_id(void)
+{
+    sig a, b, c;
+    cs_err err;
+
+    REQUIRE(parse("{\"ts\":1,\"source\":\"kernel\",\"line\":\"x\","
+                  "\"id\":\"00000000deadbeef\"}", &a, &err) == 0);
+    CHECK(a.id == 0xdeadbeefULL);
+    REQUIRE(parse("{\"ts\":1,\"source\":\"kernel\",\"line\":\"x\"}", &b,
+                  &err) == 0);
+    REQUIRE(parse("{\"line\":\"x\",\"source\":\"kernel\",\"ts\":1}", &c,
+                  &err) == 0);
+    CHECK(b.id == c.id);
+    CHECK(b.id != a.id);
+    sig_free(&a);
+    sig_free(&b);
+    sig_free(&c);
+    expect_error("{\"ts\":1,\"source\":\"kernel\",\"line\":\"x\",\"id\":7}",
+                 "field 'id' must be 16 lowercase hex digits");
+    expect_error("{\"ts\":1,\"source\":\"kernel\",\"line\":\"x\",\"id\":"
+                 "\"00000000DEADBEEF\"}", "field 'id'");
+    expect_error("{\"ts\":1,\"source\":\"kernel\",\"line\":\"x\",\"id\":"
+                 "\"abc\"}", "field 'id'");
+}
+
 int main(void)
 {
     test_ts();
+    test_given_id();
     test_sources();
     test_errors();
     test_msgpack();

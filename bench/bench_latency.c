@@ -1,0 +1,393 @@
+/* Detection latency under load: signals offered at a fixed rate to
+ * cascade.signals, some of them completing a pattern, and the time from
+ * producing each completing signal to the first incident about it on
+ * cascade.incidents.
+ *
+ * usage: bench_latency --brokers ADDR --rate R [--seconds S] [--patterns P]
+ *
+ * The stream is what a collector publishes (msgpack signals with their own
+ * id, cluster "default", event time = now): every 1/P s a fresh node gets
+ * an Xid 79 and, right after it, a SLURM job cancel, which completes
+ * peer.xid79_job_cancel (bench/rules); the rest of the R signals/s are NCCL
+ * watchdog timeouts of distinct jobs, which the correlator must read,
+ * window and store but which complete nothing. A correlator with
+ * bench/rules must be consuming. The incidents are read by a consumer
+ * assigned to the end of cascade.incidents before the first signal.
+ *
+ * --patterns 0 offers the timeouts only (a load of live window keys: each
+ * job is a key of the threshold rule) and measures nothing.
+ *
+ * Prints one line: rate offered patterns seen p50_ms p99_ms p999_ms max_ms
+ * (offered: the rate achieved; seen: patterns whose incident arrived within
+ * 10 s of the last signal). Exit 1 when none arrived. */
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/kafka.h"
+#include "core/signal.h"
+
+#define MAX_PATTERNS 200000
+
+typedef struct run {
+    const char *brokers;
+    double rate, seconds, patterns;
+    double *sent;   /* per pattern: when its completing signal went out */
+    double *lat;    /* per pattern: latency (s), < 0 until seen */
+    int npat;
+    atomic_int stop;
+    atomic_int seen;
+    atomic_int ready;
+} run;
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void set(rd_kafka_conf_t *c, const char *k, const char *v)
+{
+    char err[256];
+
+    if (rd_kafka_conf_set(c, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) {
+        fprintf(stderr, "bench_latency: %s=%s: %s\n", k, v, err);
+        exit(2);
+    }
+}
+
+/* A signal as msgpack; text fields are the caller's. */
+static char *encode(const char *json, size_t *len)
+{
+    sig s;
+    cs_err err;
+    char *out;
+
+    if (sig_parse_json(&s, json, strlen(json), &err)) {
+        fprintf(stderr, "bench_latency: %s: %s\n", json, err.msg);
+        exit(2);
+    }
+    sig_to_msgpack(&s, &out, len);
+    sig_free(&s);
+    return out;
+}
+
+static void stamp(char *buf, size_t len, double t)
+{
+    time_t secs = (time_t)t;
+    struct tm tm;
+
+    gmtime_r(&secs, &tm);
+    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+             tm.tm_min, tm.tm_sec, (int)((t - (double)secs) * 1e6) % 1000000);
+}
+
+/* A message built once and re-stamped for each send: its fields are
+ * fixed-width placeholders, overwritten in the msgpack bytes, so that the
+ * generator's own cost stays far below what it measures. */
+typedef struct tmpl {
+    char *buf;
+    size_t len;
+} tmpl;
+
+#define PH_TS "2000-01-01T00:00:00.000000Z"
+#define PH_ID "0123456789abcdef"
+
+static tmpl template_of(const char *json)
+{
+    tmpl t;
+
+    t.buf = encode(json, &t.len);
+    return t;
+}
+
+/* Overwrites every occurrence of `was` (same length as `now`). */
+static void patch(char *buf, size_t len, const char *was, const char *now)
+{
+    size_t n = strlen(was);
+    char *p = buf;
+
+    while ((p = memmem(p, len - (size_t)(p - buf), was, n))) {
+        memcpy(p, now, n);
+        p += n;
+    }
+}
+
+/* Sends t with its placeholders replaced: pairs of (was, now), NULL-ended. */
+static void send_as(rd_kafka_t *rk, const tmpl *t, const char *const *subst)
+{
+    char *m = malloc(t->len);
+
+    if (!m)
+        exit(2);
+    memcpy(m, t->buf, t->len);
+    for (; subst[0]; subst += 2)
+        patch(m, t->len, subst[0], subst[1]);
+    while (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(KFK_TOPIC_SIGNALS),
+                             RD_KAFKA_V_KEY("default", 7),
+                             RD_KAFKA_V_VALUE(m, t->len),
+                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+                             RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        rd_kafka_poll(rk, 1);
+}
+
+/* ---- incidents ------------------------------------------------------- */
+
+static void on_incident(run *r, const rd_kafka_message_t *m)
+{
+    json_error_t je;
+    json_t *o = json_loadb(m->payload, m->len, 0, &je);
+    const char *sc = json_string_value(json_object_get(o, "scenario"));
+    const char *node = json_string_value(
+        json_object_get(json_object_get(o, "scope"), "node"));
+    int i;
+
+    if (sc && node && !strcmp(sc, "peer.xid79_job_cancel") &&
+        sscanf(node, "lat%d", &i) == 1 && i >= 0 && i < r->npat &&
+        r->sent[i] > 0 && r->lat[i] < 0) {
+        r->lat[i] = now_s() - r->sent[i];
+        atomic_fetch_add(&r->seen, 1);
+    }
+    json_decref(o);
+}
+
+static void *reader(void *arg)
+{
+    run *r = arg;
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(64);
+    const struct rd_kafka_metadata *md;
+    rd_kafka_topic_t *t;
+    char err[256];
+    rd_kafka_t *rk;
+
+    set(c, "bootstrap.servers", r->brokers);
+    set(c, "group.id", "bench-latency");
+    set(c, "enable.auto.commit", "false");
+    set(c, "socket.nagle.disable", "true");
+    set(c, "fetch.wait.max.ms", "1");
+    if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err))) {
+        fprintf(stderr, "bench_latency: %s\n", err);
+        exit(2);
+    }
+    t = rd_kafka_topic_new(rk, KFK_TOPIC_INCIDENTS, NULL);
+    if (rd_kafka_metadata(rk, 0, t, &md, 10000) || md->topic_cnt != 1) {
+        fprintf(stderr, "bench_latency: no metadata for %s\n",
+                KFK_TOPIC_INCIDENTS);
+        exit(1);
+    }
+    for (int i = 0; i < md->topics[0].partition_cnt; i++)
+        rd_kafka_topic_partition_list_add(l, KFK_TOPIC_INCIDENTS, i)->offset =
+            RD_KAFKA_OFFSET_END;
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    /* let the end offsets resolve before the first signal goes out */
+    for (double until = now_s() + 1.0; now_s() < until;) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 50);
+        if (m)
+            rd_kafka_message_destroy(m);
+    }
+    atomic_store(&r->ready, 1);
+    while (!atomic_load(&r->stop)) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 20);
+        if (!m)
+            continue;
+        if (!m->err)
+            on_incident(r, m);
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return NULL;
+}
+
+/* ---- signals --------------------------------------------------------- */
+
+static rd_kafka_t *writer(const char *brokers)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    char err[256];
+    rd_kafka_t *rk;
+
+    /* as a collector publishes: cascade's producer settings */
+    set(c, "bootstrap.servers", brokers);
+    set(c, "enable.idempotence", "true");
+    set(c, "socket.nagle.disable", "true");
+    set(c, "compression.codec", "zstd");
+    set(c, "linger.ms", "1");
+    if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err))) {
+        fprintf(stderr, "bench_latency: %s\n", err);
+        exit(2);
+    }
+    return rk;
+}
+
+/* The writer's metadata and producer id, before the clock starts. */
+static void warm(rd_kafka_t *rk)
+{
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, KFK_TOPIC_SIGNALS, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+
+    if (rd_kafka_metadata(rk, 0, t, &md, 10000) == 0)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+    for (double until = now_s() + 0.5; now_s() < until;)
+        rd_kafka_poll(rk, 50);
+}
+
+static void offer(run *r, rd_kafka_t *rk, double *achieved)
+{
+    long total = (long)(r->rate * r->seconds), every, done = 0;
+    double t0 = now_s(), ts;
+    char at[96], id[24], id2[24], host[16], job[16], node[16];
+    int pat = 0;
+    tmpl xid = template_of(
+        "{\"ts\":\"" PH_TS "\",\"source\":\"kernel\",\"host\":\"lat000000\","
+        "\"id\":\"" PH_ID "\",\"line\":\"[100.0] NVRM: Xid (PCI:0000:3b:00): "
+        "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\"}");
+    tmpl cancel = template_of(
+        "{\"ts\":\"" PH_TS "\",\"source\":\"slurm\",\"host\":\"lat000000\","
+        "\"id\":\"" PH_ID "\",\"line\":\"error: *** JOB 900000 ON lat000000 "
+        "CANCELLED AT 2026-01-01T00:00:00 DUE TO NODE FAILURE ***\"}");
+    tmpl timeout = template_of(
+        "{\"ts\":\"" PH_TS "\",\"source\":\"app\",\"host\":\"node0000\","
+        "\"job\":\"10000000\",\"id\":\"" PH_ID "\",\"line\":\"[rank3]:[E0501 "
+        "ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600100 milliseconds before "
+        "timing out.\"}");
+
+    every = r->patterns > 0 ? (long)(r->rate / r->patterns) : total + 1;
+    if (every < 2)
+        every = 2;
+    for (long i = 0; i < total; i++) {
+        double due = t0 + (double)i / r->rate;
+        /* everything due goes now; ahead of time, sleep (a collector
+         * sends in bursts too) */
+        if ((ts = now_s()) < due) {
+            struct timespec d = {0, (long)((due - ts) * 1e9)};
+            nanosleep(&d, NULL);
+            ts = now_s();
+        }
+        stamp(at, sizeof at, ts);
+        snprintf(id, sizeof id, "%016lx", (unsigned long)i * 2 + 1);
+        if (i % every == 0 && pat < r->npat) {
+            snprintf(node, sizeof node, "lat%06d", pat % 1000000);
+            snprintf(job, sizeof job, "%06d", 900000 + pat % 100000);
+            snprintf(id2, sizeof id2, "%016lx", (unsigned long)i * 2 + 2);
+            send_as(rk, &xid, (const char *const[]){PH_TS, at, PH_ID, id,
+                                                    "lat000000", node, NULL});
+            r->sent[pat] = now_s();
+            send_as(rk, &cancel,
+                    (const char *const[]){PH_TS, at, PH_ID, id2, "lat000000",
+                                          node, "900000", job, NULL});
+            pat++;
+            i++;
+            done += 2;
+            continue;
+        }
+        snprintf(host, sizeof host, "node%04ld", i % 1000);
+        snprintf(job, sizeof job, "%08ld", 10000000 + i % 80000000);
+        send_as(rk, &timeout, (const char *const[]){PH_TS, at, PH_ID, id,
+                                                    "node0000", host,
+                                                    "10000000", job, NULL});
+        done++;
+        if ((i & 255) == 0)
+            rd_kafka_poll(rk, 0);
+    }
+    *achieved = (double)done / (now_s() - t0);
+    r->npat = pat;
+    free(xid.buf);
+    free(cancel.buf);
+    free(timeout.buf);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    run r = {.seconds = 10, .patterns = 100};
+    pthread_t th;
+    rd_kafka_t *rk;
+    double achieved, *v;
+    int n = 0;
+
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--brokers"))
+            r.brokers = argv[i + 1];
+        else if (!strcmp(argv[i], "--rate"))
+            r.rate = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seconds"))
+            r.seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--patterns"))
+            r.patterns = atof(argv[i + 1]);
+        else
+            break;
+    }
+    if (!r.brokers || r.rate <= 0 || r.seconds <= 0 || r.patterns < 0 ||
+        r.patterns > r.rate / 2) {
+        fprintf(stderr, "usage: bench_latency --brokers ADDR --rate R "
+                        "[--seconds S] [--patterns P (<= R/2)]\n");
+        return 2;
+    }
+    r.npat = (int)(r.patterns * r.seconds) + 1;
+    if (r.npat > MAX_PATTERNS)
+        r.npat = MAX_PATTERNS;
+    r.sent = calloc((size_t)r.npat, sizeof *r.sent);
+    r.lat = malloc((size_t)r.npat * sizeof *r.lat);
+    v = malloc((size_t)r.npat * sizeof *v);
+    if (!r.sent || !r.lat || !v)
+        return 2;
+    for (int i = 0; i < r.npat; i++)
+        r.lat[i] = -1;
+    rk = writer(r.brokers);
+    warm(rk);
+    if (r.patterns == 0) { /* --patterns 0: load only (live keys) */
+        offer(&r, rk, &achieved);
+        rd_kafka_flush(rk, 30000);
+        printf("%.0f %.0f 0 0 - - - -\n", r.rate, achieved);
+        rd_kafka_destroy(rk);
+        return 0;
+    }
+    pthread_create(&th, NULL, reader, &r);
+    while (!atomic_load(&r.ready))
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    offer(&r, rk, &achieved);
+    rd_kafka_flush(rk, 10000);
+    for (double until = now_s() + 10; now_s() < until &&
+                                      atomic_load(&r.seen) < r.npat;)
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    atomic_store(&r.stop, 1);
+    pthread_join(th, NULL);
+    rd_kafka_destroy(rk);
+    for (int i = 0; i < r.npat; i++)
+        if (r.lat[i] >= 0)
+            v[n++] = r.lat[i] * 1000;
+    if (n == 0) {
+        fprintf(stderr, "bench_latency: no incident arrived for %d patterns\n",
+                r.npat);
+        return 1;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    printf("%.0f %.0f %d %d %.2f %.2f %.2f %.2f\n", r.rate, achieved, r.npat, n,
+           v[n / 2], v[(size_t)((double)n * 0.99)],
+           v[(size_t)((double)n * 0.999)], v[n - 1]);
+    free(r.sent);
+    free(r.lat);
+    free(v);
+    return 0;
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Detection latency at fixed offered rates: a live `cascade correlate`
+# (bench/rules, windows in a Redis with appendonly, the embedded broker
+# over TCP) and bench_latency offering signals at each rate, 100 patterns
+# a second completing peer.xid79_job_cancel.
+#
+# usage: bench/latency.sh [--seconds S] [--runs N] BUILD_DIR RATE...
+#
+# Prints one line per run and rate:
+#   rate offered patterns seen p50_ms p99_ms p999_ms max_ms
+# (bench_latency's line). Exit codes: 0 done, 1 a component failed, 2 usage.
+set -euo pipefail
+seconds=10 runs=1
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { sed -n '7p' "$0" | sed 's/^# //' >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --seconds) seconds=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) usage ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 2 ] || usage
+build=$(realpath "$1"); shift
+[ -x "$build/bench/bench_latency" ] || { echo "bench/latency.sh: build first" >&2; exit 1; }
+work=$(mktemp -d)
+. "$root/bench/lib.sh"
+trap 'stop_all; rm -rf "$work"' EXIT
+say() { echo "latency: $*" >&2; }
+
+for rate in "$@"; do
+  for r in $(seq 1 "$runs"); do
+    d=$work/$rate-$r
+    mkdir -p "$d"
+    start_stack "$d" "$build/cascade" || exit 1
+    # no lingering before a batch's outputs go, and a short fetch wait: the
+    # embedded broker answers a waiting fetch only when the wait is over
+    printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\nrules:\n  dir: "%s"\nlog:\n  level: info\n' \
+      "$root/bench/rules" > "$d/cascade.yaml"
+    "$build/cascade" correlate --brokers "$brokers" --redis "$d/redis.sock" \
+      --config "$d/cascade.yaml" > "$d/corr.out" 2> "$d/corr.err" & pids+=($!)
+    wait_log "$d/corr.err" restored || exit 1
+    "$build/bench/bench_latency" --brokers "$brokers" --rate "$rate" \
+      --seconds "$seconds" --patterns "${PATTERNS:-100}" ||
+      { say "bench_latency failed at $rate/s"; exit 1; }
+    stop_all
+  done
+done

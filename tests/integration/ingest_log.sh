@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The raw-log path end to end: `cascade ingest log` (syslog lines, edge
+# filter) -> `cascade broker` over TCP -> `cascade correlate --drain` with
+# its windows in a redis-server -> incidents, checked against the truth
+# file of the peers' generator; then bad lines (reported as FILE:LINE,
+# exit 1; unit.webhook checks the dead letters) and a second drain that
+# reads only what is new.
+set -euo pipefail
+bin=$1 shared=$2 root=$3
+tmp=$(mktemp -d)
+root=$(cd "$root" && pwd)
+. "$root/bench/lib.sh"
+trap 'stop_all; rm -rf "$tmp"' EXIT
+fail() { echo "ingest_log: $*" >&2; exit 1; }
+
+python3 "$shared/peers/gen_log.py" --lines 30000 --seed 11 --out "$tmp/peer.log" > /dev/null
+start_stack "$tmp" "$bin" || fail "stack did not start"
+printf 'rules:\n  dir: "%s"\nlog:\n  level: info\n' "$root/bench/rules" > "$tmp/c.yaml"
+
+"$bin" ingest log --brokers "$brokers" --rules "$root/bench/rules" "$tmp/peer.log" \
+  2> "$tmp/ingest.err" || fail "ingest log: $(cat "$tmp/ingest.err")"
+grep -q "30000 lines, .* published, .* dropped by the edge filter, 0 rejected" "$tmp/ingest.err" ||
+  fail "summary: $(cat "$tmp/ingest.err")"
+published=$(sed -n 's/.* \([0-9]*\) published.*/\1/p' "$tmp/ingest.err")
+# the edge keeps the correlation events and the NVRM lines, drops the rest
+[ "$published" -gt 3000 ] && [ "$published" -lt 6000 ] || fail "published $published"
+
+"$bin" correlate --brokers "$brokers" --redis "$tmp/redis.sock" --group t1 \
+  --config "$tmp/c.yaml" --drain > "$tmp/corr.out" 2> "$tmp/corr.err" ||
+  fail "correlate --drain: $(tail -n 5 "$tmp/corr.err")"
+grep -q "drained: .* offsets committed" "$tmp/corr.err" || fail "no drain line"
+grep -q "correlated $published signals, 0 dead letters" "$tmp/corr.err" ||
+  fail "consumed: $(grep correlated "$tmp/corr.err")"
+got=$(redis-cli -s "$tmp/redis.sock" --raw hvals 'cascade:{default}:incidents' |
+  jq -sc 'map(.scenario) | {threshold: map(select(. == "peer.nccl_timeout_burst")) | length,
+    pair: map(select(. == "peer.xid79_job_cancel")) | length,
+    eventgroup: map(select(. == "peer.ib_down_nccl_timeout")) | length}')
+want=$(jq -c '{threshold, pair, eventgroup}' "$tmp/peer.log.truth.json")
+[ "$got" = "$want" ] || fail "incidents $got, truth $want"
+
+# Bad lines: each named as FILE:LINE with the reason, dead-lettered, exit 1;
+# the good line among them is still published.
+printf '%s\n' "not a log line" \
+  "2024-05-01T00:00:00Z n1 kernel: [1.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1" \
+  "2024-13-01T00:00:00Z n1 kernel: x" > "$tmp/bad.log"
+rc=0
+"$bin" ingest log --brokers "$brokers" "$tmp/bad.log" 2> "$tmp/bad.err" || rc=$?
+[ "$rc" = 1 ] || fail "bad lines: exit $rc"
+grep -q "bad.log:1: column 1: the line does not start with a time" "$tmp/bad.err" ||
+  fail "line 1: $(cat "$tmp/bad.err")"
+grep -q "bad.log:3: column 1: '2024-13-01T00:00:00Z' is not an RFC 3339 time" "$tmp/bad.err" ||
+  fail "line 3: $(cat "$tmp/bad.err")"
+grep -q "3 lines, 1 published, 0 dropped by the edge filter, 2 rejected" "$tmp/bad.err" ||
+  fail "bad summary: $(cat "$tmp/bad.err")"
+
+# The same group again: the committed offsets hold, only the new line is
+# read (the good one of bad.log), and the incidents stay as they were.
+"$bin" correlate --brokers "$brokers" --redis "$tmp/redis.sock" --group t1 \
+  --config "$tmp/c.yaml" --drain > "$tmp/corr2.out" 2> "$tmp/corr2.err" ||
+  fail "second drain: $(tail -n 5 "$tmp/corr2.err")"
+grep -q "correlated 1 signals" "$tmp/corr2.err" || fail "second drain read: $(grep correlated "$tmp/corr2.err")"
+echo "ingest log: $published of 30000 lines published, incidents $got: ok"
