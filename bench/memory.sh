@@ -7,11 +7,15 @@
 #
 # usage: bench/memory.sh [--rate R] BUILD_DIR K...
 #
+# Each timeout is held by two windows of bench/rules: its job's (threshold)
+# and its host's (group; the generator spreads them over 1000 hosts): K
+# signals are 2K live window entries under K + min(K, 1000) live keys.
 # Prints one JSON object per K: keys, consumed, redis_used_memory (after),
 # redis_baseline (before the first signal), rss_kib (at the drain's end),
-# cpu_s (the correlator's user+system time), and per entry: redis_bytes
-# ((after - baseline) / K) and, given a K=0 run first, rss_bytes and
-# cpu_us per signal. Exit codes: 0 done, 1 a component failed, 2 usage.
+# cpu_s (the correlator's user+system time), and per unit: redis_per_entry
+# and redis_per_key ((after - baseline) / 2K and / keys) and, given a K=0
+# run first, rss_per_entry and cpu_us per signal.
+# Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 rate=40000
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +23,7 @@ usage() { sed -n '8p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --rate) rate=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -37,7 +41,7 @@ for k in "$@"; do
   mkdir -p "$d"
   start_stack "$d" "$build/cascade" || exit 1
   printf 'rules:\n  dir: "%s"\nlog:\n  level: info\n' "$root/bench/rules" > "$d/cascade.yaml"
-  /usr/bin/time -f "cpu %U %S" -o "$d/time" "$build/cascade" correlate \
+  "$build/cascade" correlate \
     --brokers "$brokers" --redis "$d/redis.sock" --config "$d/cascade.yaml" \
     > "$d/corr.out" 2> "$d/corr.err" & cpid=$!
   wait_log "$d/corr.err" restored || exit 1
@@ -50,16 +54,17 @@ for k in "$@"; do
   kill -USR1 "$cpid"
   wait "$cpid" || { say "the correlator did not drain: $(tail -n 3 "$d/corr.err")"; exit 1; }
   after=$(redis-cli -s "$d/redis.sock" info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
-  rss=$(sed -n 's/.*(rss \([0-9]*\) KiB).*/\1/p' "$d/corr.err" | tail -n 1)
+  rss=$(sed -n 's/.*(rss \([0-9]*\) KiB, .*/\1/p' "$d/corr.err" | tail -n 1)
   consumed=$(sed -n 's/.*correlated \([0-9]*\) signals.*/\1/p' "$d/corr.err" | tail -n 1)
-  cpu=$(awk '/^cpu/ { print $2 + $3 }' "$d/time")
+  cpu=$(sed -n 's/.*(rss [0-9]* KiB, cpu \([0-9.]*\) s).*/\1/p' "$d/corr.err" | tail -n 1)
   [ -n "$base_rss" ] || base_rss=$rss base_cpu=$cpu
   jq -cn --argjson k "$k" --argjson c "${consumed:-0}" --argjson a "$after" \
     --argjson b "$before" --argjson rss "$rss" --argjson cpu "$cpu" \
     --argjson brss "$base_rss" --argjson bcpu "$base_cpu" \
     '{keys: $k, consumed: $c, redis_used_memory: $a, redis_baseline: $b, rss_kib: $rss,
-      cpu_s: $cpu} + (if $k > 0 then {redis_bytes: ((($a - $b) / $k) | round),
-      rss_bytes: (((($rss - $brss) * 1024) / $k) | round),
+      cpu_s: $cpu} + (if $k > 0 then {redis_per_entry: ((($a - $b) / (2 * $k)) | round),
+      redis_per_key: ((($a - $b) / ($k + ([$k, 1000] | min))) | round),
+      rss_per_entry: (((($rss - $brss) * 1024) / (2 * $k)) | round),
       cpu_us: (((($cpu - $bcpu) * 1e6) / $k) * 10 | round / 10)} else {} end)'
   stop_all
 done

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,9 +214,13 @@ static void on_drain_check(evutil_socket_t fd, short what, void *arg)
         log_error("cascade", "drained, but %s", err.msg);
     } else {
         l->drained = 1;
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
         log_info("cascade", "drained: every partition read to its end, "
                             "outputs delivered, offsets committed (rss %ld "
-                            "KiB)", rss_kib());
+                            "KiB, cpu %.3f s)", rss_kib(),
+                 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
     }
     event_base_loopbreak(l->base);
 }

@@ -1,12 +1,17 @@
 /* Correlation rules (rule files' `correlations:`): threshold, sequence and
  * group over signatures, per host or job, in event time.
  *
- * State per (rule, key) is a short list of the events it holds, kept in
- * memory and mirrored to one sorted set per key (w:corr:RULE|KEY, members
- * "SIGID EVENT SOURCE") through the store ops, so the correlator writes it in the
- * batch's pipeline and a restart rebuilds it by reading the sets back. A
- * key's quiet time after firing and the time up to which its events were
- * used up ("UNTIL CLEARED") are a field of cascade:{C}:corr. */
+ * State per (rule, key) is a short list of the events it holds, its quiet
+ * time after firing and the time up to which its events were used up. In
+ * Redis it is one field of one hash per rule, cascade:{C}:cw:RULE, field
+ * KEY (the host or job), written whole through the store ops whenever it
+ * changes (so in the batch's pipeline), and read back on restart. One
+ * field per key, not a sorted set per key: Redis spends about 200 bytes
+ * on a key of its own, under 100 on a small hash field. The value packs
+ * numbers in base 64 (fixed width) so that a one-event state fits
+ * jemalloc's 32-byte class:
+ *   [~UNTIL(9)CLEARED(9)] then per event |TS(9)SIGID(11)EVENT(1)SOURCE(1)
+ * (the marks only when either is set). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +113,8 @@ static void push(corr_st *st, int64_t ts, uint64_t id, int ev, int source)
     st->v[st->n++] = (corr_ev){ts, id, ev, source};
 }
 
-/* Drops events older than `before`, in memory and in Redis. */
-static void trim(engine *e, corr_st *st, const char *rkey, int64_t before)
+/* Drops events older than `before`. */
+static void trim(corr_st *st, int64_t before)
 {
     size_t keep = 0;
 
@@ -117,30 +122,85 @@ static void trim(engine *e, corr_st *st, const char *rkey, int64_t before)
         if (st->v[i].ts >= before)
             st->v[keep++] = st->v[i];
     if (keep != st->n)
-        e->ops->window_trim(e->ctx, rkey, before);
+        st->dirty = 1;
     st->n = keep;
 }
 
-/* The quiet time and the used-up mark, as one field of cascade:{C}:corr. */
-static void save_marks(engine *e, const corr_st *st, const char *cluster,
-                       const char *name)
+/* The rule's hash and the key's field, from a state name. */
+static void hash_of(char *key, size_t len, const char *cluster,
+                    const char *name, const char **field)
 {
-    char key[320], val[48];
+    const char *bar = strchr(name, '|');
+    char rule[300];
 
-    eng_key(key, sizeof key, cluster, "corr", NULL);
-    snprintf(val, sizeof val, "%lld %lld", (long long)st->until,
-             (long long)st->cleared);
-    e->ops->hash_put(e->ctx, key, name, val);
+    snprintf(rule, sizeof rule, "%.*s", (int)(bar - name), name);
+    eng_key(key, len, cluster, "cw", rule);
+    *field = bar + 1;
 }
 
-static void clear(engine *e, corr_st *st, const char *rkey)
+static const char b64[] =
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+
+static char *put64(char *out, uint64_t v, int width)
+{
+    for (int i = width - 1; i >= 0; i--, v >>= 6)
+        out[i] = b64[v & 63];
+    return out + width;
+}
+
+/* width characters of base 64 at *p; -1 when one is not a digit of it */
+static int get64(const char **p, int width, uint64_t *v)
+{
+    *v = 0;
+    for (int i = 0; i < width; i++) {
+        const char *d = (*p)[i] ? strchr(b64, (*p)[i]) : NULL;
+        if (!d)
+            return -1;
+        *v = *v << 6 | (uint64_t)(d - b64);
+    }
+    *p += width;
+    return 0;
+}
+
+/* Writes the state whole (or deletes it when it holds nothing). */
+static void save(engine *e, corr_st *st, const char *cluster,
+                 const char *name)
+{
+    char key[400], *val, *o;
+    const char *field;
+
+    st->dirty = 0;
+    hash_of(key, sizeof key, cluster, name, &field);
+    if (!st->n && !st->until && !st->cleared) {
+        e->ops->hash_del(e->ctx, key, field);
+        return;
+    }
+    if (!(o = val = malloc(20 + st->n * 23)))
+        abort();
+    if (st->until || st->cleared) {
+        *o++ = '~';
+        o = put64(o, (uint64_t)st->until, 9);
+        o = put64(o, (uint64_t)st->cleared, 9);
+    }
+    for (size_t i = 0; i < st->n; i++) {
+        *o++ = '|';
+        o = put64(o, (uint64_t)st->v[i].ts, 9);
+        o = put64(o, st->v[i].sig, 11);
+        o = put64(o, (uint64_t)st->v[i].ev, 1);
+        o = put64(o, (uint64_t)st->v[i].source, 1);
+    }
+    *o = '\0';
+    e->ops->hash_put(e->ctx, key, field, val);
+    free(val);
+}
+
+static void clear(corr_st *st)
 {
     for (size_t i = 0; i < st->n; i++)
         if (st->v[i].ts > st->cleared)
             st->cleared = st->v[i].ts;
-    if (st->n)
-        e->ops->window_trim(e->ctx, rkey, st->cleared + 1);
     st->n = 0;
+    st->dirty = 1;
 }
 
 static int complete(const corr_st *st)
@@ -163,19 +223,17 @@ static int complete(const corr_st *st)
 
 /* Whether event `ev` at ts joins the state (sequence: only the step it
  * waits for; a first step restarts an expired wait). */
-static int accept(engine *e, corr_st *st, const char *rkey, int ev,
-                  int64_t ts)
+static int accept(corr_st *st, int ev, int64_t ts)
 {
     const pb_correlation *k = st->rule;
     int64_t w = k->window * 1000;
 
     if (k->kind != PB_CORR_SEQUENCE) {
-        trim(e, st, rkey, ts - w);
+        trim(st, ts - w);
         return 1;
     }
     if (st->n && ts - st->v[0].ts > w) { /* the wait ran out */
-        clear(e, st, rkey);
-        st->dirty = 1;
+        clear(st);
         return ev == 0;
     }
     return (size_t)ev == st->n;
@@ -236,7 +294,7 @@ static void feed_one(engine *e, const sig *s, const fact *f,
                      const pb_correlation *k, int ev)
 {
     const char *key = k->by == PB_BY_JOB ? f->job : f->host;
-    char name[384], rkey[512], member[48];
+    char name[384];
     corr_st *st;
 
     if (!key[0])
@@ -244,7 +302,6 @@ static void feed_one(engine *e, const sig *s, const fact *f,
     if (!key || !key[0])
         return;
     state_name(name, sizeof name, k, key);
-    eng_key(rkey, sizeof rkey, s->cluster, "w:corr", name);
     st = state_of(e, s->cluster, name, k);
     st->rule = k; /* a swapped rule set: the same rule, its new copy */
     if (st->until >= s->ts || st->cleared >= s->ts)
@@ -255,26 +312,18 @@ static void feed_one(engine *e, const sig *s, const fact *f,
     for (size_t i = 0; i < st->n; i++)
         if (st->v[i].sig == s->id && st->v[i].ev == ev)
             return; /* a redelivered signal counts once */
-    if (!accept(e, st, rkey, ev, s->ts)) {
-        if (st->dirty)
-            save_marks(e, st, s->cluster, name);
-        st->dirty = 0;
-        return;
-    }
-    push(st, s->ts, s->id, ev, (int)s->source);
-    snprintf(member, sizeof member, "%016llx %d %d",
-             (unsigned long long)s->id, ev, (int)s->source);
-    e->ops->window_add(e->ctx, rkey, s->ts, member);
-    if (complete(st)) {
-        fire(e, s, f, st, key);
-        if (k->kind != PB_CORR_SEQUENCE)
-            st->until = st->v[0].ts + k->window * 1000;
-        clear(e, st, rkey);
+    if (accept(st, ev, s->ts)) {
+        push(st, s->ts, s->id, ev, (int)s->source);
         st->dirty = 1;
+        if (complete(st)) {
+            fire(e, s, f, st, key);
+            if (k->kind != PB_CORR_SEQUENCE)
+                st->until = st->v[0].ts + k->window * 1000;
+            clear(st);
+        }
     }
     if (st->dirty)
-        save_marks(e, st, s->cluster, name);
-    st->dirty = 0;
+        save(e, st, s->cluster, name);
 }
 
 void eng_corr_feed(engine *e, const sig *s, const fact *f)
@@ -296,7 +345,7 @@ void eng_corr_prune(engine *e, const char *cluster)
     size_t pos = 0, ndead = 0, cap = 0;
     const char *name;
     void *val;
-    char **dead = NULL, key[320];
+    char **dead = NULL, key[400];
 
     if (e->now < cs->corr_pruned + 60 * INT64_C(1000000))
         return;
@@ -319,16 +368,11 @@ void eng_corr_prune(engine *e, const char *cluster)
         }
         dead[ndead++] = strdup(name);
     }
-    eng_key(key, sizeof key, cluster, "corr", NULL);
     for (size_t i = 0; i < ndead; i++) {
         corr_st *st = strmap_del(cs->corr, dead[i]);
-        char rkey[512];
-        if (st->n) {
-            eng_key(rkey, sizeof rkey, cluster, "w:corr", dead[i]);
-            e->ops->window_trim(e->ctx, rkey, e->now);
-        }
-        if (st->until || st->cleared)
-            e->ops->hash_del(e->ctx, key, dead[i]);
+        const char *field;
+        hash_of(key, sizeof key, cluster, dead[i], &field);
+        e->ops->hash_del(e->ctx, key, field);
         eng_corr_state_free(st);
         free(dead[i]);
     }
@@ -355,59 +399,34 @@ static const pb_correlation *rule_of(engine *e, const char *name)
 }
 
 
-int eng_corr_restore_entry(engine *e, const char *cluster, const char *name,
-                           int64_t ts, const char *member)
+/* One field of a cw hash (its format above save()). */
+int eng_corr_restore(engine *e, const char *cluster, const char *rule,
+                     const char *field, const char *value)
 {
-    const pb_correlation *k = rule_of(e, name);
-    unsigned long long id;
-    int ev, source;
+    char name[512];
+    const pb_correlation *k;
+    uint64_t until = 0, cleared = 0, ts, id, ev, source;
+    const char *p = value;
     corr_st *st;
-    size_t at;
 
-    if (sscanf(member, "%16llx %d %d", &id, &ev, &source) != 3 || ev < 0 ||
-        ev >= PB_CORR_MAX_EVENTS)
+    if (*p == '~' && (p++, get64(&p, 9, &until) || get64(&p, 9, &cleared)))
         return -1;
-    eng_mark_seen(e, cluster, id, ts);
-    if (!k || ev >= k->nevents)
-        return 0; /* its rule is gone: nothing waits for it */
-    st = state_of(e, cluster, name, k);
-    if (ts <= st->cleared)
-        return 0; /* used up (its trim did not reach Redis) */
-    for (size_t i = 0; i < st->n; i++)
-        if (st->v[i].sig == id && st->v[i].ev == ev)
-            return 0;
-    push(st, ts, id, ev, source);
-    /* Redis gives a set's members in score order; keep that order when
-     * several sets' reads interleave. */
-    for (at = st->n - 1; at > 0 && st->v[at - 1].ts > ts; at--) {
-        corr_ev t = st->v[at];
-        st->v[at] = st->v[at - 1];
-        st->v[at - 1] = t;
+    snprintf(name, sizeof name, "%s|%s", rule, field);
+    k = rule_of(e, name);
+    st = k ? state_of(e, cluster, name, k) : NULL;
+    if (st) {
+        st->until = (int64_t)until;
+        st->cleared = (int64_t)cleared;
     }
-    return 0;
-}
-
-int eng_corr_restore_until(engine *e, const char *cluster, const char *name,
-                           const char *value)
-{
-    const pb_correlation *k = rule_of(e, name);
-    long long until, cleared;
-    int used;
-    corr_st *st;
-
-    if (sscanf(value, "%lld %lld%n", &until, &cleared, &used) != 2 ||
-        value[used])
-        return -1;
-    if (!k)
-        return 0;
-    st = state_of(e, cluster, name, k);
-    st->until = until;
-    st->cleared = cleared;
-    /* entries read before this field may be used up already */
-    size_t keep = 0;
-    for (size_t i = 0; i < st->n; i++)
-        if (st->v[i].ts > cleared)
-            st->v[keep++] = st->v[i];
-    st->n = keep;
-    return 0;
+    while (*p == '|') {
+        p++;
+        if (get64(&p, 9, &ts) || get64(&p, 11, &id) || get64(&p, 1, &ev) ||
+            get64(&p, 1, &source))
+            return -1;
+        /* seen, even when its rule is gone: a redelivery is no news */
+        eng_mark_seen(e, cluster, id, (int64_t)ts);
+        if (st && ev < (uint64_t)k->nevents && (int64_t)ts > st->cleared)
+            push(st, (int64_t)ts, id, (int)ev, (int)source);
+    }
+    return *p ? -1 : 0;
 }

@@ -176,12 +176,10 @@ void eng_corr_feed(engine *e, const sig *s, const fact *f);
 void eng_corr_prune(engine *e, const char *cluster);
 void eng_corr_state_free(void *p);
 void eng_corr_index_free(engine *e);
-/* Restart: one member of a w:corr set, and one field of the corr hash;
- * name is "SCENARIO/KIND|KEY". -1 when unreadable. */
-int eng_corr_restore_entry(engine *e, const char *cluster, const char *name,
-                           int64_t ts, const char *member);
-int eng_corr_restore_until(engine *e, const char *cluster, const char *name,
-                           const char *value);
+/* Restart: one field of a rule's hash (cascade:{C}:cw:RULE, RULE being
+ * "SCENARIO/KIND", the field the key). -1 when unreadable. */
+int eng_corr_restore(engine *e, const char *cluster, const char *rule,
+                     const char *field, const char *value);
 
 /* Window entry kinds as one letter, indexed by fact_kind. */
 extern const char eng_kind_code[];

@@ -169,12 +169,8 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     sig_source source = SRC__COUNT; /* unknown: older records lack it */
     node_win *w;
 
-    const char *corr = strstr(key, ":w:corr:");
-
     if (name && !split_key(key, cluster, sizeof cluster, &kind))
         return eng_restore_attempt(e, cluster, name + 8, ts, member);
-    if (corr && !split_key(key, cluster, sizeof cluster, &kind))
-        return eng_corr_restore_entry(e, cluster, corr + 8, ts, member);
     if (!host || split_key(key, cluster, sizeof cluster, &kind) ||
         sscanf(member, "%16llx %c %63s %63s %31s %63s", &id, &kc,
                         jobid, scen, src, sid) < 4)
@@ -221,7 +217,7 @@ int eng_restore_wants(const char *key)
     return !strcmp(kind, "jobs") || !strcmp(kind, "inventory") ||
            !strcmp(kind, "state") || !strcmp(kind, "tb") ||
            !strcmp(kind, "series") || !strcmp(kind, "progress") ||
-           !strcmp(kind, "corr");
+           !strncmp(kind, "cw:", 3);
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -482,10 +478,11 @@ int eng_restore_hash(engine *e, const char *key, const char *field,
         return eng_restore_series(e, cluster, field, value, err);
     if (strcmp(kind, "progress") == 0)
         return restore_progress(e, cluster, field, value, err);
-    if (strcmp(kind, "corr") == 0) {
-        if (eng_corr_restore_until(e, cluster, field, value) == 0)
+    if (strncmp(kind, "cw:", 3) == 0) {
+        if (eng_corr_restore(e, cluster, kind + 3, field, value) == 0)
             return 0;
-        cs_err_set(err, "%s %s: not a time '%s'", key, field, value);
+        cs_err_set(err, "%s %s: unreadable correlation state '%.80s'", key,
+                   field, value);
         return -1;
     }
     o = json_loads(value, 0, &je);
