@@ -32,25 +32,52 @@ typedef struct fin_run {
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* One line without its newline into buf (at most cap bytes kept; the rest
- * is consumed and flagged). Returns 1, 0 at end of input, -1 on error. */
-static int read_line(FILE *f, char *buf, size_t cap, size_t *len,
+/* Input read in large blocks and split at newlines with memchr: a
+ * character at a time (getc) was a fifth of the collector's time, and
+ * stdio's 4 KiB reads another fifth in the kernel. */
+#define FIN_BLOCK (1 << 20)
+
+typedef struct fin_reader {
+    FILE *f;
+    char *buf; /* FIN_BLOCK bytes */
+    size_t pos, end;
+} fin_reader;
+
+/* One line without its newline into line (at most cap bytes kept; the
+ * rest is consumed and flagged). Returns 1, 0 at end of input, -1 on
+ * error. A NUL byte is kept as it is (the caller rejects it). */
+static int read_line(fin_reader *rd, char *line, size_t cap, size_t *len,
                      int *too_long)
 {
-    int c;
     size_t n = 0;
+    int any = 0;
 
     *too_long = 0;
-    while ((c = getc_unlocked(f)) != EOF && c != '\n') {
-        if (n < cap)
-            buf[n++] = (char)c;
-        else
+    for (;;) {
+        if (rd->pos == rd->end) {
+            rd->pos = 0;
+            rd->end = fread(rd->buf, 1, FIN_BLOCK, rd->f);
+            if (rd->end == 0) {
+                if (ferror(rd->f))
+                    return -1;
+                if (!any)
+                    return 0;
+                break; /* a last line without its newline */
+            }
+        }
+        any = 1;
+        const char *from = rd->buf + rd->pos;
+        const char *nl = memchr(from, '\n', rd->end - rd->pos);
+        size_t take = nl ? (size_t)(nl - from) : rd->end - rd->pos;
+        size_t keep = take < cap - n ? take : cap - n;
+        memcpy(line + n, from, keep);
+        n += keep;
+        if (keep < take)
             *too_long = 1;
+        rd->pos += take + (nl != NULL);
+        if (nl)
+            break;
     }
-    if (c == EOF && ferror(f))
-        return -1;
-    if (c == EOF && n == 0 && !*too_long)
-        return 0;
     *len = n;
     return 1;
 }
@@ -271,17 +298,25 @@ static void progress(fin_run *r)
 
 static int read_all(fin_run *r, FILE *f, cs_err *err)
 {
+    fin_reader rd = {f, malloc(FIN_BLOCK), 0, 0};
     size_t len = 0;
     int too_long, got;
 
+    if (!rd.buf) {
+        cs_err_set(err, "out of memory");
+        return -1;
+    }
     /* one byte kept back: a syslog line is parsed NUL-terminated */
-    while ((got = read_line(f, r->line, SIG_MAX_BYTES - 1, &len, &too_long)) >
-           0) {
+    while ((got = read_line(&rd, r->line, SIG_MAX_BYTES - 1, &len,
+                            &too_long)) > 0) {
         r->st->lines++;
-        if (handle_line(r, len, too_long, err))
+        if (handle_line(r, len, too_long, err)) {
+            free(rd.buf);
             return -1;
+        }
         progress(r);
     }
+    free(rd.buf);
     if (got < 0) {
         cs_err_set(err, "%s: read error: %s", r->name, strerror(errno));
         return -1;
