@@ -17,7 +17,7 @@
 # run first, rss_per_entry and cpu_us per signal.
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
-rate=20000
+rate=10000
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '8p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do

@@ -723,7 +723,8 @@ static int ingest_log(int argc, char **argv)
                  !(cls = cls_new(cat, &err))))
         goto out;
     fo.edge = cls;
-    if (!(p = kfk_producer_new(brokers, &err)))
+    if (!(p = kfk_producer_new_codec(brokers, KFK_DEFAULT_LINGER_MS, "zstd",
+                                     &err)))
         goto out;
     for (int i = optind; i < argc; i++) {
         int r = fin_publish_opts(argv[i], &fo, p, &st, &err);

@@ -342,6 +342,12 @@ kfk_producer *kfk_producer_new(const char *brokers, cs_err *err)
 kfk_producer *kfk_producer_new_linger(const char *brokers, int linger_ms,
                                       cs_err *err)
 {
+    return kfk_producer_new_codec(brokers, linger_ms, "lz4", err);
+}
+
+kfk_producer *kfk_producer_new_codec(const char *brokers, int linger_ms,
+                                     const char *codec, cs_err *err)
+{
     char linger[16];
     const char *const kv[] = {"bootstrap.servers", brokers,
                               "client.id", "cascade-producer",
@@ -351,10 +357,10 @@ kfk_producer *kfk_producer_new_linger(const char *brokers, int linger_ms,
                               "socket.nagle.disable", "true",
                               "enable.idempotence", "true",
                               /* Signals are text: a batch compresses
-                               * about 4x, which is 4x the backlog the
+                               * 3-4x, which is 3-4x the backlog the
                                * embedded broker keeps (5 MiB per partition,
                                * fixed in librdkafka's mock cluster). */
-                              "compression.codec", "zstd",
+                              "compression.codec", codec,
                               "linger.ms", linger, NULL};
 
     snprintf(linger, sizeof linger, "%d", linger_ms);
