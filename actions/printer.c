@@ -51,7 +51,7 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
 }
 
 act_printer *act_printer_start(struct event_base *base, const char *brokers,
-                               FILE *out, cs_err *err)
+                               int fetch_wait_ms, FILE *out, cs_err *err)
 {
     act_printer *p = calloc(1, sizeof *p);
 
@@ -60,8 +60,9 @@ act_printer *act_printer_start(struct event_base *base, const char *brokers,
         return NULL;
     }
     p->out = out;
-    p->cons = kfk_consumer_new(base, brokers, "cascade-actions-dry-run",
-                               KFK_TOPIC_ACTIONS, 256, on_batch, p, err);
+    p->cons = kfk_consumer_new_wait(base, brokers, "cascade-actions-dry-run",
+                                    KFK_TOPIC_ACTIONS, 256, on_batch, p,
+                                    fetch_wait_ms, err);
     if (!p->cons) {
         free(p);
         return NULL;

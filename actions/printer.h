@@ -11,8 +11,9 @@
 
 typedef struct act_printer act_printer;
 
+/* fetch_wait_ms: kafka.fetch_wait_ms, as the correlator's consumer. */
 act_printer *act_printer_start(struct event_base *base, const char *brokers,
-                               FILE *out, cs_err *err);
+                               int fetch_wait_ms, FILE *out, cs_err *err);
 unsigned long act_printer_count(const act_printer *p);
 void act_printer_free(act_printer *p);
 

@@ -579,7 +579,8 @@ int cmd_dev(int argc, char **argv)
         return rc;
     wh_config wc = webhook_config(&l);
     if (!(l.corr = corr_start(l.base, &o, l.prod, &err)) ||
-        !(l.printer = act_printer_start(l.base, l.brokers, stdout, &err)) ||
+        !(l.printer = act_printer_start(l.base, l.brokers,
+                                        l.cfg.fetch_wait_ms, stdout, &err)) ||
         !(l.wh = wh_start(l.base, &wc, l.prod, &err)))
         return fail(&l, "dev", &err);
     printf("webhook: http://%s:%d/api/v1/alerts (Authorization: Bearer %s)\n",
