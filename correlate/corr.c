@@ -166,7 +166,7 @@ static int get64(const char **p, int width, uint64_t *v)
 static void save(engine *e, corr_st *st, const char *cluster,
                  const char *name)
 {
-    char key[400], *val, *o;
+    char key[400], small[20 + 8 * 23], *val = small, *o;
     const char *field;
 
     st->dirty = 0;
@@ -175,8 +175,10 @@ static void save(engine *e, corr_st *st, const char *cluster,
         e->ops->hash_del(e->ctx, key, field);
         return;
     }
-    if (!(o = val = malloc(20 + st->n * 23)))
+    /* a few events, the usual case, need no allocation per signal */
+    if (st->n > 8 && !(val = malloc(20 + st->n * 23)))
         abort();
+    o = val;
     if (st->until || st->cleared) {
         *o++ = '~';
         o = put64(o, (uint64_t)st->until, 9);
@@ -191,7 +193,8 @@ static void save(engine *e, corr_st *st, const char *cluster,
     }
     *o = '\0';
     e->ops->hash_put(e->ctx, key, field, val);
-    free(val);
+    if (val != small)
+        free(val);
 }
 
 static void clear(corr_st *st)

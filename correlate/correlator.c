@@ -180,7 +180,8 @@ static json_t *proposed_of(const json_t *acts)
     return out;
 }
 
-static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
+static void on_change(void *arg, const char *id, json_t *inc,
+                      const char *text, json_t *acts)
 {
     correlator *c = arg;
     const char *cluster =
@@ -192,8 +193,7 @@ static void on_change(void *arg, const char *id, json_t *inc, json_t *acts)
 
     if (!cluster)
         cluster = "default";
-    pend_push(c, KFK_TOPIC_INCIDENTS, id, json_dumps(inc, JSON_COMPACT),
-              cluster);
+    pend_push(c, KFK_TOPIC_INCIDENTS, id, strdup(text), cluster);
     outbox_put(c, &c->pend[c->npend - 1]);
     json_array_foreach(acts, i, a) {
         char aid[32];

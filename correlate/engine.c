@@ -1551,10 +1551,10 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         char *txt = json_dumps(js, JSON_COMPACT);
         eng_key(key, sizeof key, inc->cluster, "incidents", NULL);
         e->ops->hash_put(e->ctx, key, inc->id, txt);
-        free(txt);
         eng_persist_incident(e, inc);
         if (fn)
-            fn(arg, inc->id, js, fresh_acts);
+            fn(arg, inc->id, js, txt, fresh_acts);
+        free(txt);
         json_decref(fresh_acts);
         json_decref(js);
     }

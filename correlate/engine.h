@@ -92,10 +92,12 @@ int eng_reset(engine *e, cs_err *err);
 size_t eng_prune(engine *e);
 
 /* Calls fn for every incident changed since the last call, in a stable
- * order, with its JSON (REPLAY.md incident format) and the actions not
- * published before. Also writes each to the store. */
+ * order, with its JSON (REPLAY.md incident format), the same serialised
+ * compactly (what the store got; callers publish it as it is) and the
+ * actions not published before. Also writes each to the store. */
 typedef void (*eng_change_fn)(void *arg, const char *incident_id,
-                              json_t *incident, json_t *new_actions);
+                              json_t *incident, const char *text,
+                              json_t *new_actions);
 void eng_flush(engine *e, eng_change_fn fn, void *arg);
 
 /* All incidents, ordered by opening time then id (the replay output). */

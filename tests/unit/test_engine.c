@@ -190,8 +190,9 @@ static void test_restore(void)
     eng_free(e);
 }
 
-static void count_new(void *arg, const char *id, json_t *inc, json_t *acts)
+static void count_new(void *arg, const char *id, json_t *inc, const char *text, json_t *acts)
 {
+    (void)text;
     int *n = arg;
     (void)id;
     (void)inc;
@@ -538,8 +539,9 @@ static void test_recover_and_reopen(void)
     eng_free(e);
 }
 
-static void count_resolved(void *arg, const char *id, json_t *inc, json_t *acts)
+static void count_resolved(void *arg, const char *id, json_t *inc, const char *text, json_t *acts)
 {
+    (void)text;
     (void)id;
     (void)acts;
     if (!strcmp(field(inc, "status"), "resolved"))
@@ -624,8 +626,9 @@ typedef struct seen_pub {
     int storm, merged, other;
 } seen_pub;
 
-static void note_pub(void *arg, const char *id, json_t *inc, json_t *acts)
+static void note_pub(void *arg, const char *id, json_t *inc, const char *text, json_t *acts)
 {
+    (void)text;
     seen_pub *p = arg;
     (void)id;
     (void)acts;
