@@ -61,7 +61,6 @@ struct kfk_consumer {
     /* Drain: per owned partition, the offset it must be read up to (the
      * end when the drain began; -1: nothing new), and whether taken. */
     int64_t *target;
-    size_t ntarget;
     int marked;
 };
 
@@ -355,9 +354,9 @@ kfk_producer *kfk_producer_new_codec(const char *brokers, int linger_ms,
     char linger[16];
     const char *const kv[] = {"bootstrap.servers", brokers,
                               "client.id", "cascade-producer",
-                              /* Nagle held each small produce request back
-                               * until the broker's delayed ACK (about 50 ms
-                               * per batch round trip over TCP). */
+                              /* small requests, answered one by one: no
+                               * reason to hold them back (the broker side
+                               * is kfk_broker_attach) */
                               "socket.nagle.disable", "true",
                               "enable.idempotence", "true",
                               /* Signals are text: a batch compresses
@@ -940,7 +939,6 @@ static int drain_mark(kfk_consumer *c, int timeout_ms)
     c->target = calloc(c->nowned + 1, sizeof *c->target);
     if (!c->target)
         abort();
-    c->ntarget = c->nowned;
     for (int i = 0; i < l->cnt && rc == 0; i++) {
         int64_t lo, hi, from = l->elems[i].offset;
         if (rd_kafka_query_watermark_offsets(c->rk, c->topic,
