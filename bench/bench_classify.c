@@ -4,7 +4,10 @@
  * each run classifies every line with a fresh classifier (no traceback
  * state carried over) and the median of the runs is reported.
  *
- *   bench_classify [--runs N] [--repeat K] FILE.jsonl...
+ *   bench_classify [--runs N] [--repeat K] [--no-prefilter] FILE.jsonl...
+ *
+ * --no-prefilter tries every signature in turn (the Hyperscan prefilter
+ * off), to show what it is worth.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +71,7 @@ static int load(const char *path, sig **v, size_t *n, size_t *cap)
 
 int main(int argc, char **argv)
 {
-    int runs = 7, repeat = 20, first = 1;
+    int runs = 7, repeat = 20, first = 1, prefilter = 1;
     sig *v = NULL;
     size_t n = 0, cap = 0, nsig, facts = 0;
     double t[64];
@@ -80,14 +83,16 @@ int main(int argc, char **argv)
             runs = atoi(argv[++first]);
         else if (!strcmp(argv[first], "--repeat") && first + 1 < argc)
             repeat = atoi(argv[++first]);
+        else if (!strcmp(argv[first], "--no-prefilter"))
+            prefilter = 0;
         else {
-            fprintf(stderr, "usage: bench_classify [--runs N] [--repeat K] "
+            fprintf(stderr, "usage: bench_classify [--runs N] [--repeat K] [--no-prefilter] "
                             "FILE.jsonl...\n");
             return strcmp(argv[first], "--help") ? 2 : 0;
         }
     }
     if (first == argc || runs < 1 || runs > 64 || repeat < 1) {
-        fprintf(stderr, "usage: bench_classify [--runs N<=64] [--repeat K] "
+        fprintf(stderr, "usage: bench_classify [--runs N<=64] [--repeat K] [--no-prefilter] "
                         "FILE.jsonl...\n");
         return 2;
     }
@@ -98,6 +103,11 @@ int main(int argc, char **argv)
     for (int r = 0; r < runs; r++) {
         classifier *c = cls_new(cat, &err);
         fact out[CLS_MAX_FACTS];
+        if (!c) {
+            fprintf(stderr, "bench_classify: %s\n", err.msg);
+            return 1;
+        }
+        cls_prefilter(c, prefilter);
         double t0 = now_s();
         facts = 0;
         for (int k = 0; k < repeat; k++)

@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config clang
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
-  libcurl4-openssl-dev libpcre2-dev libyaml-dev
+  libcurl4-openssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
   redis-server redis-tools kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec
 )

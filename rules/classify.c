@@ -32,12 +32,12 @@
 #define REPORT_KEEP (10 * TS_MIN)
 
 #include "rules/playbooks.h"
+#include "rules/prefilter.h"
 
 /* The value extractors: numbers inside a message a signature already
  * recognised, and the rank prefix torchrun puts on every line. What a
  * message means lives in the rule files, not here. */
 enum re_id {
-    RE_RANK,
     RE_TRIED,
     RE_CAP_NEW,
     RE_CAP_OLD,
@@ -51,7 +51,6 @@ enum re_id {
 
 #define SIZE "([0-9]+(?:\\.[0-9]+)?) ?([KMGT]i?B|bytes|B)"
 static const char *const re_src[RE__COUNT] = {
-    [RE_RANK] = "^\\[(?:rank|RANK) ?([0-9]+)\\]:? ?",
     [RE_TRIED] = "Tried to allocate " SIZE,
     [RE_CAP_NEW] = "total capac(?:i)?ty of " SIZE,
     [RE_CAP_OLD] = SIZE " total capacity",
@@ -144,6 +143,8 @@ struct classifier {
     const pb_catalog *cat;
     pcre2_code *re[RE__COUNT];
     pcre2_match_data *md;
+    pfl_ctx *pf;      /* NULL: the catalog has no prefilter */
+    int no_prefilter; /* cls_prefilter(c, 0): every signature tried */
     strmap *tracebacks; /* "cluster|host|job|rank" -> struct traceback */
     strmap *tb_gone;    /* keys ended since the last cls_tb_changes */
     int reports;        /* 0: no open report (a hint, recounted lazily) */
@@ -184,9 +185,18 @@ classifier *cls_new(const pb_catalog *cat, cs_err *err)
         pcre2_jit_compile(c->re[i], PCRE2_JIT_COMPLETE);
     }
     c->md = pcre2_match_data_create(32, NULL);
+    if (pb_prefilter(cat) && !(c->pf = pfl_ctx_new(pb_prefilter(cat), err))) {
+        cls_free(c);
+        return NULL;
+    }
     c->tracebacks = strmap_new();
     c->tb_gone = strmap_new();
     return c;
+}
+
+void cls_prefilter(classifier *c, int on)
+{
+    c->no_prefilter = !on;
 }
 
 void cls_free(classifier *c)
@@ -196,6 +206,7 @@ void cls_free(classifier *c)
     for (int i = 0; i < RE__COUNT; i++)
         pcre2_code_free(c->re[i]);
     pcre2_match_data_free(c->md);
+    pfl_ctx_free(c->pf);
     strmap_free(c->tracebacks, tb_free);
     strmap_free(c->tb_gone, NULL);
     free(c);
@@ -291,23 +302,53 @@ static int is_frame_line(const char *l);
 static const pb_signature *first_match(const classifier *c, int source,
                                        const char *text, int only)
 {
-    size_t n;
+    size_t n, len = strlen(text);
     const pb_signature *g = pb_signatures(c->cat, &n);
+    const unsigned char *may = NULL;
 
+    if (c->pf && !c->no_prefilter)
+        may = pfl_scan(c->pf, source, text, len);
     for (size_t i = 0; i < n; i++) {
-        if (!(g[i].sources & (1u << source)) ||
+        if ((may && !may[i]) || !(g[i].sources & (1u << source)) ||
             (only >= 0 && g[i].kind != only))
             continue;
-        if (pcre2_match(g[i].re, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0,
-                        c->md, NULL) >= 0)
+        if (pcre2_match(g[i].re, (PCRE2_SPTR)text, len, 0, 0, c->md, NULL) >= 0)
             return &g[i];
     }
     return NULL;
 }
 
+/* The rank prefix torchrun puts on a line ("[rank3]: ", "[RANK 3] "):
+ * its length, 0 when there is none; *rank gets the number. Read by hand
+ * since it is tried on every app line. */
+static size_t rank_prefix(const char *l, int *rank)
+{
+    const char *p = l + 5;
+    long r = 0;
+
+    if (l[0] != '[' || (strncmp(l + 1, "rank", 4) && strncmp(l + 1, "RANK", 4)))
+        return 0;
+    if (*p == ' ')
+        p++;
+    if (*p < '0' || *p > '9')
+        return 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (r < 100000000)
+            r = r * 10 + (*p - '0');
+    if (*p++ != ']')
+        return 0;
+    if (*p == ':')
+        p++;
+    if (*p == ' ')
+        p++;
+    *rank = (int)r;
+    return (size_t)(p - l);
+}
+
 int cls_edge_keep(const classifier *c, int source, const char *line)
 {
     const char *t = line;
+    int rank;
 
     if (first_match(c, source, line, -1))
         return 1;
@@ -315,10 +356,7 @@ int cls_edge_keep(const classifier *c, int source, const char *line)
         return strstr(line, "NVRM: ") != NULL; /* a wrapped message's part */
     if (source != SRC_APP)
         return 0;
-    if (t[0] == '[' && pcre2_match(c->re[RE_RANK], (PCRE2_SPTR)t,
-                                   PCRE2_ZERO_TERMINATED, 0, 0, c->md,
-                                   NULL) >= 0)
-        t += pcre2_get_ovector_pointer(c->md)[1];
+    t += rank_prefix(t, &rank);
     return is_frame_line(t) ||
            strncmp(t, "Traceback (most recent call last)", 33) == 0;
 }
@@ -670,20 +708,53 @@ static struct traceback *tb_open(classifier *c, const char *key, int64_t ts)
 
 /* The assembly key of an app line (cluster, host, job, rank) and the
  * line without torchrun's rank prefix ("[rank3]: ..."). */
-static const char *app_key(const classifier *c, const sig *s, char *key,
-                           size_t len, int *rank)
+static const char *app_line(const sig *s, int *rank)
 {
-    const char *line = s->line;
-    char cap[1][64];
-
     *rank = s->rank;
-    if (line[0] == '[' && match(c, RE_RANK, line, cap, 1)) {
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
-        *rank = atoi(cap[0]);
-        line += ov[1];
-    }
-    snprintf(key, len, "%s|%s|%s|%d", s->cluster, s->host ? s->host : "",
-             s->job ? s->job : "", *rank);
+    return s->line + rank_prefix(s->line, rank);
+}
+
+/* Appends src to key[*at..len), truncating; keeps key terminated. */
+static void key_put(char *key, size_t len, size_t *at, const char *src)
+{
+    size_t n = strlen(src);
+
+    if (*at + n >= len)
+        n = len - 1 - *at;
+    memcpy(key + *at, src, n);
+    *at += n;
+    key[*at] = '\0';
+}
+
+/* "CLUSTER|HOST|JOB|RANK": built on every app line that may touch an
+ * assembly, so by hand rather than through snprintf. */
+static void app_key_of(const sig *s, int rank, char *key, size_t len)
+{
+    char num[16], *p = num + sizeof num;
+    unsigned v = rank < 0 ? 0u - (unsigned)rank : (unsigned)rank;
+    size_t at = 0;
+
+    *--p = '\0';
+    do
+        *--p = (char)('0' + v % 10);
+    while ((v /= 10) && p > num + 1);
+    if (rank < 0)
+        *--p = '-';
+    key[0] = '\0';
+    key_put(key, len, &at, s->cluster);
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, s->host ? s->host : "");
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, s->job ? s->job : "");
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, p);
+}
+
+static const char *app_key(const sig *s, char *key, size_t len, int *rank)
+{
+    const char *line = app_line(s, rank);
+
+    app_key_of(s, *rank, key, len);
     return line;
 }
 
@@ -750,9 +821,18 @@ static int classify_app(classifier *c, const sig *s, fact *out)
 {
     char key[400];
     int rank;
-    const char *line = app_key(c, s, key, sizeof key, &rank);
+    const char *line = app_line(s, &rank);
     const pb_signature *g;
-    struct traceback *tb = strmap_get(c->tracebacks, key);
+    struct traceback *tb = NULL;
+
+    /* Most lines arrive with no assembly open anywhere: no key to build. */
+    if (strmap_len(c->tracebacks) ||
+        strncmp(line, "Traceback (most recent call last)", 33) == 0) {
+        app_key_of(s, rank, key, sizeof key);
+        tb = strmap_get(c->tracebacks, key);
+    } else {
+        key[0] = '\0';
+    }
 
     if (tb && tb->kind == TB_REPORT && report_continues(tb, line, s->ts)) {
         /* the head itself again (a redelivery) adds nothing */
@@ -795,6 +875,8 @@ static int classify_app(classifier *c, const sig *s, fact *out)
                 out->scenario = oom_scenario(out);
         }
         if (g->report) {
+            if (!key[0])
+                app_key_of(s, rank, key, sizeof key);
             report_open(c, key, s);
             return 0;
         }
@@ -818,7 +900,7 @@ static int report_fact(classifier *c, struct traceback *tb, sig *head,
 
     if (sig_from_json(head, tb->head, &err) == 0) {
         if (head->line) {
-            line = app_key(c, head, key, sizeof key, &rank);
+            line = app_key(head, key, sizeof key, &rank);
             if ((n = classify_text(c, head, line, out)) > 0) {
                 out->rank = rank;
                 if (tb->text[0])
@@ -856,7 +938,7 @@ int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
     if (!c->reports)
         return 0;
     if (s && s->source == SRC_APP && s->line)
-        line = app_key(c, s, key, sizeof key, &rank);
+        line = app_key(s, key, sizeof key, &rank);
     while (strmap_next(c->tracebacks, &pos, &k, &v)) {
         struct traceback *tb = v;
         if (tb->kind != TB_REPORT)
@@ -1066,10 +1148,15 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
     char key[400];
     int n;
 
+    size_t at = 0;
+
     if (!s->host) /* no fact without a host: nothing to assemble for */
         return classify_text(c, s, s->line, out);
-    snprintf(key, sizeof key, "%s|%s|kernel", s->cluster, s->host);
-    tb = strmap_get(c->tracebacks, key);
+    key_put(key, sizeof key, &at, s->cluster);
+    key_put(key, sizeof key, &at, "|");
+    key_put(key, sizeof key, &at, s->host);
+    key_put(key, sizeof key, &at, "|kernel");
+    tb = strmap_len(c->tracebacks) ? strmap_get(c->tracebacks, key) : NULL;
     if (tb && (s->ts - tb->started > KMSG_MAX_AGE || s->ts < tb->started)) {
         tb_end(c, key);
         tb = NULL;

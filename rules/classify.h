@@ -71,6 +71,10 @@ int cls_fact_from_text(int kind);
 /* The classifier reads the catalog's signatures; it borrows the catalog,
  * which must outlive it. */
 classifier *cls_new(const struct pb_catalog *cat, cs_err *err);
+/* Whether lines go through the Hyperscan prefilter (rules/prefilter.h)
+ * before PCRE2 (on by default). Off, every signature of the source is
+ * tried in turn: the same answers, slower; for tests and benchmarks. */
+void cls_prefilter(classifier *c, int on);
 void cls_free(classifier *c);
 /* Moves the open multi-line assemblies of `from` into `to` (a rule set
  * swap keeps what was half-read). */

@@ -13,6 +13,7 @@
 #include "core/hash.h"
 #include "core/signal.h"
 #include "rules/classify.h"
+#include "rules/prefilter.h"
 #include "rules/rules_embedded.h"
 
 typedef struct xid_map {
@@ -36,6 +37,7 @@ struct pb_catalog {
     size_t nplays, capplays;
     pb_correlation *corrs;
     size_t ncorrs, capcorrs;
+    pfl *pf; /* the signatures' prefilter, built by pb_catalog_link */
 };
 
 /* One file being read: its document and where problems go. */
@@ -125,6 +127,7 @@ void pb_catalog_free(pb_catalog *c)
     for (size_t i = 0; i < c->ncorrs; i++)
         free_correlation(&c->corrs[i]);
     free(c->corrs);
+    pfl_free(c->pf);
     free(c->v);
     free(c->sigs);
     free(c->xids);
@@ -1494,6 +1497,36 @@ static int link_correlations(pb_catalog *c, pb_error_fn fn, void *arg)
 
 /* Checks what crosses files: every scenario a signature, an example or an
  * Xid code names must exist once all files are read. */
+/* The signatures' Hyperscan prefilter (rules/prefilter.h): taken from
+ * the build's precompiled databases where the patterns are the built-in
+ * ones, compiled otherwise. */
+static int link_prefilter(pb_catalog *c)
+{
+    const char **pats = calloc(c->nsigs + 1, sizeof *pats);
+    unsigned *sources = calloc(c->nsigs + 1, sizeof *sources);
+    cs_err err;
+    int rc = -1;
+
+    if (!pats || !sources)
+        goto out;
+    for (size_t i = 0; i < c->nsigs; i++) {
+        pats[i] = c->sigs[i].match;
+        sources[i] = c->sigs[i].sources;
+    }
+    pfl_free(c->pf);
+    c->pf = pfl_new(pats, sources, c->nsigs, pfl_embedded(), &err);
+    rc = c->pf ? 0 : -1;
+out:
+    free(pats);
+    free(sources);
+    return rc;
+}
+
+const pfl *pb_prefilter(const pb_catalog *c)
+{
+    return c->pf;
+}
+
 int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
 {
     int errors = 0;
@@ -1539,6 +1572,11 @@ int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
             if (fn)
                 fn(arg, c->xids[i].where, msg);
         }
+    if (!errors && link_prefilter(c)) {
+        errors++;
+        if (fn)
+            fn(arg, "rules", "out of memory building the prefilter");
+    }
     return errors;
 }
 

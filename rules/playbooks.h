@@ -232,6 +232,10 @@ const char *pb_approval_name(pb_approval a);
 
 /* Signatures in file order (the order they are tried in). */
 const pb_signature *pb_signatures(const pb_catalog *c, size_t *n);
+/* The signatures' prefilter (rules/prefilter.h); NULL before
+ * pb_catalog_link. */
+struct pfl;
+const struct pfl *pb_prefilter(const pb_catalog *c);
 /* Xid codes that name a fault of either the GPU or the program running
  * on it (13, 31, 43): where they recur decides which (hardware.yaml
  * xid_tracked). Returns the scenario for "one GPU, several jobs" in

@@ -189,6 +189,23 @@ static void test_rank_prefix(void)
     CHECK_INT(f[0].kind, FACT_APP_ERROR);
     CHECK_INT(f[0].rank, 3);
     sig_free(&s);
+    /* the other spellings torchrun and launchers use */
+    s = app("9", 0, "[RANK 12] RuntimeError: CUDA error: an illegal memory "
+            "access was encountered", "2026-03-02T08:10:06Z");
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_INT(f[0].rank, 12);
+    sig_free(&s);
+    s = app("9", 0, "[rank7]:RuntimeError: CUDA error: an illegal memory "
+            "access was encountered", "2026-03-02T08:10:07Z");
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_INT(f[0].rank, 7);
+    sig_free(&s);
+    /* not a rank prefix: the signal's own rank stays */
+    s = app("9", 5, "[rankX]: RuntimeError: CUDA error: an illegal memory "
+            "access was encountered", "2026-03-02T08:10:08Z");
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_INT(f[0].rank, 5);
+    sig_free(&s);
 }
 
 static void test_hostlist(void)
