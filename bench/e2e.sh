@@ -24,6 +24,9 @@
 # process_s (preload: assignment to drained; stream: collector start to
 # drained), e2e_s (preload: ingest_s + process_s; stream: process_s),
 # published, consumed, redis_used_memory, counts.
+# E2E_WRAP_CORRELATOR="perf record -g -o FILE" runs the correlator under a
+# profiler (or any wrapper that execs its arguments); E2E_WRAP_COLLECTOR
+# the collector.
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 runs=1 batch= stream=
@@ -66,10 +69,12 @@ for r in $(seq 1 "$runs"); do
   d=$work/run$r
   mkdir -p "$d"
   start_stack "$d" "$cascade" || exit 1
-  printf 'rules:\n  dir: "%s"\nlog:\n  level: info\n' "$rules" > "$d/cascade.yaml"
-  corr=("$cascade" correlate --brokers "$brokers" --redis "$d/redis.sock"
+  printf 'rules:\n  dir: "%s"\nlog:\n  level: %s\n' "$rules" "${E2E_LOG_LEVEL:-info}" > "$d/cascade.yaml"
+  # shellcheck disable=SC2206 # a wrapper is words: "perf record -g -o F"
+  corr=(${E2E_WRAP_CORRELATOR:-} "$cascade" correlate --brokers "$brokers" --redis "$d/redis.sock"
         --group "bench-$r" --config "$d/cascade.yaml" ${batch:+--batch "$batch"})
-  ingest=("$cascade" ingest log --brokers "$brokers" --rules "$rules" "$log")
+  # shellcheck disable=SC2206
+  ingest=(${E2E_WRAP_COLLECTOR:-} "$cascade" ingest log --brokers "$brokers" --rules "$rules" "$log")
 
   if [ -z "$stream" ]; then
     t0=$(now_ms)
@@ -91,7 +96,8 @@ for r in $(seq 1 "$runs"); do
     "${ingest[@]}" 2> "$d/ingest.err" ||
       { say "ingest log failed: $(tail -n 3 "$d/ingest.err")"; kill "$cpid"; exit 1; }
     t1=$(now_ms)
-    kill -USR1 "$cpid"
+    # the correlator itself, not a wrapper around it (perf would die of it)
+    kill -USR1 "$(pgrep -f "^$cascade correlate .*--group bench-$r( |\$)" | head -n 1)"
     wait "$cpid" || { say "correlate failed to drain: $(tail -n 3 "$d/corr.err")"; exit 1; }
     assigned=$(log_ms "$d/corr.err" "partitions assigned")
     drained=$(log_ms "$d/corr.err" "drained:")

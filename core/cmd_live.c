@@ -141,6 +141,21 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
 
 /* With no broker or Redis configured, start the embedded ones and say
  * where they are, so other processes (kcat, redis-cli) can look in. */
+/* A producer learns a topic's leader from the periodic metadata scan,
+ * once a second: until then its first messages wait (up to 1 s for the
+ * first alert, or a collector's whole file). Asking now costs one round
+ * trip. Not fatal: with the broker away they wait as they would have. */
+static void warm_topics(kfk_producer *p, const char *who)
+{
+    static const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS,
+                                         KFK_TOPIC_ACTIONS,
+                                         KFK_TOPIC_DEADLETTER, NULL};
+    cs_err err;
+
+    if (kfk_producer_warm(p, topics, 2000, &err))
+        log_warn(who, "topics not ready yet: %s", err.msg);
+}
+
 static int defaults_start(live *l, cs_err *err)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -171,6 +186,7 @@ static int defaults_start(live *l, cs_err *err)
                                             err)) ||
         kfk_producer_attach(l->prod, l->base))
         return -1;
+    warm_topics(l->prod, "kafka");
     l->sigint = evsignal_new(l->base, SIGINT, on_stop, l);
     l->sigterm = evsignal_new(l->base, SIGTERM, on_stop, l);
     l->sighup = evsignal_new(l->base, SIGHUP, on_reload, l);
@@ -307,16 +323,10 @@ static int correlator_start(live *l, const char *who, corr_opts *o,
         live_free(l);
         return 2;
     }
-    static const char *const outputs[] = {KFK_TOPIC_INCIDENTS,
-                                          KFK_TOPIC_ACTIONS,
-                                          KFK_TOPIC_DEADLETTER, NULL};
     if (defaults_start(l, err)) {
         pb_catalog_free(o->rules);
         return fail(l, who, err);
     }
-    /* Not fatal: the first outputs then wait for the metadata instead. */
-    if (kfk_producer_warm(l->prod, outputs, 5000, err))
-        log_warn(who, "output topics not ready yet: %s", err->msg);
     o->brokers = l->brokers;
     o->redis = l->redis_addr;
     return 0;
@@ -479,7 +489,7 @@ int cmd_correlate(int argc, char **argv)
                "outputs a killed predecessor may not have delivered.\n\n"
                COMMON_HELP
                "  --group NAME    consumer group (default cascade-correlate)\n"
-               "  --batch N       most signals per batch (default 1000)\n"
+               "  --batch N       most signals per batch (default 10000)\n"
                "  --drain         exit once every partition is read to its end,\n"
                "                  its outputs delivered and offsets committed\n"
                "                  (a backfill; exit 1 when the commit failed);\n"
@@ -631,6 +641,7 @@ static int ingest_file(int argc, char **argv)
         fprintf(stderr, "cascade ingest file: %s\n", err.msg);
         return 2;
     }
+    warm_topics(p, "ingest file");
     rc = fin_publish(argv[optind], p, &st, &err);
     fprintf(stderr, "ingest file: %lu lines, %lu published, %lu rejected\n",
             st.lines, st.published, st.rejected);
@@ -727,6 +738,7 @@ static int ingest_log(int argc, char **argv)
     if (!(p = kfk_producer_new_codec(brokers, KFK_DEFAULT_LINGER_MS, "zstd",
                                      &err)))
         goto out;
+    warm_topics(p, "ingest log");
     for (int i = optind; i < argc; i++) {
         int r = fin_publish_opts(argv[i], &fo, p, &st, &err);
         fprintf(stderr, "ingest log: %s: %lu lines, %lu published, %lu "

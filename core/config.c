@@ -16,7 +16,10 @@ void cfg_defaults(cs_config *c)
 {
     memset(c, 0, sizeof *c);
     str_copy(c->group, sizeof c->group, "cascade-correlate");
-    c->batch = 1000;
+    /* Each batch waits for Redis, Kafka's delivery and the commit; under a
+     * backlog, 1000 a batch spent half the drain waiting. A caught-up
+     * consumer's batches are what has arrived, far fewer. */
+    c->batch = 10000;
     c->linger_ms = KFK_DEFAULT_LINGER_MS;
     c->fetch_wait_ms = KFK_DEFAULT_FETCH_WAIT_MS;
     str_copy(c->listen, sizeof c->listen, "127.0.0.1");
