@@ -341,22 +341,20 @@ static int given_id(sig *s, cs_err *err)
     return 0;
 }
 
-int sig_from_json(sig *s, json_t *in, cs_err *err)
+/* Reads the signal from obj, whose reference it takes (s->obj is obj,
+ * normalised in place; released on failure). */
+static int adopt(sig *s, json_t *obj, cs_err *err)
 {
     const char *src;
 
     memset(s, 0, sizeof *s);
     s->rank = -1;
-    if (!json_is_object(in)) {
+    if (!json_is_object(obj)) {
         cs_err_set(err, "a signal must be a JSON object");
+        json_decref(obj);
         return -1;
     }
-    /* Shallow copy: normalising (cluster, job) must not edit the caller's. */
-    s->obj = json_copy(in);
-    if (!s->obj) {
-        cs_err_set(err, "out of memory");
-        return -1;
-    }
+    s->obj = obj;
     if (parse_ts(s->obj, &s->ts, err) || req_str(s->obj, "source", &src, err))
         goto fail;
     if (sig_source_parse(src, &s->source)) {
@@ -381,11 +379,25 @@ fail:
     return -1;
 }
 
+int sig_from_json(sig *s, json_t *in, cs_err *err)
+{
+    json_t *copy;
+
+    if (!json_is_object(in))
+        return adopt(s, json_incref(in), err);
+    /* Shallow copy: normalising (cluster, job) must not edit the caller's. */
+    if (!(copy = json_copy(in))) {
+        memset(s, 0, sizeof *s);
+        cs_err_set(err, "out of memory");
+        return -1;
+    }
+    return adopt(s, copy, err);
+}
+
 int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err)
 {
     json_error_t jerr;
     json_t *o;
-    int rc;
 
     memset(s, 0, sizeof *s);
     if (len > SIG_MAX_BYTES) {
@@ -398,15 +410,12 @@ int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err)
         cs_err_set(err, "invalid JSON at column %d: %s", jerr.column, jerr.text);
         return -1;
     }
-    rc = sig_from_json(s, o, err);
-    json_decref(o);
-    return rc;
+    return adopt(s, o, err); /* the object is ours alone: no copy */
 }
 
 int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err)
 {
     json_t *o;
-    int rc;
 
     memset(s, 0, sizeof *s);
     if (len > SIG_MAX_BYTES) {
@@ -417,9 +426,7 @@ int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err)
     o = jmp_unpack(data, len, err);
     if (!o)
         return -1;
-    rc = sig_from_json(s, o, err);
-    json_decref(o);
-    return rc;
+    return adopt(s, o, err);
 }
 
 int sig_to_msgpack(const sig *s, char **out, size_t *len)

@@ -345,6 +345,18 @@ static size_t rank_prefix(const char *l, int *rank)
     return (size_t)(p - l);
 }
 
+/* The text after "NVRM: " when the kernel line may be a piece of a driver
+ * message printed over several lines, else NULL. An Xid report is one
+ * line of its own: it neither starts nor continues such a message. */
+static const char *kmsg_part(const char *line)
+{
+    const char *nv = strstr(line, "NVRM: ");
+
+    if (!nv || strncmp(nv + 6, "Xid (", 5) == 0)
+        return NULL;
+    return nv + 6;
+}
+
 int cls_edge_keep(const classifier *c, int source, const char *line)
 {
     const char *t = line;
@@ -353,7 +365,7 @@ int cls_edge_keep(const classifier *c, int source, const char *line)
     if (first_match(c, source, line, -1))
         return 1;
     if (source == SRC_KERNEL)
-        return strstr(line, "NVRM: ") != NULL; /* a wrapped message's part */
+        return kmsg_part(line) != NULL;
     if (source != SRC_APP)
         return 0;
     t += rank_prefix(t, &rank);
@@ -1143,11 +1155,12 @@ static int ends_sentence(const char *l)
  * begin) a driver message the kernel wrapped over several lines. */
 static int classify_kernel(classifier *c, const sig *s, fact *out)
 {
-    const char *nv = strstr(s->line, "NVRM: ");
+    const char *nv = kmsg_part(s->line);
+    /* an Xid report no signature takes leaves an open message alone */
+    int aside = !nv && strstr(s->line, "NVRM: Xid (") != NULL;
     struct traceback *tb;
     char key[400];
     int n;
-
     size_t at = 0;
 
     if (!s->host) /* no fact without a host: nothing to assemble for */
@@ -1162,11 +1175,10 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
         tb = NULL;
     }
     if ((n = classify_text(c, s, s->line, out)) || !nv) {
-        if (tb)
+        if (tb && (n || !aside))
             tb_end(c, key);
         return n;
     }
-    nv += 6;
     if (tb) {
         size_t len = strlen(tb->text);
         snprintf(tb->text + len, sizeof tb->text - len, " %s", nv);

@@ -340,6 +340,56 @@ static void test_kernel_wrapped(void)
     cls_free(b);
 }
 
+/* With rules that read no Xid code (bench/rules reads only 79), an Xid
+ * report is not a piece of a wrapped driver message: the collector's edge
+ * drops it, and between the pieces of one it neither joins nor ends it. */
+static void test_kmsg_xid(void)
+{
+    static const char rules[] =
+        "family: t\n"
+        "signatures:\n"
+        "  - {id: t.off, source: kernel, fact: event, match: 'NVRM: The "
+        "NVIDIA GPU (?<pci>[0-9a-f:.]+) .*installed in this system has\\s+"
+        "fallen off the bus', examples: [{line: 'NVRM: The NVIDIA GPU "
+        "0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has "
+        "fallen off the bus and is not responding to commands.', fact: "
+        "event}]}\n";
+    static const char *const xid = "[1843.30] NVRM: Xid (PCI:0000:3b:00): 74, "
+                                   "pid=3500, name=python3, Ch 000cc464, "
+                                   "errorString CTX SWITCH TIMEOUT, Info 0x4";
+    const char *t0 = "2026-03-02T08:10:04.100Z", *t1 = "2026-03-02T08:10:04.101Z";
+    pb_catalog *k = pb_catalog_new();
+    classifier *x = NULL;
+    fact f[CLS_MAX_FACTS];
+    cs_err err;
+
+    CHECK_INT(pb_catalog_add(k, "t.yaml", rules, sizeof rules - 1, NULL, NULL),
+              0);
+    CHECK_INT(pb_catalog_link(k, NULL, NULL), 0);
+    CHECK((x = cls_new(k, &err)) != NULL);
+    if (!x)
+        goto out;
+    CHECK_INT(cls_edge_keep(x, SRC_KERNEL, xid), 0);
+    CHECK_INT(cls_edge_keep(x, SRC_KERNEL, "[1843.30] NVRM: The NVIDIA GPU "
+                                           "0000:b3:00.0"), 1);
+    CHECK_INT(cls_edge_keep(x, SRC_KERNEL, "[1843.30] usb 1-1: new device"), 0);
+    CHECK_INT(kern_feed(x, "g1", "[1843.30] NVRM: The NVIDIA GPU 0000:b3:00.0",
+                        t0, f), 0);
+    CHECK_INT(kern_feed(x, "g1", xid, t0, f), 0);
+    CHECK_INT(kern_feed(x, "g1", "NVRM: (PCI ID: 10de:26b5) installed in this "
+                        "system has", t1, f), 0);
+    CHECK_INT(kern_feed(x, "g1", "NVRM: fallen off the bus and is not "
+                        "responding to commands.", t1, f), 1);
+    CHECK_STR(f[0].pci, "0000:b3:00.0");
+    /* alone, it opens nothing that a later piece could complete */
+    CHECK_INT(kern_feed(x, "g2", xid, t0, f), 0);
+    CHECK_INT(kern_feed(x, "g2", "NVRM: fallen off the bus and is not "
+                        "responding to commands.", t1, f), 0);
+out:
+    cls_free(x);
+    pb_catalog_free(k);
+}
+
 /* One app line through cls_report_next first, as the engine does: the
  * return value is what the line gave (0 or 1), and *done the report fact
  * it or the time ended (its detail copied to done_detail). */
@@ -505,6 +555,7 @@ int main(void)
     test_alert();
     test_k8s_event_versions();
     test_kernel_wrapped();
+    test_kmsg_xid();
     test_desync_report();
     cls_free(c);
     pb_catalog_free(cat);
