@@ -28,6 +28,8 @@ typedef struct corr_ev {
 
 typedef struct corr_st {
     const pb_correlation *rule;
+    char *cluster, *name; /* where it is kept: cstate corr map, Redis */
+    int queued;           /* in e->corr_dirty, to be written at the flush */
     int64_t until; /* events at or before this are ignored: it fired */
     /* Events at or before this were used up (fired, or a wait ran out):
      * a redelivered one must not count again, also after a restart. */
@@ -52,6 +54,8 @@ void eng_corr_state_free(void *p)
 
     if (st) {
         free(st->v);
+        free(st->cluster);
+        free(st->name);
         free(st);
     }
 }
@@ -163,14 +167,13 @@ static int get64(const char **p, int width, uint64_t *v)
 }
 
 /* Writes the state whole (or deletes it when it holds nothing). */
-static void save(engine *e, corr_st *st, const char *cluster,
-                 const char *name)
+static void save(engine *e, corr_st *st)
 {
     char key[400], small[20 + 8 * 23], *val = small, *o;
     const char *field;
 
     st->dirty = 0;
-    hash_of(key, sizeof key, cluster, name, &field);
+    hash_of(key, sizeof key, st->cluster, st->name, &field);
     if (!st->n && !st->until && !st->cleared) {
         e->ops->hash_del(e->ctx, key, field);
         return;
@@ -285,12 +288,48 @@ static corr_st *state_of(engine *e, const char *cluster, const char *name,
 
     if (!st) {
         st = calloc(1, sizeof *st);
-        if (!st)
+        if (!st || !(st->cluster = strdup(cluster)) ||
+            !(st->name = strdup(name)))
             abort();
         st->rule = k;
         strmap_put(cs->corr, name, st);
     }
     return st;
+}
+
+/* A changed state waits for the flush: a job whose threshold counts 1000
+ * events in one batch is written once, not 1000 times. */
+static void queue(engine *e, corr_st *st)
+{
+    if (st->queued)
+        return;
+    if (e->ncorr_dirty == e->capcorr_dirty) {
+        e->capcorr_dirty = e->capcorr_dirty ? e->capcorr_dirty * 2 : 64;
+        e->corr_dirty = realloc(e->corr_dirty,
+                                e->capcorr_dirty * sizeof *e->corr_dirty);
+        if (!e->corr_dirty)
+            abort();
+    }
+    st->queued = 1;
+    e->corr_dirty[e->ncorr_dirty++] = st;
+}
+
+void eng_corr_save(engine *e)
+{
+    for (size_t i = 0; i < e->ncorr_dirty; i++) {
+        corr_st *st = e->corr_dirty[i];
+        st->queued = 0;
+        if (st->dirty)
+            save(e, st);
+    }
+    e->ncorr_dirty = 0;
+}
+
+void eng_corr_forget(engine *e)
+{
+    for (size_t i = 0; i < e->ncorr_dirty; i++)
+        e->corr_dirty[i]->queued = 0;
+    e->ncorr_dirty = 0;
 }
 
 static void feed_one(engine *e, const sig *s, const fact *f,
@@ -326,7 +365,7 @@ static void feed_one(engine *e, const sig *s, const fact *f,
         }
     }
     if (st->dirty)
-        save(e, st, s->cluster, name);
+        queue(e, st);
 }
 
 void eng_corr_feed(engine *e, const sig *s, const fact *f)
@@ -356,8 +395,8 @@ void eng_corr_prune(engine *e, const char *cluster)
     while (strmap_next(cs->corr, &pos, &name, &val)) {
         corr_st *st = val;
         int64_t w = st->rule->window * 1000;
-        if (st->n && st->v[st->n - 1].ts >= e->now - w)
-            continue;
+        if (st->queued || (st->n && st->v[st->n - 1].ts >= e->now - w))
+            continue; /* queued: it changed in this batch */
         /* the used-up mark must outlive any redelivery: what is older
          * than the allowed lateness is refused as late anyway */
         if (st->until >= e->now ||

@@ -66,6 +66,7 @@ static void state_new(engine *e)
 
 static void state_free(engine *e)
 {
+    eng_corr_forget(e);
     strmap_free(e->clusters, cs_free);
     strmap_free(e->series, eng_series_free);
     strmap_free(e->names, eng_names_free);
@@ -106,6 +107,7 @@ void eng_free(engine *e)
     free(e->old_cats);
     eng_corr_index_free(e);
     state_free(e);
+    free(e->corr_dirty);
     free(e);
 }
 
@@ -1517,6 +1519,7 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
 {
     char key[320];
 
+    eng_corr_save(e);
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
         json_t *js, *acts, *fresh_acts;

@@ -94,7 +94,9 @@ size_t eng_prune(engine *e);
 /* Calls fn for every incident changed since the last call, in a stable
  * order, with its JSON (REPLAY.md incident format), the same serialised
  * compactly (what the store got; callers publish it as it is) and the
- * actions not published before. Also writes each to the store. */
+ * actions not published before. Also writes each to the store, with the
+ * correlation states the signals since the last call changed (each once).
+ * Call it once per batch, before the store's pipeline goes out. */
 typedef void (*eng_change_fn)(void *arg, const char *incident_id,
                               json_t *incident, const char *text,
                               json_t *new_actions);

@@ -165,6 +165,10 @@ struct engine {
     size_t nold;
     strmap *corr_index;         /* signature id -> the rules it feeds */
     const pb_catalog *corr_cat; /* the rule set corr_index was built on */
+    /* Correlation states changed since the last eng_flush: each is written
+     * once per batch, however many of its events the batch held. */
+    struct corr_st **corr_dirty;
+    size_t ncorr_dirty, capcorr_dirty;
 };
 
 /* Correlation rules (corr.c): a fact from a signature that a rule lists
@@ -175,6 +179,11 @@ void eng_corr_feed(engine *e, const sig *s, const fact *f);
  * of the cluster's event time). */
 void eng_corr_prune(engine *e, const char *cluster);
 void eng_corr_state_free(void *p);
+/* Writes the changed states (eng_flush, so into the batch's pipeline). */
+void eng_corr_save(engine *e);
+/* Forgets the changed states without writing them (their cluster state is
+ * being freed). */
+void eng_corr_forget(engine *e);
 void eng_corr_index_free(engine *e);
 /* Restart: one field of a rule's hash (cascade:{C}:cw:RULE, RULE being
  * "SCENARIO/KIND", the field the key). -1 when unreadable. */
