@@ -52,7 +52,7 @@ static void cs_free(void *p)
     strmap_free(cs->jobs, eng_job_free);
     strmap_free(cs->open_node, NULL);
     strmap_free(cs->open_job, NULL);
-    strmap_free(cs->seen, free);
+    ids_free(cs->seen);
     strmap_free(cs->corr, eng_corr_state_free);
     free(cs);
 }
@@ -172,7 +172,7 @@ cstate *eng_cs(engine *e, const char *cluster)
         cs->jobs = strmap_new();
         cs->open_node = strmap_new();
         cs->open_job = strmap_new();
-        cs->seen = strmap_new();
+        cs->seen = ids_new();
         cs->corr = strmap_new();
         cs->seen_limit = SEEN_FLOOR;
         strmap_put(e->clusters, cluster, cs);
@@ -1246,52 +1246,27 @@ static void on_tracked_xid(engine *e, const sig *s, const fact *f,
  * not on every signal. */
 static void prune_seen(cstate *cs)
 {
-    size_t pos = 0, nold = 0;
-    const char *k;
-    void *v;
-    char **old = xcalloc(strmap_len(cs->seen), sizeof *old);
-
-    while (strmap_next(cs->seen, &pos, &k, &v))
-        if (*(int64_t *)v < cs->clock - HORIZON)
-            old[nold++] = strdup(k);
-    for (size_t i = 0; i < nold; i++) {
-        free(strmap_del(cs->seen, old[i]));
-        free(old[i]);
-    }
-    free(old);
-    cs->seen_limit = 2 * strmap_len(cs->seen);
+    ids_drop_before(cs->seen, cs->clock - HORIZON);
+    cs->seen_limit = 2 * ids_len(cs->seen);
     if (cs->seen_limit < SEEN_FLOOR)
         cs->seen_limit = SEEN_FLOOR;
-}
-
-static void mark_seen(cstate *cs, const char *hex, int64_t ts)
-{
-    int64_t *v = xcalloc(1, sizeof *v);
-
-    *v = ts;
-    free(strmap_put(cs->seen, hex, v));
 }
 
 static int seen_before(engine *e, const sig *s)
 {
     cstate *cs = eng_cs(e, s->cluster);
-    char hex[17];
 
-    sig_id_hex(s, hex);
-    if (strmap_get(cs->seen, hex))
+    if (ids_get(cs->seen, s->id, NULL))
         return 1;
-    if (strmap_len(cs->seen) >= cs->seen_limit)
+    if (ids_len(cs->seen) >= cs->seen_limit)
         prune_seen(cs);
-    mark_seen(cs, hex, s->ts);
+    ids_put(cs->seen, s->id, s->ts);
     return 0;
 }
 
 void eng_mark_seen(engine *e, const char *cluster, uint64_t id, int64_t ts)
 {
-    char hex[17];
-
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)id);
-    mark_seen(eng_cs(e, cluster), hex, ts);
+    ids_put(eng_cs(e, cluster)->seen, id, ts);
 }
 
 /* A job's latest error line, by signature: its attempts are told apart

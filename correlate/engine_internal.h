@@ -2,6 +2,7 @@
 #ifndef CS_ENGINE_INTERNAL_H
 #define CS_ENGINE_INTERNAL_H
 
+#include "core/idset.h"
 #include "core/strmap.h"
 #include "core/ts.h"
 #include "correlate/engine.h"
@@ -135,7 +136,7 @@ typedef struct cstate {
     strmap *jobs;      /* job id -> job */
     strmap *open_node; /* host or own key -> incident (node-level) */
     strmap *open_job;  /* job id or "name:" key -> incident (job-level) */
-    strmap *seen;      /* signal id hex -> (int64_t *) ts */
+    idset *seen;       /* signal id -> its event time */
     size_t seen_limit; /* prune the seen set when it reaches this size */
     strmap *corr;      /* "SCENARIO/KIND|KEY" -> a correlation's state */
     int64_t corr_pruned; /* event time of the last prune of corr */
