@@ -27,7 +27,7 @@ build=$(realpath "$1"); shift
 [ -x "$build/bench/bench_latency" ] || { echo "bench/latency.sh: build first" >&2; exit 1; }
 work=$(mktemp -d)
 . "$root/bench/lib.sh"
-trap 'stop_all; rm -rf "$work"' EXIT
+trap 'stop_all; [ -n "${LATENCY_KEEP:-}" ] || rm -rf "$work"' EXIT
 say() { echo "latency: $*" >&2; }
 
 for rate in "$@"; do
@@ -37,8 +37,8 @@ for rate in "$@"; do
     start_stack "$d" "$build/cascade" || exit 1
     # no lingering before a batch's outputs go, and a short fetch wait: the
     # embedded broker answers a waiting fetch only when the wait is over
-    printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\nrules:\n  dir: "%s"\nlog:\n  level: info\n' \
-      "$root/bench/rules" > "$d/cascade.yaml"
+    printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\nrules:\n  dir: "%s"\nlog:\n  level: %s\n' \
+      "$root/bench/rules" "${LATENCY_LOG_LEVEL:-info}" > "$d/cascade.yaml"
     "$build/cascade" correlate --brokers "$brokers" --redis "$d/redis.sock" \
       --config "$d/cascade.yaml" > "$d/corr.out" 2> "$d/corr.err" & pids+=($!)
     wait_log "$d/corr.err" restored || exit 1

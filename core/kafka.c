@@ -276,7 +276,15 @@ void kfk_broker_stop(kfk_broker *b)
 
 struct kfk_tracker {
     unsigned long refs, pending, failed;
+    void (*done)(void *);
+    void *done_arg;
 };
+
+void kfk_tracker_on_done(kfk_tracker *t, void (*fn)(void *), void *arg)
+{
+    t->done = fn;
+    t->done_arg = arg;
+}
 
 kfk_tracker *kfk_tracker_new(void)
 {
@@ -315,6 +323,8 @@ static void tracker_report(kfk_tracker *t, int failed)
     t->pending--;
     if (failed)
         t->failed++;
+    if (!t->pending && t->done && t->refs > 1) /* refs 1: released */
+        t->done(t->done_arg);
     tracker_unref(t);
 }
 

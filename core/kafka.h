@@ -72,6 +72,10 @@ typedef struct kfk_tracker kfk_tracker;
 kfk_tracker *kfk_tracker_new(void);
 void kfk_tracker_release(kfk_tracker *t);
 unsigned long kfk_tracker_pending(const kfk_tracker *t);
+/* fn(arg) each time the last pending message of t is reported, delivered
+ * or not (from the delivery report, on the thread that polls: the loop's
+ * own with kfk_producer_attach). */
+void kfk_tracker_on_done(kfk_tracker *t, void (*fn)(void *), void *arg);
 /* Returns the failures counted since the last call and resets them. */
 unsigned long kfk_tracker_take_failed(kfk_tracker *t);
 /* As kfk_produce, counted by t. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/hash.h"
@@ -45,6 +46,10 @@ struct correlator {
     kfk_tracker *trk;
     pending *pend;
     size_t npend, cappend, sent;
+    /* The current batch's cycle, for the debug line at its commit: its
+     * size and when (monotonic us) it came, was stored, was delivered. */
+    size_t nbatch;
+    int64_t t_batch, t_stored, t_delivered;
     enum phase phase;
     int held; /* a consumed batch waits for its commit */
     struct event *tick, *prune, *kick;
@@ -243,6 +248,25 @@ static int produce_pending(correlator *c)
     return 0;
 }
 
+static int64_t mono_us(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Every output of the batch is reported: go on now, not at the next
+ * tick (up to DELIVERY_POLL_US later). Not from inside the report's
+ * callback: through the loop. */
+static void on_delivered(void *arg)
+{
+    correlator *c = arg;
+
+    if (c->phase == PH_DELIVERING)
+        event_active(c->tick, EV_TIMEOUT, 0);
+}
+
 static void arm_tick(correlator *c)
 {
     struct timeval tv = {0, DELIVERY_POLL_US};
@@ -252,12 +276,14 @@ static void arm_tick(correlator *c)
 static void on_stored(void *arg)
 {
     correlator *c = arg;
+    c->t_stored = mono_us();
     crash_point(c, PH_STORING);
     c->phase = PH_PUBLISHING;
     advance(c);
 }
 
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n);
+
 
 static void on_cleared(void *arg)
 {
@@ -270,8 +296,13 @@ static void on_cleared(void *arg)
         if (kfk_consumer_commit_held(c->cons, &err))
             log_warn("correlate", "offsets not committed: %s", err.msg);
         else
-            log_debug("correlate", "batch committed: %zu outputs delivered, "
-                                   "%lu signals so far", c->npend, c->signals);
+            log_debug("correlate", "batch committed: %zu signals, %zu outputs "
+                      "delivered, %lu signals so far; feed+redis %.1f ms, "
+                      "kafka %.1f ms, outbox+commit %.1f ms", c->nbatch,
+                      c->npend, c->signals,
+                      (double)(c->t_stored - c->t_batch) / 1000,
+                      (double)(c->t_delivered - c->t_stored) / 1000,
+                      (double)(mono_us() - c->t_delivered) / 1000);
     }
     pend_clear(c);
     if (c->leftover) {
@@ -310,6 +341,7 @@ static void advance(correlator *c)
             return;
         }
         crash_point(c, PH_DELIVERING);
+        c->t_delivered = mono_us();
         c->phase = PH_CLEARING;
         for (size_t i = 0; i < c->npend; i++)
             if (c->pend[i].outbox)
@@ -353,6 +385,8 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     correlator *c = arg;
 
     c->held = 1;
+    c->nbatch = n;
+    c->t_batch = mono_us();
     for (size_t i = 0; i < n; i++) {
         sig s;
         cs_err err;
@@ -597,6 +631,8 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     crash_setup(c);
     c->out = out;
     c->trk = kfk_tracker_new();
+    if (c->trk)
+        kfk_tracker_on_done(c->trk, on_delivered, c);
     c->tick = evtimer_new(base, on_tick, c);
     c->kick = evtimer_new(base, on_kick, c);
     c->prune = event_new(base, -1, EV_PERSIST, on_prune, c);
