@@ -3,7 +3,8 @@
  * producing each completing signal to the first incident about it on
  * cascade.incidents.
  *
- * usage: bench_latency --brokers ADDR --rate R [--seconds S] [--patterns P]
+ * usage: bench_latency [--hop] --brokers ADDR --rate R [--seconds S]
+ *                      [--patterns P]
  *
  * The stream is what a collector publishes (msgpack signals with their own
  * id, cluster "default", event time = now): every 1/P s a fresh node gets
@@ -16,6 +17,11 @@
  *
  * --patterns 0 offers the timeouts only (a load of live window keys: each
  * job is a key of the threshold rule) and measures nothing.
+ *
+ * --hop measures the floor instead: no correlator runs, and the time is
+ * from producing each completing signal to reading that signal back from
+ * cascade.signals (one Kafka hop, the same producer and consumer settings).
+ * A detection crosses two such hops (signal in, incident out).
  *
  * Prints one line: rate offered patterns seen p50_ms p99_ms p999_ms max_ms
  * (offered: the rate achieved; seen: patterns whose incident arrived within
@@ -43,6 +49,7 @@ typedef struct run {
     atomic_int stop;
     atomic_int seen;
     atomic_int ready;
+    int hop; /* --hop: read the signals back, not the incidents */
 } run;
 
 static double now_s(void)
@@ -159,6 +166,28 @@ static void on_incident(run *r, const rd_kafka_message_t *m)
     json_decref(o);
 }
 
+/* --hop: a completing signal (the job cancel) read back from the topic;
+ * its node name ("lat000123") is in the msgpack payload as text. */
+static void on_signal(run *r, const rd_kafka_message_t *m)
+{
+    const char *p = m->payload;
+    const char *lat;
+    int i;
+
+    if (!memmem(p, m->len, "CANCELLED", 9) ||
+        !(lat = memmem(p, m->len, "lat", 3)) ||
+        (size_t)(lat - p) + 9 > m->len)
+        return;
+    char node[10];
+    memcpy(node, lat, 9);
+    node[9] = '\0';
+    if (sscanf(node, "lat%d", &i) == 1 && i >= 0 && i < r->npat &&
+        r->sent[i] > 0 && r->lat[i] < 0) {
+        r->lat[i] = now_s() - r->sent[i];
+        atomic_fetch_add(&r->seen, 1);
+    }
+}
+
 static void *reader(void *arg)
 {
     run *r = arg;
@@ -178,14 +207,14 @@ static void *reader(void *arg)
         fprintf(stderr, "bench_latency: %s\n", err);
         exit(2);
     }
-    t = rd_kafka_topic_new(rk, KFK_TOPIC_INCIDENTS, NULL);
+    const char *topic = r->hop ? KFK_TOPIC_SIGNALS : KFK_TOPIC_INCIDENTS;
+    t = rd_kafka_topic_new(rk, topic, NULL);
     if (rd_kafka_metadata(rk, 0, t, &md, 10000) || md->topic_cnt != 1) {
-        fprintf(stderr, "bench_latency: no metadata for %s\n",
-                KFK_TOPIC_INCIDENTS);
+        fprintf(stderr, "bench_latency: no metadata for %s\n", topic);
         exit(1);
     }
     for (int i = 0; i < md->topics[0].partition_cnt; i++)
-        rd_kafka_topic_partition_list_add(l, KFK_TOPIC_INCIDENTS, i)->offset =
+        rd_kafka_topic_partition_list_add(l, topic, i)->offset =
             RD_KAFKA_OFFSET_END;
     rd_kafka_metadata_destroy(md);
     rd_kafka_topic_destroy(t);
@@ -202,7 +231,9 @@ static void *reader(void *arg)
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 20);
         if (!m)
             continue;
-        if (!m->err)
+        if (!m->err && r->hop)
+            on_signal(r, m);
+        else if (!m->err)
             on_incident(r, m);
         rd_kafka_message_destroy(m);
     }
@@ -326,6 +357,12 @@ int main(int argc, char **argv)
     double achieved, *v;
     int n = 0;
 
+    for (int i = 1; i < argc && !strcmp(argv[i], "--hop"); i++) {
+        r.hop = 1;
+        memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof *argv);
+        argc--;
+        i--;
+    }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--brokers"))
             r.brokers = argv[i + 1];
@@ -340,7 +377,7 @@ int main(int argc, char **argv)
     }
     if (!r.brokers || r.rate <= 0 || r.seconds <= 0 || r.patterns < 0 ||
         r.patterns > r.rate / 2) {
-        fprintf(stderr, "usage: bench_latency --brokers ADDR --rate R "
+        fprintf(stderr, "usage: bench_latency [--hop] --brokers ADDR --rate R "
                         "[--seconds S] [--patterns P (<= R/2)]\n");
         return 2;
     }

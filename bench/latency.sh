@@ -4,20 +4,24 @@
 # over TCP) and bench_latency offering signals at each rate, 100 patterns
 # a second completing peer.xid79_job_cancel.
 #
-# usage: bench/latency.sh [--seconds S] [--runs N] BUILD_DIR RATE...
+# usage: bench/latency.sh [--seconds S] [--runs N] [--hop] BUILD_DIR RATE...
+#
+# --hop: no correlator; the time from producing a signal to reading it back
+# from cascade.signals (one hop through the broker; a detection takes two).
 #
 # Prints one line per run and rate:
 #   rate offered patterns seen p50_ms p99_ms p999_ms max_ms
 # (bench_latency's line). Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
-seconds=10 runs=1
+seconds=10 runs=1 hop=
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '7p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --hop) hop=--hop; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -39,10 +43,13 @@ for rate in "$@"; do
     # embedded broker answers a waiting fetch only when the wait is over
     printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\nrules:\n  dir: "%s"\nlog:\n  level: %s\n' \
       "$root/bench/rules" "${LATENCY_LOG_LEVEL:-info}" > "$d/cascade.yaml"
-    "$build/cascade" correlate --brokers "$brokers" --redis "$d/redis.sock" \
-      --config "$d/cascade.yaml" > "$d/corr.out" 2> "$d/corr.err" & pids+=($!)
-    wait_log "$d/corr.err" restored || exit 1
-    "$build/bench/bench_latency" --brokers "$brokers" --rate "$rate" \
+    if [ -z "$hop" ]; then
+      "$build/cascade" correlate --brokers "$brokers" --redis "$d/redis.sock" \
+        --config "$d/cascade.yaml" > "$d/corr.out" 2> "$d/corr.err" & pids+=($!)
+      wait_log "$d/corr.err" restored || exit 1
+    fi
+    # shellcheck disable=SC2086 # $hop is empty or one word
+    "$build/bench/bench_latency" $hop --brokers "$brokers" --rate "$rate" \
       --seconds "$seconds" --patterns "${PATTERNS:-100}" ||
       { say "bench_latency failed at $rate/s"; exit 1; }
     stop_all
