@@ -379,6 +379,11 @@ fail:
     return -1;
 }
 
+int sig_adopt_json(sig *s, json_t *obj, cs_err *err)
+{
+    return adopt(s, obj, err);
+}
+
 int sig_from_json(sig *s, json_t *in, cs_err *err)
 {
     json_t *copy;

@@ -52,6 +52,10 @@ int sig_source_parse(const char *name, sig_source *out);
 /* Validates and normalises a decoded object (takes a reference of its own).
  * On error returns -1 and names the field and the reason. */
 int sig_from_json(sig *s, json_t *obj, cs_err *err);
+/* The same, taking the caller's reference instead of copying: for an
+ * object built for this signal alone (normalised in place; released with
+ * the signal, or at once on error). */
+int sig_adopt_json(sig *s, json_t *obj, cs_err *err);
 /* One JSON Lines line (no newline needed). */
 int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err);
 /* One msgpack-encoded signal as it travels on Kafka. */

@@ -241,9 +241,7 @@ static int publish_line(fin_run *r, size_t len, cs_err *why, cs_err *err)
         json_t *o = syslog_signal(r, len, why, &rc);
         if (!o)
             return rc;
-        rc = sig_from_json(&s, o, why);
-        json_decref(o);
-        if (rc)
+        if (sig_adopt_json(&s, o, why)) /* o is ours: no copy */
             return 1;
     } else if (sig_parse_json(&s, r->line, len, why)) {
         return 1;

@@ -189,8 +189,29 @@ static void test_given_id(void)
                  "\"abc\"}", "field 'id'");
 }
 
+/* sig_adopt_json takes the caller's reference: the signal's object is the
+ * one given, normalised in place; on error the reference is released. */
+static void test_adopt(void)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s}", "ts", "2026-03-02T08:00:00Z",
+                          "source", "app", "line", "x");
+    json_t *bad = json_pack("{s:s, s:s}", "ts", "yesterday", "source", "app");
+    sig s;
+    cs_err err;
+
+    CHECK_INT(sig_adopt_json(&s, o, &err), 0);
+    CHECK(s.obj == o);
+    CHECK_STR(json_string_value(json_object_get(o, "cluster")), "default");
+    sig_free(&s); /* releases o */
+    json_incref(bad);
+    CHECK_INT(sig_adopt_json(&s, bad, &err), -1);
+    CHECK_INT(bad->refcount, 1); /* only the reference kept here */
+    json_decref(bad);
+}
+
 int main(void)
 {
+    test_adopt();
     test_ts();
     test_given_id();
     test_sources();
