@@ -139,8 +139,6 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
     log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
 }
 
-/* With no broker or Redis configured, start the embedded ones and say
- * where they are, so other processes (kcat, redis-cli) can look in. */
 /* A producer learns a topic's leader from the periodic metadata scan,
  * once a second: until then its first messages wait (up to 1 s for the
  * first alert, or a collector's whole file). Asking now costs one round
@@ -156,6 +154,8 @@ static void warm_topics(kfk_producer *p, const char *who)
         log_warn(who, "topics not ready yet: %s", err.msg);
 }
 
+/* With no broker or Redis configured, start the embedded ones and say
+ * where they are, so other processes (kcat, redis-cli) can look in. */
 static int defaults_start(live *l, cs_err *err)
 {
     signal(SIGPIPE, SIG_IGN);

@@ -934,8 +934,6 @@ void kfk_consumer_release(kfk_consumer *c)
         event_active(c->wake, EV_READ, 0);
 }
 
-/* The ends of the owned partitions now, and where the group stands:
- * what a drain must read. Blocking (one round trip per partition). */
 /* The offsets of every owned partition at time stamp `when` (-1: the
  * end, -2: the start), in one ListOffsets request per leader: asking
  * partition by partition (rd_kafka_query_watermark_offsets) took a round
@@ -961,6 +959,8 @@ static rd_kafka_topic_partition_list_t *ends(kfk_consumer *c, int64_t when,
     return l;
 }
 
+/* The ends of the owned partitions now, and where the group stands:
+ * what a drain must read. Blocking (three requests). */
 static int drain_mark(kfk_consumer *c, int timeout_ms)
 {
     rd_kafka_topic_partition_list_t *l =

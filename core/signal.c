@@ -341,9 +341,7 @@ static int given_id(sig *s, cs_err *err)
     return 0;
 }
 
-/* Reads the signal from obj, whose reference it takes (s->obj is obj,
- * normalised in place; released on failure). */
-static int adopt(sig *s, json_t *obj, cs_err *err)
+int sig_adopt_json(sig *s, json_t *obj, cs_err *err)
 {
     const char *src;
 
@@ -379,24 +377,19 @@ fail:
     return -1;
 }
 
-int sig_adopt_json(sig *s, json_t *obj, cs_err *err)
-{
-    return adopt(s, obj, err);
-}
-
 int sig_from_json(sig *s, json_t *in, cs_err *err)
 {
     json_t *copy;
 
     if (!json_is_object(in))
-        return adopt(s, json_incref(in), err);
+        return sig_adopt_json(s, json_incref(in), err);
     /* Shallow copy: normalising (cluster, job) must not edit the caller's. */
     if (!(copy = json_copy(in))) {
         memset(s, 0, sizeof *s);
         cs_err_set(err, "out of memory");
         return -1;
     }
-    return adopt(s, copy, err);
+    return sig_adopt_json(s, copy, err);
 }
 
 int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err)
@@ -415,7 +408,7 @@ int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err)
         cs_err_set(err, "invalid JSON at column %d: %s", jerr.column, jerr.text);
         return -1;
     }
-    return adopt(s, o, err); /* the object is ours alone: no copy */
+    return sig_adopt_json(s, o, err); /* the object is ours alone */
 }
 
 int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err)
@@ -431,7 +424,7 @@ int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err)
     o = jmp_unpack(data, len, err);
     if (!o)
         return -1;
-    return adopt(s, o, err);
+    return sig_adopt_json(s, o, err);
 }
 
 int sig_to_msgpack(const sig *s, char **out, size_t *len)
@@ -453,9 +446,4 @@ void sig_free(sig *s)
         json_decref(s->obj);
         s->obj = NULL;
     }
-}
-
-void sig_id_hex(const sig *s, char *buf)
-{
-    snprintf(buf, 17, "%016llx", (unsigned long long)s->id);
 }

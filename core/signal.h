@@ -63,7 +63,5 @@ int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err);
 /* msgpack encoding; *out is malloc'd. */
 int sig_to_msgpack(const sig *s, char **out, size_t *len);
 void sig_free(sig *s);
-/* "%016llx" of the id; buf needs 17 bytes. */
-void sig_id_hex(const sig *s, char *buf);
 
 #endif

@@ -284,7 +284,6 @@ static void on_stored(void *arg)
 
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n);
 
-
 static void on_cleared(void *arg)
 {
     correlator *c = arg;

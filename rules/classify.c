@@ -718,8 +718,8 @@ static struct traceback *tb_open(classifier *c, const char *key, int64_t ts)
     return tb;
 }
 
-/* The assembly key of an app line (cluster, host, job, rank) and the
- * line without torchrun's rank prefix ("[rank3]: ..."). */
+/* An app line without torchrun's rank prefix ("[rank3]: ..."); *rank
+ * gets the prefix's rank, else the signal's. */
 static const char *app_line(const sig *s, int *rank)
 {
     *rank = s->rank;
@@ -762,6 +762,7 @@ static void app_key_of(const sig *s, int rank, char *key, size_t len)
     key_put(key, len, &at, p);
 }
 
+/* app_line, and the line's assembly key. */
 static const char *app_key(const sig *s, char *key, size_t len, int *rank)
 {
     const char *line = app_line(s, rank);

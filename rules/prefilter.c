@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
+
 struct pfl {
     size_t n;
     size_t always;
@@ -161,28 +163,19 @@ static void batch_free(struct batch *b, size_t cap)
     free(b->flags);
 }
 
-static uint64_t fnv(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *d = data;
-
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ d[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 /* Collects src's patterns into b and their fingerprint into p->fp[src];
  * the source's patterns start as always candidates in base. A pattern
  * too long to rewrite stays one. */
 static int batch_fill(pfl *p, struct batch *b, const char *const *pats,
                       const unsigned *sources, int src)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = HASH_FNV_SEED;
     const char *ver = hs_version();
     char num[32];
 
-    h = fnv(h, ver, strlen(ver) + 1);
+    h = hash_fnv1a(h, ver, strlen(ver) + 1);
     snprintf(num, sizeof num, "%d/%zu/%d", src, p->n, PFL_MIN_PATTERNS);
-    h = fnv(h, num, strlen(num) + 1);
+    h = hash_fnv1a(h, num, strlen(num) + 1);
     if (!(b->pats = calloc(p->n + 1, sizeof *b->pats)) ||
         !(b->bufs = calloc(p->n + 1, sizeof *b->bufs)) ||
         !(b->ids = calloc(p->n + 1, sizeof *b->ids)) ||
@@ -203,8 +196,8 @@ static int batch_fill(pfl *p, struct batch *b, const char *const *pats,
             continue;
         }
         snprintf(num, sizeof num, "%zu", i);
-        h = fnv(h, num, strlen(num) + 1);
-        h = fnv(h, b->bufs[b->n], strlen(b->bufs[b->n]) + 1);
+        h = hash_fnv1a(h, num, strlen(num) + 1);
+        h = hash_fnv1a(h, b->bufs[b->n], strlen(b->bufs[b->n]) + 1);
         b->pats[b->n] = b->bufs[b->n];
         b->ids[b->n] = (unsigned)i;
         b->flags[b->n] = HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH |
@@ -216,23 +209,12 @@ static int batch_fill(pfl *p, struct batch *b, const char *const *pats,
 }
 
 /* A database compiled for other CPU features is refused at scan time:
- * probe it once. */
-static int ignore(unsigned id, unsigned long long from, unsigned long long to,
-                  unsigned flags, void *ctx)
-{
-    (void)id;
-    (void)from;
-    (void)to;
-    (void)flags;
-    (void)ctx;
-    return 0;
-}
-
+ * probe it once (no callback: matches are not wanted). */
 static int usable(const hs_database_t *db)
 {
     hs_scratch_t *s = NULL;
     int ok = hs_alloc_scratch(db, &s) == HS_SUCCESS &&
-             hs_scan(db, "", 0, 0, s, ignore, NULL) == HS_SUCCESS;
+             hs_scan(db, "", 0, 0, s, NULL, NULL) == HS_SUCCESS;
 
     hs_free_scratch(s);
     return ok;
