@@ -50,185 +50,271 @@ void jmp_pack(msgpack_packer *pk, const json_t *v)
     }
 }
 
-static json_t *from_obj(const msgpack_object *o, int depth, cs_err *err)
+/* The decoder reads the bytes itself instead of going through msgpack-c's
+ * object tree: msgpack_unpack_next allocates an 8 KiB zone per message and
+ * builds a tree that is then copied into jansson, which together were a
+ * sixth of the correlator's time on the dense log (docs/PERFORMANCE.md).
+ * tests/fuzz/fuzz_signal_msgpack.c keeps msgpack-c's decoder as the oracle
+ * this one must agree with. */
+typedef struct {
+    const unsigned char *p;
+    size_t len, pos;
+    cs_err *err;
+} rd;
+
+static json_t *dec_item(rd *r, int depth);
+
+static int need(rd *r, size_t n)
 {
-    if (depth > JMP_MAX_DEPTH) {
-        cs_err_set(err, "msgpack nested deeper than %d levels", JMP_MAX_DEPTH);
-        return NULL;
+    if (r->len - r->pos >= n)
+        return 0;
+    cs_err_set(r->err, "msgpack truncated after %zu bytes", r->len);
+    return -1;
+}
+
+static uint64_t be(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Nearly every string on the wire is ASCII, which needs no UTF-8 check;
+ * eight bytes at a time. */
+static int is_ascii(const unsigned char *p, size_t n)
+{
+    uint64_t acc = 0, w;
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        acc |= w;
     }
-    switch (o->type) {
-    case MSGPACK_OBJECT_NIL:
-        return json_null();
-    case MSGPACK_OBJECT_BOOLEAN:
-        return json_boolean(o->via.boolean);
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        if (o->via.u64 > (uint64_t)INT64_MAX) {
-            cs_err_set(err, "msgpack integer %llu out of range",
-                       (unsigned long long)o->via.u64);
+    for (; i < n; i++)
+        acc |= p[i];
+    return !(acc & 0x8080808080808080ull);
+}
+
+/* The length of the string whose header is at p (already consumed hdr
+ * bytes), or -1 when p is not a string header. */
+static int str_len(rd *r, unsigned char b, size_t *n)
+{
+    size_t lb;
+
+    if (b >= 0xa0 && b <= 0xbf) {
+        *n = b & 0x1f;
+        return 0;
+    }
+    if (b == 0xd9)
+        lb = 1;
+    else if (b == 0xda)
+        lb = 2;
+    else if (b == 0xdb)
+        lb = 4;
+    else
+        return -1;
+    if (need(r, lb))
+        return -2;
+    *n = (size_t)be(r->p + r->pos, lb);
+    r->pos += lb;
+    return 0;
+}
+
+static json_t *dec_str(rd *r, size_t n)
+{
+    const char *s = (const char *)r->p + r->pos;
+    json_t *v;
+
+    if (need(r, n))
+        return NULL;
+    r->pos += n;
+    v = is_ascii((const unsigned char *)s, n) ? json_stringn_nocheck(s, n)
+                                               : json_stringn(s, n);
+    if (!v)
+        cs_err_set(r->err, "msgpack string is not valid UTF-8");
+    return v;
+}
+
+/* Every element takes at least one byte: a count the remaining bytes
+ * cannot hold is forged, and is refused before the loop that reads it. */
+static int count_fits(rd *r, size_t at, uint64_t items)
+{
+    if (items <= r->len - r->pos)
+        return 0;
+    cs_err_set(r->err, "msgpack container at byte %zu claims %llu elements "
+                       "in %zu remaining bytes", at, (unsigned long long)items,
+               r->len - r->pos);
+    return -1;
+}
+
+static json_t *dec_array(rd *r, size_t at, uint64_t n, int depth)
+{
+    json_t *a;
+
+    if (count_fits(r, at, n))
+        return NULL;
+    a = json_array();
+    for (uint64_t i = 0; i < n; i++) {
+        json_t *e = dec_item(r, depth + 1);
+        if (!e || json_array_append_new(a, e)) {
+            json_decref(a);
             return NULL;
         }
-        return json_integer((json_int_t)o->via.u64);
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return json_integer((json_int_t)o->via.i64);
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        return json_real(o->via.f64);
-    case MSGPACK_OBJECT_STR: {
-        /* msgpack-c may hand an empty string a NULL pointer, which
-         * jansson refuses: found by fuzz.signal_json */
-        json_t *str = json_stringn(o->via.str.size ? o->via.str.ptr : "",
-                                   o->via.str.size);
-        if (!str)
-            cs_err_set(err, "msgpack string is not valid UTF-8");
-        return str;
     }
-    case MSGPACK_OBJECT_ARRAY: {
-        json_t *a = json_array();
-        for (uint32_t i = 0; i < o->via.array.size; i++) {
-            json_t *e = from_obj(&o->via.array.ptr[i], depth + 1, err);
-            if (!e) {
-                json_decref(a);
-                return NULL;
-            }
-            json_array_append_new(a, e);
+    return a;
+}
+
+static json_t *dec_map(rd *r, size_t at, uint64_t n, int depth)
+{
+    json_t *m;
+
+    if (count_fits(r, at, 2 * n))
+        return NULL;
+    m = json_object();
+    for (uint64_t i = 0; i < n; i++) {
+        size_t kl, kat = r->pos;
+        const char *kp;
+        json_t *e;
+        int rc;
+
+        if (need(r, 1))
+            goto fail;
+        rc = str_len(r, r->p[r->pos++], &kl);
+        if (rc == -2 || (rc == 0 && need(r, kl)))
+            goto fail;
+        kp = (const char *)r->p + r->pos;
+        if (rc == -1 || memchr(kp, '\0', kl)) {
+            cs_err_set(r->err, "msgpack map key at byte %zu is not a string "
+                               "without NUL", kat);
+            goto fail;
         }
-        return a;
-    }
-    case MSGPACK_OBJECT_MAP: {
-        json_t *m = json_object();
-        for (uint32_t i = 0; i < o->via.map.size; i++) {
-            const msgpack_object_kv *kv = &o->via.map.ptr[i];
-            const char *kp = kv->key.via.str.ptr;
-            size_t kl = kv->key.via.str.size;
-            if (kv->key.type != MSGPACK_OBJECT_STR ||
-                (kl && memchr(kp, '\0', kl))) {
-                cs_err_set(err, "msgpack map key is not a string without NUL");
-                json_decref(m);
-                return NULL;
-            }
-            json_t *e = from_obj(&kv->val, depth + 1, err);
-            if (!e) {
-                json_decref(m);
-                return NULL;
-            }
-            /* Same rules as JSON keys: any length, valid UTF-8. */
-            if (json_object_setn_new(m, kl ? kp : "", kl, e)) {
-                cs_err_set(err, "msgpack map key is not valid UTF-8");
-                json_decref(m);
-                return NULL;
-            }
+        r->pos += kl;
+        if (!(e = dec_item(r, depth + 1)))
+            goto fail;
+        /* Same rules as JSON keys: any length, valid UTF-8. */
+        if (is_ascii((const unsigned char *)kp, kl)
+                ? json_object_setn_new_nocheck(m, kp, kl, e)
+                : json_object_setn_new(m, kp, kl, e)) {
+            cs_err_set(r->err, "msgpack map key at byte %zu is not valid UTF-8",
+                       kat);
+            goto fail;
         }
-        return m;
     }
-    default:
-        cs_err_set(err, "msgpack type %d (bin/ext) is not allowed in a signal",
-                   (int)o->type);
+    return m;
+fail:
+    json_decref(m);
+    return NULL;
+}
+
+static json_t *dec_number(rd *r, unsigned char b)
+{
+    static const unsigned char width[] = {
+        /* 0xca.. */ 4, 8, 1, 2, 4, 8, 1, 2, 4, 8};
+    size_t w = width[b - 0xca];
+    const unsigned char *p = r->p + r->pos;
+    uint64_t u;
+
+    if (need(r, w))
+        return NULL;
+    r->pos += w;
+    u = be(p, w);
+    if (b == 0xca || b == 0xcb) {
+        double d;
+        if (b == 0xca) {
+            uint32_t u32 = (uint32_t)u;
+            float f;
+            memcpy(&f, &u32, 4);
+            d = f;
+        } else {
+            memcpy(&d, &u, 8);
+        }
+        json_t *v = json_real(d);
+        if (!v)
+            cs_err_set(r->err, "msgpack float at byte %zu is not finite",
+                       r->pos - w - 1);
+        return v;
+    }
+    if (b <= 0xcf) {
+        if (u > (uint64_t)INT64_MAX) {
+            cs_err_set(r->err, "msgpack integer %llu out of range",
+                       (unsigned long long)u);
+            return NULL;
+        }
+        return json_integer((json_int_t)u);
+    }
+    /* Signed: sign-extend from the width read. */
+    if (w < 8 && (u >> (8 * w - 1)))
+        u |= ~(uint64_t)0 << (8 * w);
+    return json_integer((json_int_t)u);
+}
+
+static json_t *dec_item(rd *r, int depth)
+{
+    size_t at = r->pos, n;
+    unsigned char b;
+
+    if (depth > JMP_MAX_DEPTH) {
+        cs_err_set(r->err, "msgpack nested deeper than %d levels", JMP_MAX_DEPTH);
         return NULL;
     }
-}
-
-/* Bytes of the header and fixed payload of the item at p, and how many
- * items it contains (map entries count twice); 0 for a malformed byte. */
-static size_t item_size(const unsigned char *p, size_t avail, uint64_t *items)
-{
-    unsigned char b = p[0];
-    static const unsigned char fixed[] = {
-        /* 0xc0.. */ 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 5, 9, 2, 3, 5, 9,
-        /* 0xd0.. */ 2, 3, 5, 9, 3, 4, 6, 10, 18, 0, 0, 0, 0, 0, 0, 0};
-    uint64_t n = 0;
-    size_t hdr;
-
-    *items = 0;
-    if (b <= 0x7f || b >= 0xe0)
-        return 1;
-    if (b <= 0x8f) {
-        *items = 2u * (b & 0x0f);
-        return 1;
-    }
-    if (b <= 0x9f) {
-        *items = b & 0x0f;
-        return 1;
-    }
-    if (b <= 0xbf)
-        return 1 + (b & 0x1f);
-    if (fixed[b - 0xc0])
-        return fixed[b - 0xc0];
+    if (need(r, 1))
+        return NULL;
+    b = r->p[r->pos++];
+    if (b <= 0x7f)
+        return json_integer(b);
+    if (b >= 0xe0)
+        return json_integer((json_int_t)b - 256);
+    if (b <= 0x8f)
+        return dec_map(r, at, b & 0x0f, depth);
+    if (b <= 0x9f)
+        return dec_array(r, at, b & 0x0f, depth);
     switch (b) {
-    case 0xc4: case 0xd9: hdr = 2; break;
-    case 0xc5: case 0xda: case 0xdc: case 0xde: hdr = 3; break;
-    case 0xc6: case 0xdb: case 0xdd: case 0xdf: hdr = 5; break;
-    case 0xc7: hdr = 3; break;
-    case 0xc8: hdr = 4; break;
-    case 0xc9: hdr = 6; break;
-    default: return 0; /* 0xc1 is never used */
+    case 0xc0:
+        return json_null();
+    case 0xc2:
+        return json_false();
+    case 0xc3:
+        return json_true();
+    case 0xdc: case 0xdd: case 0xde: case 0xdf: {
+        size_t lb = (b == 0xdc || b == 0xde) ? 2 : 4;
+        if (need(r, lb))
+            return NULL;
+        uint64_t cnt = be(r->p + r->pos, lb);
+        r->pos += lb;
+        return b <= 0xdd ? dec_array(r, at, cnt, depth)
+                         : dec_map(r, at, cnt, depth);
     }
-    if (avail < hdr)
-        return hdr; /* truncated: the decoder reports it */
-    size_t lb = (b == 0xc7 || b == 0xc8 || b == 0xc9) ? hdr - 2 : hdr - 1;
-    for (size_t i = 1; i <= lb; i++)
-        n = (n << 8) | p[i];
-    if (b >= 0xdc) {
-        *items = b >= 0xde ? 2 * n : n;
-        return hdr;
+    default:
+        break;
     }
-    return hdr + (size_t)n;
-}
-
-/* msgpack-c allocates a container's elements as soon as it reads the
- * header, so a forged count (2^32 entries in a 6-byte message) costs
- * gigabytes. Every element takes at least one byte: refuse counts that
- * the remaining bytes cannot hold, before the decoder sees them. */
-static int counts_fit(const char *data, size_t len, cs_err *err)
-{
-    const unsigned char *p = (const unsigned char *)data;
-    uint64_t pending = 1, items;
-    size_t pos = 0;
-
-    while (pending > 0 && pos < len) {
-        size_t sz = item_size(p + pos, len - pos, &items);
-        if (sz == 0) {
-            cs_err_set(err, "msgpack malformed at byte %zu", pos);
-            return -1;
-        }
-        pending--;
-        if (sz > len - pos)
-            return 0; /* truncated: the decoder says so */
-        pos += sz;
-        if (items > len - pos) {
-            cs_err_set(err, "msgpack container at byte %zu claims %llu "
-                            "elements in %zu remaining bytes", pos - sz,
-                       (unsigned long long)items, len - pos);
-            return -1;
-        }
-        pending += items;
+    if (b >= 0xca && b <= 0xd3)
+        return dec_number(r, b);
+    switch (str_len(r, b, &n)) {
+    case 0:
+        return dec_str(r, n);
+    case -2:
+        return NULL;
+    default:
+        break;
     }
-    return 0;
+    if (b == 0xc1)
+        cs_err_set(r->err, "msgpack malformed at byte %zu", at);
+    else
+        cs_err_set(r->err, "msgpack bin/ext (0x%02x) at byte %zu is not "
+                           "allowed in a signal", b, at);
+    return NULL;
 }
 
 json_t *jmp_unpack(const char *data, size_t len, cs_err *err)
 {
-    msgpack_unpacked up;
-    size_t off = 0;
-    json_t *out = NULL;
+    rd r = {(const unsigned char *)data, len, 0, err};
+    json_t *out = dec_item(&r, 0);
 
-    if (counts_fit(data, len, err))
+    if (out && r.pos != len) {
+        cs_err_set(err, "msgpack has %zu trailing bytes", len - r.pos);
+        json_decref(out);
         return NULL;
-    msgpack_unpacked_init(&up);
-    switch (msgpack_unpack_next(&up, data, len, &off)) {
-    case MSGPACK_UNPACK_SUCCESS:
-        if (off != len) {
-            cs_err_set(err, "msgpack has %zu trailing bytes", len - off);
-            break;
-        }
-        out = from_obj(&up.data, 0, err);
-        break;
-    case MSGPACK_UNPACK_CONTINUE:
-        cs_err_set(err, "msgpack truncated after %zu bytes", len);
-        break;
-    default:
-        cs_err_set(err, "msgpack malformed");
-        break;
     }
-    msgpack_unpacked_destroy(&up);
     return out;
 }

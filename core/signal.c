@@ -327,18 +327,28 @@ static int given_id(sig *s, cs_err *err)
 {
     json_t *v = json_object_get(s->obj, "id");
     const char *t = json_string_value(v);
-    char *end;
+    uint64_t id = 0;
 
     if (!v) {
         s->id = content_id(s->obj);
         return 0;
     }
-    if (!t || strlen(t) != 16 || strspn(t, "0123456789abcdef") != 16) {
-        cs_err_set(err, "field 'id' must be 16 lowercase hex digits");
-        return -1;
+    if (!t || json_string_length(v) != 16)
+        goto bad;
+    for (int i = 0; i < 16; i++) {
+        char c = t[i];
+        if (c >= '0' && c <= '9')
+            id = id << 4 | (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            id = id << 4 | (uint64_t)(c - 'a' + 10);
+        else
+            goto bad;
     }
-    s->id = strtoull(t, &end, 16);
+    s->id = id;
     return 0;
+bad:
+    cs_err_set(err, "field 'id' must be 16 lowercase hex digits");
+    return -1;
 }
 
 int sig_adopt_json(sig *s, json_t *obj, cs_err *err)

@@ -102,8 +102,9 @@ static strmap *index_of(engine *e)
 static void state_name(char *buf, size_t len, const pb_correlation *k,
                        const char *key)
 {
-    snprintf(buf, len, "%s/%s|%s", k->scenario, pb_corr_kind_name(k->kind),
-             key);
+    str_join(buf, len, (const char *const[]){k->scenario, "/",
+                                             pb_corr_kind_name(k->kind), "|",
+                                             key, NULL});
 }
 
 static void push(corr_st *st, int64_t ts, uint64_t id, int ev, int source)
@@ -136,8 +137,11 @@ static void hash_of(char *key, size_t len, const char *cluster,
 {
     const char *bar = strchr(name, '|');
     char rule[300];
+    size_t n = (size_t)(bar - name) < sizeof rule ? (size_t)(bar - name)
+                                                  : sizeof rule - 1;
 
-    snprintf(rule, sizeof rule, "%.*s", (int)(bar - name), name);
+    memcpy(rule, name, n);
+    rule[n] = '\0';
     eng_key(key, len, cluster, "cw", rule);
     *field = bar + 1;
 }

@@ -264,10 +264,8 @@ const char *eng_name_of(const char *key)
 void eng_key(char *buf, size_t len, const char *cluster, const char *kind,
              const char *name)
 {
-    if (name)
-        snprintf(buf, len, "cascade:{%s}:%s:%s", cluster, kind, name);
-    else
-        snprintf(buf, len, "cascade:{%s}:%s", cluster, kind);
+    str_join(buf, len, (const char *const[]){"cascade:{", cluster, "}:", kind,
+                                             name ? ":" : NULL, name, NULL});
 }
 
 /* ---- windows --------------------------------------------------------- */
