@@ -11,7 +11,9 @@
 #
 # Prints one line per run and rate:
 #   rate offered patterns seen p50_ms p99_ms p999_ms max_ms
-# (bench_latency's line). Exit codes: 0 done, 1 a component failed, 2 usage.
+# (bench_latency's line). LATENCY_WRAP_CORRELATOR="perf record -o FILE"
+# runs the correlator under a profiler (a wrapper that execs its
+# arguments and passes SIGTERM on). Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 seconds=10 runs=1 hop=
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +23,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --hop) hop=--hop; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -44,7 +46,8 @@ for rate in "$@"; do
     printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\nrules:\n  dir: "%s"\nlog:\n  level: %s\n' \
       "$root/bench/rules" "${LATENCY_LOG_LEVEL:-info}" > "$d/cascade.yaml"
     if [ -z "$hop" ]; then
-      "$build/cascade" correlate --brokers "$brokers" --redis "$d/redis.sock" \
+      # shellcheck disable=SC2086 # a wrapper command line, split on purpose
+      ${LATENCY_WRAP_CORRELATOR:-} "$build/cascade" correlate --brokers "$brokers" --redis "$d/redis.sock" \
         --config "$d/cascade.yaml" > "$d/corr.out" 2> "$d/corr.err" & pids+=($!)
       wait_log "$d/corr.err" restored || exit 1
     fi

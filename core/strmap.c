@@ -1,5 +1,6 @@
 #include "core/strmap.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,9 +9,14 @@
 #define TOMBSTONE ((char *)&tombstone_marker)
 static const char tombstone_marker;
 
+/* The key's hash is kept beside it: a probe compares hashes in the slot
+ * array and reads a key (a cache miss of its own in a big map) only when
+ * they are equal. With a million keys, reading every key on the probe
+ * path was a fifth of the correlator's time. */
 struct slot {
     char *key; /* NULL: empty; TOMBSTONE: deleted */
     void *val;
+    uint64_t hash;
 };
 
 struct strmap {
@@ -50,10 +56,15 @@ void strmap_free(strmap *m, void (*free_val)(void *))
     free(m);
 }
 
-static size_t probe(const strmap *m, const char *key, int *found)
+static uint64_t key_hash(const char *key)
+{
+    return hash_fnv1a(HASH_FNV_SEED, key, strlen(key));
+}
+
+static size_t probe(const strmap *m, const char *key, uint64_t h, int *found)
 {
     size_t mask = m->cap - 1;
-    size_t i = hash_fnv1a(HASH_FNV_SEED, key, strlen(key)) & mask;
+    size_t i = (size_t)h & mask;
     size_t first_free = (size_t)-1;
 
     for (;;) {
@@ -65,7 +76,7 @@ static size_t probe(const strmap *m, const char *key, int *found)
         if (k == TOMBSTONE) {
             if (first_free == (size_t)-1)
                 first_free = i;
-        } else if (strcmp(k, key) == 0) {
+        } else if (m->slots[i].hash == h && strcmp(k, key) == 0) {
             *found = 1;
             return i;
         }
@@ -85,7 +96,7 @@ static void grow(strmap *m)
     for (size_t i = 0; i < oldcap; i++) {
         if (old[i].key && old[i].key != TOMBSTONE) {
             int found;
-            size_t j = probe(m, old[i].key, &found);
+            size_t j = probe(m, old[i].key, old[i].hash, &found);
             m->slots[j] = old[i];
         }
     }
@@ -95,18 +106,19 @@ static void grow(strmap *m)
 void *strmap_get(const strmap *m, const char *key)
 {
     int found;
-    size_t i = probe(m, key, &found);
+    size_t i = probe(m, key, key_hash(key), &found);
     return found ? m->slots[i].val : NULL;
 }
 
 void *strmap_put(strmap *m, const char *key, void *val)
 {
     int found;
+    uint64_t h = key_hash(key);
     size_t i;
 
     if ((m->used + 1) * 4 >= m->cap * 3)
         grow(m);
-    i = probe(m, key, &found);
+    i = probe(m, key, h, &found);
     if (found) {
         void *prev = m->slots[i].val;
         m->slots[i].val = val;
@@ -118,6 +130,7 @@ void *strmap_put(strmap *m, const char *key, void *val)
     if (!m->slots[i].key)
         abort();
     m->slots[i].val = val;
+    m->slots[i].hash = h;
     m->len++;
     return NULL;
 }
@@ -125,7 +138,7 @@ void *strmap_put(strmap *m, const char *key, void *val)
 void *strmap_del(strmap *m, const char *key)
 {
     int found;
-    size_t i = probe(m, key, &found);
+    size_t i = probe(m, key, key_hash(key), &found);
     void *val;
 
     if (!found)

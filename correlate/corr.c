@@ -10,8 +10,9 @@
  * on a key of its own, under 100 on a small hash field. The value packs
  * numbers in base 64 (fixed width) so that a one-event state fits
  * jemalloc's 32-byte class:
- *   [~UNTIL(9)CLEARED(9)] then per event |TS(9)SIGID(11)EVENT(1)SOURCE(1)
- * (the marks only when either is set). */
+ *   [~UNTIL(9)CLEARED(9)][+SPILLED(5)FIRST(9)LAST(9)]
+ *   then per event |TS(9)SIGID(11)EVENT(1)SOURCE(1)
+ * (the marks only when either is set, the spill only when not empty). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,19 @@ typedef struct corr_st {
     int dirty; /* the marks changed: save them */
     corr_ev *v;    /* in arrival order */
     size_t n, cap;
+    /* A group's events let go past GROUP_KEEP of one kind: how many, and
+     * the earliest and latest of their times. */
+    uint32_t spilled;
+    int64_t spill_first, spill_last;
 } corr_st;
+
+/* Whether a group is complete needs only the latest of each of its
+ * events. A storm of one of them (every rank's NCCL timeout on a host,
+ * thousands a minute) would otherwise be held whole: scanned for every
+ * signal and written whole to Redis in every batch. Past GROUP_KEEP of
+ * one event the oldest goes, and is only counted (evidence.count) and
+ * its time kept (the incident's first). */
+#define GROUP_KEEP 4
 
 /* What listens to one signature: (rule, event index) pairs. */
 typedef struct corr_refs {
@@ -129,6 +142,41 @@ static void trim(corr_st *st, int64_t before)
     if (keep != st->n)
         st->dirty = 1;
     st->n = keep;
+    /* The spilled events' own times are gone: all of them left when the
+     * latest did; while some may remain, the window's start stands for
+     * the earliest, and the count is an upper bound. */
+    if (st->spilled && st->spill_last < before) {
+        st->spilled = 0;
+        st->spill_first = st->spill_last = 0;
+        st->dirty = 1;
+    } else if (st->spilled && st->spill_first < before) {
+        st->spill_first = before;
+        st->dirty = 1;
+    }
+}
+
+/* Lets the oldest of event `ev` go when the group holds GROUP_KEEP. */
+static void spill(corr_st *st, int ev)
+{
+    size_t have = 0, oldest = 0;
+
+    for (size_t i = st->n; i-- > 0;)
+        if (st->v[i].ev == ev) {
+            have++;
+            oldest = i;
+        }
+    if (have < GROUP_KEEP)
+        return;
+    int64_t ts = st->v[oldest].ts;
+    if (!st->spilled || ts < st->spill_first)
+        st->spill_first = ts;
+    if (!st->spilled || ts > st->spill_last)
+        st->spill_last = ts;
+    if (st->spilled < (1u << 30) - 1) /* what five base-64 digits hold */
+        st->spilled++;
+    memmove(&st->v[oldest], &st->v[oldest + 1],
+            (st->n - oldest - 1) * sizeof *st->v);
+    st->n--;
 }
 
 /* The rule's hash and the key's field, from a state name. */
@@ -173,23 +221,29 @@ static int get64(const char **p, int width, uint64_t *v)
 /* Writes the state whole (or deletes it when it holds nothing). */
 static void save(engine *e, corr_st *st)
 {
-    char key[400], small[20 + 8 * 23], *val = small, *o;
+    char key[400], small[44 + 8 * 23], *val = small, *o;
     const char *field;
 
     st->dirty = 0;
     hash_of(key, sizeof key, st->cluster, st->name, &field);
-    if (!st->n && !st->until && !st->cleared) {
+    if (!st->n && !st->until && !st->cleared && !st->spilled) {
         e->ops->hash_del(e->ctx, key, field);
         return;
     }
     /* a few events, the usual case, need no allocation per signal */
-    if (st->n > 8 && !(val = malloc(20 + st->n * 23)))
+    if (st->n > 8 && !(val = malloc(44 + st->n * 23)))
         abort();
     o = val;
     if (st->until || st->cleared) {
         *o++ = '~';
         o = put64(o, (uint64_t)st->until, 9);
         o = put64(o, (uint64_t)st->cleared, 9);
+    }
+    if (st->spilled) {
+        *o++ = '+';
+        o = put64(o, st->spilled, 5);
+        o = put64(o, (uint64_t)st->spill_first, 9);
+        o = put64(o, (uint64_t)st->spill_last, 9);
     }
     for (size_t i = 0; i < st->n; i++) {
         *o++ = '|';
@@ -209,7 +263,11 @@ static void clear(corr_st *st)
     for (size_t i = 0; i < st->n; i++)
         if (st->v[i].ts > st->cleared)
             st->cleared = st->v[i].ts;
+    if (st->spilled && st->spill_last > st->cleared)
+        st->cleared = st->spill_last;
     st->n = 0;
+    st->spilled = 0;
+    st->spill_first = st->spill_last = 0;
     st->dirty = 1;
 }
 
@@ -274,10 +332,13 @@ static void fire(engine *e, const sig *s, const fact *f, corr_st *st,
         }
         if (st->n && st->v[0].ts < inc->root_ts)
             inc->root_ts = inc->first = st->v[0].ts;
+        if (st->spilled && st->spill_first < inc->root_ts)
+            inc->root_ts = inc->first = st->spill_first;
         strmap_put(open, ikey, inc);
     }
     eng_touch(inc, s);
-    inc->count += (int)st->n - 1; /* every event it held, not only s */
+    /* every event it held, not only s */
+    inc->count += (int)st->n + (int)st->spilled - 1;
     for (size_t i = 0; i < st->n; i++)
         if (st->v[i].source >= 0 && st->v[i].source < SRC__COUNT)
             inc->sources |= 1u << st->v[i].source;
@@ -359,6 +420,8 @@ static void feed_one(engine *e, const sig *s, const fact *f,
         if (st->v[i].sig == s->id && st->v[i].ev == ev)
             return; /* a redelivered signal counts once */
     if (accept(st, ev, s->ts)) {
+        if (k->kind == PB_CORR_GROUP)
+            spill(st, ev);
         push(st, s->ts, s->id, ev, (int)s->source);
         st->dirty = 1;
         if (complete(st)) {
@@ -451,11 +514,15 @@ int eng_corr_restore(engine *e, const char *cluster, const char *rule,
 {
     char name[512];
     const pb_correlation *k;
-    uint64_t until = 0, cleared = 0, ts, id, ev, source;
+    uint64_t until = 0, cleared = 0, spilled = 0, first = 0, last = 0, ts, id,
+             ev, source;
     const char *p = value;
     corr_st *st;
 
     if (*p == '~' && (p++, get64(&p, 9, &until) || get64(&p, 9, &cleared)))
+        return -1;
+    if (*p == '+' && (p++, get64(&p, 5, &spilled) || get64(&p, 9, &first) ||
+                      get64(&p, 9, &last)))
         return -1;
     snprintf(name, sizeof name, "%s|%s", rule, field);
     k = rule_of(e, name);
@@ -463,6 +530,9 @@ int eng_corr_restore(engine *e, const char *cluster, const char *rule,
     if (st) {
         st->until = (int64_t)until;
         st->cleared = (int64_t)cleared;
+        st->spilled = (uint32_t)spilled;
+        st->spill_first = (int64_t)first;
+        st->spill_last = (int64_t)last;
     }
     while (*p == '|') {
         p++;

@@ -49,7 +49,7 @@ struct correlator {
     /* The current batch's cycle, for the debug line at its commit: its
      * size and when (monotonic us) it came, was stored, was delivered. */
     size_t nbatch;
-    int64_t t_batch, t_stored, t_delivered;
+    int64_t t_batch, t_fed, t_stored, t_delivered;
     enum phase phase;
     int held; /* a consumed batch waits for its commit */
     struct event *tick, *prune, *kick;
@@ -296,10 +296,11 @@ static void on_cleared(void *arg)
             log_warn("correlate", "offsets not committed: %s", err.msg);
         else
             log_debug("correlate", "batch committed: %zu signals, %zu outputs "
-                      "delivered, %lu signals so far; feed+redis %.1f ms, "
-                      "kafka %.1f ms, outbox+commit %.1f ms", c->nbatch,
-                      c->npend, c->signals,
-                      (double)(c->t_stored - c->t_batch) / 1000,
+                      "delivered, %lu signals so far; feed %.1f ms, redis "
+                      "%.1f ms, kafka %.1f ms, outbox+commit %.1f ms",
+                      c->nbatch, c->npend, c->signals,
+                      (double)(c->t_fed - c->t_batch) / 1000,
+                      (double)(c->t_stored - c->t_fed) / 1000,
                       (double)(c->t_delivered - c->t_stored) / 1000,
                       (double)(mono_us() - c->t_delivered) / 1000);
     }
@@ -408,6 +409,7 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
      * silent topic is the one case where a stall waits for the next one. */
     eng_tick(c->eng, ts_now());
     eng_flush(c->eng, on_change, c);
+    c->t_fed = mono_us();
     c->phase = PH_STORING;
     store_flush(c->st, on_stored, c);
 }

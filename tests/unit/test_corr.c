@@ -17,9 +17,15 @@ static void nop_trim(void *c, const char *k, int64_t b)
 {
     (void)c, (void)k, (void)b;
 }
+/* The longest correlation state written since it was last reset: a
+ * storm must not grow one state without bound. */
+static size_t longest_cw;
+
 static void nop_hset(void *c, const char *k, const char *f, const char *v)
 {
-    (void)c, (void)k, (void)f, (void)v;
+    (void)c, (void)f;
+    if (strstr(k, ":cw:") && strlen(v) > longest_cw)
+        longest_cw = strlen(v);
 }
 static void nop_hdel(void *c, const char *k, const char *f)
 {
@@ -167,6 +173,58 @@ static void test_group(void)
     eng_free(e);
 }
 
+/* A timeout of job `job` on host n7 at 10:00:00 plus `ms`. */
+static void storm_timeout(engine *e, long ms, int job)
+{
+    char ts[32], line[512];
+
+    snprintf(ts, sizeof ts, "10:%02ld:%02ld.%03ld", ms / 60000, ms / 1000 % 60,
+             ms % 1000);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"2024-05-01T%sZ\",\"source\":\"app\",\"host\":\"n7\","
+             "\"job\":\"%d\",\"line\":\"[rank1]:[E0501 ProcessGroupNCCL.cpp:607]"
+             " [Rank 1] Watchdog caught collective operation timeout: "
+             "WorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for 600100 "
+             "milliseconds before timing out.\"}", ts, job);
+    feed(e, line);
+}
+
+/* 1000 timeouts on one host in 100 s, each of its own job: the group's
+ * state stays a few events long, and the link going down still completes
+ * it, counting every timeout and dating the incident from the first. */
+static void test_group_storm(void)
+{
+    engine *e = peer_engine();
+    char buf[512];
+
+    longest_cw = 0;
+    for (int i = 0; i < 1000; i++)
+        storm_timeout(e, i * 100, 1000 + i);
+    CHECK_STR(incident_scenarios(e, buf, sizeof buf), "");
+    CHECK(longest_cw > 0);
+    CHECK(longest_cw < 200); /* 1000 held whole would be 23 000 bytes */
+    feed(e, LINK("10:01:50", "n7", "DOWN"));
+    CHECK_STR(incident_scenarios(e, buf, sizeof buf),
+              "peer.ib_down_nccl_timeout");
+    CHECK_INT(only_count(e), 1001);
+    json_t *all = eng_incidents(e);
+    json_t *first = json_object_get(json_object_get(json_array_get(all, 0),
+                                                    "evidence"), "first");
+    CHECK_STR(json_string_value(first), "2024-05-01T10:00:00.000Z");
+    json_decref(all);
+    eng_free(e);
+
+    /* The storm left the window: a link down 3 minutes later finds only
+     * the timeouts of its last 120 s, none of them let go long ago. */
+    e = peer_engine();
+    for (int i = 0; i < 100; i++)
+        storm_timeout(e, i * 100, 2000 + i);    /* 10:00:00 - 10:00:09.9 */
+    storm_timeout(e, 100000, 3000);             /* 10:01:40 */
+    feed(e, LINK("10:03:30", "n7", "DOWN"));  /* 110 s after the last */
+    CHECK_INT(only_count(e), 2);
+    eng_free(e);
+}
+
 /* What `rules check` says of a correlation that cannot work. */
 static char problems[2048];
 
@@ -228,6 +286,7 @@ int main(int argc, char **argv)
     test_threshold();
     test_sequence();
     test_group();
+    test_group_storm();
     test_checks();
     return check_report();
 }
