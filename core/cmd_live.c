@@ -273,11 +273,15 @@ static void stop_after(live *l, int seconds)
 static void live_free(live *l)
 {
     unsigned long s = 0, d = 0, i = 0;
+    unsigned long long lost = 0;
 
     if (l->corr) {
-        corr_stats(l->corr, &s, &d, &i);
+        corr_stats(l->corr, &s, &d, &i, &lost);
         log_info("cascade", "correlated %lu signals, %lu dead letters, %lu "
                             "incident updates", s, d, i);
+        if (lost)
+            log_error("cascade", "%llu signals were deleted by the broker "
+                                 "before they were read", lost);
     }
     wh_free(l->wh);
     act_printer_free(l->printer);

@@ -62,6 +62,11 @@ struct kfk_consumer {
      * end when the drain began; -1: nothing new), and whether taken. */
     int64_t *target;
     int marked;
+    /* Per partition number, the offset the next message should have (-1:
+     * not known yet), and how many messages were found missing. */
+    int64_t *next;
+    size_t nnext;
+    unsigned long long lost;
 };
 
 /* ---- shared configuration ---------------------------------------------- */
@@ -580,12 +585,68 @@ static void drain_pipe(int fd)
 
 /* Destroys the error entries of a fresh batch and moves the messages to the
  * front; returns how many messages remain. */
-static size_t keep_messages(rd_kafka_message_t **m, size_t n)
+unsigned long long kfk_consumer_lost(const kfk_consumer *c)
+{
+    return c->lost;
+}
+
+/* Forgets where partitions stood: they were assigned or revoked. */
+static void gap_reset(kfk_consumer *c, const rd_kafka_topic_partition_list_t *parts)
+{
+    for (int k = 0; k < parts->cnt; k++) {
+        int32_t p = parts->elems[k].partition;
+        if (p >= 0 && (size_t)p < c->nnext)
+            c->next[p] = -1;
+    }
+}
+
+/* cascade's topics are neither compacted nor transactional, so their
+ * offsets have no holes: a message past the one expected means the
+ * broker deleted what lay between before this consumer read it
+ * (retention, or the embedded broker, which keeps about 5 MiB per
+ * partition). Those signals are lost; say so, with the count. */
+static int64_t *gap_slot(kfk_consumer *c, int32_t p)
+{
+    if ((size_t)p >= c->nnext) {
+        size_t n = (size_t)p + 16;
+        int64_t *v = realloc(c->next, n * sizeof *v);
+        if (!v)
+            abort();
+        for (size_t i = c->nnext; i < n; i++)
+            v[i] = -1;
+        c->next = v;
+        c->nnext = n;
+    }
+    return &c->next[p];
+}
+
+static void gap_check(kfk_consumer *c, const rd_kafka_message_t *m)
+{
+    int32_t p = m->partition;
+
+    if (p < 0)
+        return;
+    gap_slot(c, p);
+    if (c->next[p] >= 0 && m->offset > c->next[p]) {
+        long long missing = (long long)(m->offset - c->next[p]);
+        c->lost += (unsigned long long)missing;
+        log_error("kafka", "%s [%d]: offsets %lld to %lld were deleted by the "
+                  "broker before they were read: %lld messages lost (%llu in "
+                  "all); its retention (the embedded broker keeps about 5 MiB "
+                  "per partition) is shorter than this consumer's lag",
+                  c->topic, (int)p, (long long)c->next[p],
+                  (long long)m->offset - 1, missing, c->lost);
+    }
+    c->next[p] = m->offset + 1;
+}
+
+static size_t keep_messages(kfk_consumer *c, rd_kafka_message_t **m, size_t n)
 {
     size_t good = 0;
 
     for (size_t i = 0; i < n; i++) {
         if (!m[i]->err) {
+            gap_check(c, m[i]);
             m[good++] = m[i];
             continue;
         }
@@ -611,7 +672,7 @@ static void deliver(kfk_consumer *c)
         }
         if (n == 0)
             return;
-        good = keep_messages(c->held, (size_t)n);
+        good = keep_messages(c, c->held, (size_t)n);
     }
     c->nheld = good;
     c->fn(c->arg, c->held, good);
@@ -699,6 +760,7 @@ static void owned_update(kfk_consumer *c, const rd_kafka_topic_partition_list_t 
     size_t keep = 0;
     int32_t *o;
 
+    gap_reset(c, parts);
     if (!add) {
         for (size_t i = 0; i < c->nowned; i++)
             if (!rd_kafka_topic_partition_list_find(parts, c->topic,
@@ -966,7 +1028,8 @@ static int drain_mark(kfk_consumer *c, int timeout_ms)
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new((int)c->nowned);
     rd_kafka_topic_partition_list_t *hi = NULL, *lo = NULL;
-    int rc = -1;
+    long long unread = 0;
+    int nunread = 0, rc = -1;
 
     for (size_t i = 0; i < c->nowned; i++)
         rd_kafka_topic_partition_list_add(l, c->topic, c->owned[i]);
@@ -981,10 +1044,24 @@ static int drain_mark(kfk_consumer *c, int timeout_ms)
     /* All three lists hold the owned partitions in the same order. */
     for (int i = 0; i < l->cnt; i++) {
         int64_t from = l->elems[i].offset, end = hi->elems[i].offset;
-        if (from < 0)
+        if (from < 0) {
             from = lo->elems[i].offset; /* no commit: auto.offset.reset is
                                          * earliest */
+            unread += from > 0 ? from : 0;
+            nunread += from > 0;
+        }
         c->target[i] = from < end ? end : -1;
+        /* A commit the broker has deleted past shows as a hole at the
+         * first message read (gap_check). */
+        if (from >= 0)
+            *gap_slot(c, l->elems[i].partition) = from;
+    }
+    if (unread) {
+        c->lost += (unsigned long long)unread;
+        log_error("kafka", "%s: %lld messages on %d partitions were deleted by "
+                  "the broker before this group read any of them: its log "
+                  "starts past them (retention; the embedded broker keeps "
+                  "about 5 MiB per partition)", c->topic, unread, nunread);
     }
     rc = 0;
 out:
@@ -1074,6 +1151,7 @@ void kfk_consumer_free(kfk_consumer *c)
     free(c->held);
     free(c->owned);
     free(c->target);
+    free(c->next);
     free(c->topic);
     free(c);
 }

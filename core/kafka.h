@@ -150,6 +150,9 @@ int kfk_consumer_caught_up(kfk_consumer *c);
  * answer (blocking: shutdown only). */
 int kfk_consumer_commit_wait(kfk_consumer *c, int timeout_ms, cs_err *err);
 /* Leaves the group (blocking, shutdown only). NULL is fine. */
+/* Messages found missing (deleted by the broker before they were read:
+ * a hole in a partition's offsets), since the consumer started. */
+unsigned long long kfk_consumer_lost(const kfk_consumer *c);
 void kfk_consumer_free(kfk_consumer *c);
 
 #endif

@@ -687,11 +687,13 @@ int corr_commit_wait(correlator *c, int timeout_ms, cs_err *err)
 }
 
 void corr_stats(const correlator *c, unsigned long *signals,
-                unsigned long *dead, unsigned long *incidents)
+                unsigned long *dead, unsigned long *incidents,
+                unsigned long long *lost)
 {
     *signals = c->signals;
     *dead = c->dead;
     *incidents = c->incidents;
+    *lost = c->cons ? kfk_consumer_lost(c->cons) : 0;
 }
 
 void corr_free(correlator *c)

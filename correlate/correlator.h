@@ -34,8 +34,11 @@ int corr_set_catalog(correlator *c, struct pb_catalog *cat, cs_err *err);
 int corr_drained(correlator *c);
 /* Waits (blocking, up to timeout_ms) for the last offsets' commit. */
 int corr_commit_wait(correlator *c, int timeout_ms, cs_err *err);
+/* Signals fed, dead letters, incident updates published, and signals the
+ * broker deleted before they were read. */
 void corr_stats(const correlator *c, unsigned long *signals,
-                unsigned long *dead, unsigned long *incidents);
+                unsigned long *dead, unsigned long *incidents,
+                unsigned long long *lost);
 void corr_free(correlator *c);
 
 #endif

@@ -1,7 +1,9 @@
 /* Embedded broker, producer and consumer group under libevent: 1000
  * messages round trip, a held batch blocks the next one, committed offsets
- * keep a second group member from re-reading them, and a separate process
- * (kcat, when installed) sees the broker and its data. */
+ * keep a second group member from re-reading them, a separate process
+ * (kcat, when installed) sees the broker and its data, and messages the
+ * broker deleted before the group read them are counted, not lost
+ * silently. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +156,111 @@ static void check_with_kcat(const char *bootstrap)
     REQUIRE(count_lines(cmd, "msg-") == NMSG);
 }
 
+/* ---- messages deleted before they were read --------------------------- */
+
+#define STORM 8000 /* of 1000 bytes, on one partition: past the 5 MiB kept */
+
+typedef struct drain {
+    struct event_base *base;
+    kfk_consumer *c;
+    struct event *check;
+    long received;
+} drain;
+
+static void drain_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
+{
+    drain *d = arg;
+    cs_err err = {{0}};
+
+    (void)msgs;
+    d->received += (long)n;
+    REQUIRE(kfk_consumer_commit_held(d->c, &err) == 0);
+}
+
+static void drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    drain *d = arg;
+
+    (void)fd;
+    (void)what;
+    if (kfk_consumer_caught_up(d->c))
+        event_base_loopbreak(d->base);
+}
+
+static void produce_storm(const char *bootstrap)
+{
+    kfk_producer *p;
+    cs_err err = {{0}};
+    char *val = malloc(1000);
+
+    unsigned x = 12345;
+
+    REQUIRE(val != NULL);
+    p = kfk_producer_new(bootstrap, &err);
+    REQUIRE(p != NULL);
+    for (int i = 0; i < STORM; i++) {
+        /* letters that do not compress: lz4 would shrink repeats below
+         * what the broker keeps */
+        for (int k = 0; k < 1000; k++) {
+            x = x * 1103515245u + 12345u;
+            val[k] = (char)('a' + (x >> 16) % 26);
+        }
+        REQUIRE(kfk_produce(p, KFK_TOPIC_SIGNALS, "storm", 5, val, 1000, &err) ==
+                KFK_OK);
+    }
+    REQUIRE(kfk_producer_flush(p, 10000) == 0);
+    REQUIRE(kfk_producer_failed(p) == 0);
+    kfk_producer_free(p);
+    free(val);
+}
+
+/* Reads the topic to its end as group "gap"; returns what it read and
+ * puts what the consumer counted as deleted in *lost. */
+static long drain_all(const char *bootstrap, unsigned long long *lost)
+{
+    drain d = {0};
+    cs_err err = {{0}};
+    struct timeval every = {0, 50000}, limit = {30, 0};
+
+    d.base = event_base_new();
+    d.c = kfk_consumer_new(d.base, bootstrap, "gap", KFK_TOPIC_SIGNALS, 1000,
+                           drain_batch, &d, &err);
+    REQUIRE(d.c != NULL);
+    d.check = event_new(d.base, -1, EV_PERSIST, drain_check, &d);
+    REQUIRE(event_add(d.check, &every) == 0);
+    event_base_loopexit(d.base, &limit);
+    event_base_dispatch(d.base);
+    REQUIRE(kfk_consumer_caught_up(d.c));
+    REQUIRE(kfk_consumer_commit_wait(d.c, 5000, &err) == 0);
+    *lost = kfk_consumer_lost(d.c);
+    kfk_consumer_free(d.c);
+    event_free(d.check);
+    event_base_free(d.base);
+    return d.received;
+}
+
+static void test_deleted(void)
+{
+    cs_err err = {{0}};
+    kfk_broker *b = kfk_broker_start(4, &err);
+    unsigned long long lost;
+    long got;
+
+    REQUIRE(b != NULL);
+    /* A new group finds the oldest already gone. */
+    produce_storm(kfk_broker_bootstrap(b));
+    got = drain_all(kfk_broker_bootstrap(b), &lost);
+    REQUIRE(lost > 0);
+    REQUIRE(got + (long)lost == STORM);
+    /* The group read to the end and committed; while it was away the
+     * broker deleted past its commit: a hole at its first message. */
+    produce_storm(kfk_broker_bootstrap(b));
+    got = drain_all(kfk_broker_bootstrap(b), &lost);
+    REQUIRE(lost > 0);
+    REQUIRE(got + (long)lost == STORM);
+    kfk_broker_stop(b);
+}
+
 int main(void)
 {
     cs_err err = {{0}};
@@ -190,6 +297,7 @@ int main(void)
     free(r1);
     free(r2);
     kfk_broker_stop(b);
+    test_deleted();
     printf("unit.kafka: ok (%d messages in %d batches)\n", NMSG, batches);
     return 0;
 }
