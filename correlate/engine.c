@@ -1492,7 +1492,6 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
 {
     char key[320];
 
-    eng_corr_save(e);
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
         json_t *js, *acts, *fresh_acts;
@@ -1536,6 +1535,10 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
     }
     drop_merged(e);
     eng_persist_tracebacks(e);
+    /* Last in the pipeline: a correlator killed while writing it leaves
+     * Redis a prefix of it, and a state that used its events up must not
+     * land there without the incident they opened. */
+    eng_corr_save(e);
 }
 
 void eng_tick(engine *e, int64_t wall)
