@@ -63,8 +63,10 @@ struct kfk_consumer {
     int64_t *target;
     int marked;
     /* Per partition number, the offset the next message should have (-1:
-     * not known yet), and how many messages were found missing. */
-    int64_t *next;
+     * not known yet; forgotten when partitions move), the offset below
+     * which every message was read or counted lost (kept across moves,
+     * so nothing is counted twice), and how many were found missing. */
+    int64_t *next, *acct;
     size_t nnext;
     unsigned long long lost;
 };
@@ -583,8 +585,6 @@ static void drain_pipe(int fd)
         ;
 }
 
-/* Destroys the error entries of a fresh batch and moves the messages to the
- * front; returns how many messages remain. */
 unsigned long long kfk_consumer_lost(const kfk_consumer *c)
 {
     return c->lost;
@@ -605,19 +605,22 @@ static void gap_reset(kfk_consumer *c, const rd_kafka_topic_partition_list_t *pa
  * broker deleted what lay between before this consumer read it
  * (retention, or the embedded broker, which keeps about 5 MiB per
  * partition). Those signals are lost; say so, with the count. */
-static int64_t *gap_slot(kfk_consumer *c, int32_t p)
+static void gap_slot(kfk_consumer *c, int32_t p)
 {
     if ((size_t)p >= c->nnext) {
         size_t n = (size_t)p + 16;
         int64_t *v = realloc(c->next, n * sizeof *v);
-        if (!v)
+        int64_t *a = v ? realloc(c->acct, n * sizeof *a) : NULL;
+        if (!v || !a)
             abort();
-        for (size_t i = c->nnext; i < n; i++)
+        for (size_t i = c->nnext; i < n; i++) {
             v[i] = -1;
+            a[i] = 0;
+        }
         c->next = v;
+        c->acct = a;
         c->nnext = n;
     }
-    return &c->next[p];
 }
 
 static void gap_check(kfk_consumer *c, const rd_kafka_message_t *m)
@@ -627,19 +630,24 @@ static void gap_check(kfk_consumer *c, const rd_kafka_message_t *m)
     if (p < 0)
         return;
     gap_slot(c, p);
-    if (c->next[p] >= 0 && m->offset > c->next[p]) {
-        long long missing = (long long)(m->offset - c->next[p]);
+    int64_t from = c->next[p] > c->acct[p] ? c->next[p] : c->acct[p];
+    if (c->next[p] >= 0 && m->offset > from) {
+        long long missing = (long long)(m->offset - from);
         c->lost += (unsigned long long)missing;
         log_error("kafka", "%s [%d]: offsets %lld to %lld were deleted by the "
                   "broker before they were read: %lld messages lost (%llu in "
                   "all); its retention (the embedded broker keeps about 5 MiB "
                   "per partition) is shorter than this consumer's lag",
-                  c->topic, (int)p, (long long)c->next[p],
+                  c->topic, (int)p, (long long)from,
                   (long long)m->offset - 1, missing, c->lost);
     }
     c->next[p] = m->offset + 1;
+    if (c->acct[p] < c->next[p])
+        c->acct[p] = c->next[p];
 }
 
+/* Destroys the error entries of a fresh batch and moves the messages to the
+ * front; returns how many messages remain. */
 static size_t keep_messages(kfk_consumer *c, rd_kafka_message_t **m, size_t n)
 {
     size_t good = 0;
@@ -794,6 +802,26 @@ static void list_parts(char *buf, size_t len,
         snprintf(buf, len, "none");
 }
 
+/* Where the group stands on newly assigned partitions: a commit the
+ * broker has deleted past then shows as a hole at the first message
+ * (gap_check). One OffsetFetch round trip, blocking like the state
+ * rebuild from Redis that follows every assignment. */
+static void gap_seed(kfk_consumer *c, const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_copy(parts);
+
+    if (!rd_kafka_committed(c->rk, l, 5000))
+        for (int k = 0; k < l->cnt; k++) {
+            int32_t p = l->elems[k].partition;
+            if (p < 0 || l->elems[k].err || l->elems[k].offset < 0)
+                continue;
+            gap_slot(c, p);
+            if (c->next[p] < 0)
+                c->next[p] = l->elems[k].offset;
+        }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 /* Partitions move between the group's members. Whoever consumes a
  * partition owns the state of the clusters keyed to it: on each change
  * the owner of the callback (the correlator) re-reads that state from
@@ -812,6 +840,7 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e,
              list);
     owned_update(c, parts, assign, assign && !cooperative);
     if (assign) {
+        gap_seed(c, parts);
         if (cooperative)
             rd_kafka_incremental_assign(rk, parts);
         else
@@ -1044,17 +1073,23 @@ static int drain_mark(kfk_consumer *c, int timeout_ms)
     /* All three lists hold the owned partitions in the same order. */
     for (int i = 0; i < l->cnt; i++) {
         int64_t from = l->elems[i].offset, end = hi->elems[i].offset;
+        int32_t p = l->elems[i].partition;
+        gap_slot(c, p);
         if (from < 0) {
             from = lo->elems[i].offset; /* no commit: auto.offset.reset is
                                          * earliest */
-            unread += from > 0 ? from : 0;
-            nunread += from > 0;
+            if (from > c->acct[p]) {
+                unread += from - c->acct[p];
+                nunread++;
+                c->acct[p] = from;
+            }
         }
         c->target[i] = from < end ? end : -1;
         /* A commit the broker has deleted past shows as a hole at the
-         * first message read (gap_check). */
-        if (from >= 0)
-            *gap_slot(c, l->elems[i].partition) = from;
+         * first message read (gap_check); where this consumer already
+         * reads, it knows better than the commit. */
+        if (from >= 0 && c->next[p] < 0)
+            c->next[p] = from;
     }
     if (unread) {
         c->lost += (unsigned long long)unread;
@@ -1152,6 +1187,7 @@ void kfk_consumer_free(kfk_consumer *c)
     free(c->owned);
     free(c->target);
     free(c->next);
+    free(c->acct);
     free(c->topic);
     free(c);
 }

@@ -149,10 +149,12 @@ int kfk_consumer_caught_up(kfk_consumer *c);
 /* Commits the stored offsets and waits up to timeout_ms for the broker's
  * answer (blocking: shutdown only). */
 int kfk_consumer_commit_wait(kfk_consumer *c, int timeout_ms, cs_err *err);
-/* Leaves the group (blocking, shutdown only). NULL is fine. */
-/* Messages found missing (deleted by the broker before they were read:
- * a hole in a partition's offsets), since the consumer started. */
+/* Messages the broker deleted before this consumer read them, since it
+ * started: holes in a partition's offsets (from the group's commit at
+ * assignment, then from message to message), and (at a drain's start)
+ * what lay before a partition's log start that its group never read. */
 unsigned long long kfk_consumer_lost(const kfk_consumer *c);
+/* Leaves the group (blocking, shutdown only). NULL is fine. */
 void kfk_consumer_free(kfk_consumer *c);
 
 #endif

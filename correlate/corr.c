@@ -155,19 +155,23 @@ static void trim(corr_st *st, int64_t before)
     }
 }
 
-/* Lets the oldest of event `ev` go when the group holds GROUP_KEEP. */
-static void spill(corr_st *st, int ev)
+/* Makes room for event `ev` at ts in a group that holds GROUP_KEEP of it:
+ * the oldest goes and is counted. Returns 0, and lets nothing go, when
+ * the new one is no newer than every one held: it adds nothing the group
+ * needs, and after a restart it may be a redelivery of one let go (whose
+ * signal id is not kept), so it is not counted either. */
+static int spill(corr_st *st, int ev, int64_t at)
 {
     size_t have = 0, oldest = 0;
 
-    for (size_t i = st->n; i-- > 0;)
-        if (st->v[i].ev == ev) {
-            have++;
+    for (size_t i = 0; i < st->n; i++)
+        if (st->v[i].ev == ev && (!have++ || st->v[i].ts < st->v[oldest].ts))
             oldest = i;
-        }
     if (have < GROUP_KEEP)
-        return;
+        return 1;
     int64_t ts = st->v[oldest].ts;
+    if (at <= ts)
+        return 0;
     if (!st->spilled || ts < st->spill_first)
         st->spill_first = ts;
     if (!st->spilled || ts > st->spill_last)
@@ -177,6 +181,7 @@ static void spill(corr_st *st, int ev)
     memmove(&st->v[oldest], &st->v[oldest + 1],
             (st->n - oldest - 1) * sizeof *st->v);
     st->n--;
+    return 1;
 }
 
 /* The rule's hash and the key's field, from a state name. */
@@ -419,15 +424,19 @@ static void feed_one(engine *e, const sig *s, const fact *f,
     for (size_t i = 0; i < st->n; i++)
         if (st->v[i].sig == s->id && st->v[i].ev == ev)
             return; /* a redelivered signal counts once */
-    if (accept(st, ev, s->ts)) {
-        if (k->kind == PB_CORR_GROUP)
-            spill(st, ev);
+    if (accept(st, ev, s->ts) &&
+        (k->kind != PB_CORR_GROUP || spill(st, ev, s->ts))) {
         push(st, s->ts, s->id, ev, (int)s->source);
         st->dirty = 1;
         if (complete(st)) {
             fire(e, s, f, st, key);
-            if (k->kind != PB_CORR_SEQUENCE)
-                st->until = st->v[0].ts + k->window * 1000;
+            if (k->kind != PB_CORR_SEQUENCE) {
+                /* quiet from the first event, also one let go */
+                int64_t first = st->v[0].ts;
+                if (st->spilled && st->spill_first < first)
+                    first = st->spill_first;
+                st->until = first + k->window * 1000;
+            }
             clear(st);
         }
     }

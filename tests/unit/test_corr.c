@@ -212,6 +212,11 @@ static void test_group_storm(void)
                                                     "evidence"), "first");
     CHECK_STR(json_string_value(first), "2024-05-01T10:00:00.000Z");
     json_decref(all);
+    /* Quiet until the first timeout's time plus the window (10:02:00),
+     * not the first of the few it still held: a pair after that fires. */
+    storm_timeout(e, 150000, 5000);                   /* 10:02:30 */
+    feed(e, LINK("10:02:31", "n7", "DOWN"));
+    CHECK_INT(only_count(e), 1003);
     eng_free(e);
 
     /* The storm left the window: a link down 3 minutes later finds only
