@@ -375,8 +375,10 @@ json_t *k8s_job_copy(const json_t *job, const json_t *params,
         goto bad;
     patch_containers(pod, params);
     avoid_nodes(pod, json_object_get(params, "exclude_nodes"));
-    if (!json_is_object(labels))
+    if (!json_is_object(labels)) { /* found by fuzz.k8s_api: a string leaked */
+        json_decref(labels);
         labels = json_object();
+    }
     strip_labels(labels);
     return json_pack("{s:s, s:s, s:{s:s, s:o, s:{s:s, s:s}}, s:o}", "apiVersion",
                      "batch/v1", "kind", "Job", "metadata", "name", newname,
