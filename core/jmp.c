@@ -53,7 +53,7 @@ void jmp_pack(msgpack_packer *pk, const json_t *v)
 /* The decoder reads the bytes itself instead of going through msgpack-c's
  * object tree: msgpack_unpack_next allocates an 8 KiB zone per message and
  * builds a tree that is then copied into jansson, which together were a
- * sixth of the correlator's time on the dense log (docs/PERFORMANCE.md).
+ * quarter of the correlator's time on the dense log (docs/PERFORMANCE.md).
  * tests/fuzz/fuzz_signal_msgpack.c keeps msgpack-c's decoder as the oracle
  * this one must agree with. */
 typedef struct {
@@ -96,8 +96,9 @@ static int is_ascii(const unsigned char *p, size_t n)
     return !(acc & 0x8080808080808080ull);
 }
 
-/* The length of the string whose header is at p (already consumed hdr
- * bytes), or -1 when p is not a string header. */
+/* For a string's type byte b (already read): its length, from the bytes
+ * that follow for str8/16/32. 0; -1 when b is not a string type; -2 when
+ * the length is truncated (the error is set). */
 static int str_len(rd *r, unsigned char b, size_t *n)
 {
     size_t lb;

@@ -600,11 +600,7 @@ static void gap_reset(kfk_consumer *c, const rd_kafka_topic_partition_list_t *pa
     }
 }
 
-/* cascade's topics are neither compacted nor transactional, so their
- * offsets have no holes: a message past the one expected means the
- * broker deleted what lay between before this consumer read it
- * (retention, or the embedded broker, which keeps about 5 MiB per
- * partition). Those signals are lost; say so, with the count. */
+/* Makes room for partition p in next[] and acct[]. */
 static void gap_slot(kfk_consumer *c, int32_t p)
 {
     if ((size_t)p >= c->nnext) {
@@ -623,6 +619,11 @@ static void gap_slot(kfk_consumer *c, int32_t p)
     }
 }
 
+/* cascade's topics are neither compacted nor transactional, so their
+ * offsets have no holes: a message past the one expected means the
+ * broker deleted what lay between before this consumer read it
+ * (retention, or the embedded broker, which keeps about 5 MiB per
+ * partition). Those signals are lost; say so, with the count. */
 static void gap_check(kfk_consumer *c, const rd_kafka_message_t *m)
 {
     int32_t p = m->partition;

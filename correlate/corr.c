@@ -155,6 +155,13 @@ static void trim(corr_st *st, int64_t before)
     }
 }
 
+/* The time of the first event the state holds, also one let go (n > 0). */
+static int64_t first_ts(const corr_st *st)
+{
+    return st->spilled && st->spill_first < st->v[0].ts ? st->spill_first
+                                                        : st->v[0].ts;
+}
+
 /* Makes room for event `ev` at ts in a group that holds GROUP_KEEP of it:
  * the oldest goes and is counted. Returns 0, and lets nothing go, when
  * the new one is no newer than every one held: it adds nothing the group
@@ -335,10 +342,8 @@ static void fire(engine *e, const sig *s, const fact *f, corr_st *st,
             str_copy(inc->node, sizeof inc->node, key);
             str_copy(inc->root_node, sizeof inc->root_node, key);
         }
-        if (st->n && st->v[0].ts < inc->root_ts)
-            inc->root_ts = inc->first = st->v[0].ts;
-        if (st->spilled && st->spill_first < inc->root_ts)
-            inc->root_ts = inc->first = st->spill_first;
+        if (st->n && first_ts(st) < inc->root_ts)
+            inc->root_ts = inc->first = first_ts(st);
         strmap_put(open, ikey, inc);
     }
     eng_touch(inc, s);
@@ -430,13 +435,8 @@ static void feed_one(engine *e, const sig *s, const fact *f,
         st->dirty = 1;
         if (complete(st)) {
             fire(e, s, f, st, key);
-            if (k->kind != PB_CORR_SEQUENCE) {
-                /* quiet from the first event, also one let go */
-                int64_t first = st->v[0].ts;
-                if (st->spilled && st->spill_first < first)
-                    first = st->spill_first;
-                st->until = first + k->window * 1000;
-            }
+            if (k->kind != PB_CORR_SEQUENCE)
+                st->until = first_ts(st) + k->window * 1000;
             clear(st);
         }
     }

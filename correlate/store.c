@@ -76,13 +76,13 @@ static char *put_uint(char *o, size_t n)
  * keys. The buffer is malloc'd, as redisFormatCommand's is. */
 static void push_argv(store *st, int argc, const char **argv)
 {
-    size_t lens[4], pl = strlen(st->prefix), total = 16;
+    size_t lens[4], pl = strlen(st->prefix), total = 16 + pl;
     char *buf, *o;
 
     if (argc > 4)
         abort();
     for (int i = 0; i < argc; i++) {
-        lens[i] = strlen(argv[i]) + (i == 1 ? pl : 0);
+        lens[i] = strlen(argv[i]);
         total += lens[i] + 32;
     }
     if (total > INT_MAX || !(buf = malloc(total)))
@@ -91,15 +91,13 @@ static void push_argv(store *st, int argc, const char **argv)
     *o++ = '*';
     o = put_uint(o, (size_t)argc);
     for (int i = 0; i < argc; i++) {
+        size_t pre = i == 1 ? pl : 0;
         *o++ = '\r', *o++ = '\n', *o++ = '$';
-        o = put_uint(o, lens[i]);
+        o = put_uint(o, pre + lens[i]);
         *o++ = '\r', *o++ = '\n';
-        if (i == 1) {
-            memcpy(o, st->prefix, pl);
-            o += pl;
-        }
-        memcpy(o, argv[i], lens[i] - (i == 1 ? pl : 0));
-        o += lens[i] - (i == 1 ? pl : 0);
+        memcpy(o, st->prefix, pre);
+        memcpy(o + pre, argv[i], lens[i]);
+        o += pre + lens[i];
     }
     *o++ = '\r', *o++ = '\n';
     push(st, buf, (int)(o - buf));
