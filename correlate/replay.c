@@ -197,8 +197,8 @@ int replay_run(char **files, int nfiles, const replay_opts *o)
     event_base_dispatch(base);
     if (r.failed || print_incidents(&r))
         goto out;
-    log_debug("replay", "%ld signals, %ld rejected, %lu redis commands", r.fed,
-              r.rejected, store_commands_sent(r.st));
+    log_debug("replay", "%ld signals, %ld rejected, %lu redis commands (%lu hash writes)",
+              r.fed, r.rejected, store_commands_sent(r.st), store_hash_writes(r.st));
     rc = r.rejected ? 1 : 0;
 out:
     if (rc == 2 && err.msg[0] && !r.failed)

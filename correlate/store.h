@@ -28,7 +28,10 @@ const eng_store_ops *store_ops(void);
 typedef void (*store_done_fn)(void *arg);
 int store_flush(store *st, store_done_fn done, void *arg);
 int store_busy(const store *st);
+/* Commands sent to Redis (resends included), and the HSET / HDEL fields
+ * queued: consecutive writes to one hash share a command. */
 unsigned long store_commands_sent(const store *st);
+unsigned long store_hash_writes(const store *st);
 
 /* Whether Redis answers (blocking; start-up only): 0, or -1 (err set). */
 int store_ping(const char *addr, cs_err *err);

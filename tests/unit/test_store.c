@@ -1,0 +1,168 @@
+/* The store against a real redis-server (a private one, rproc): what a
+ * batch of window and hash writes leaves in Redis, with consecutive writes
+ * to one hash gathered into one command. */
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/redisproc.h"
+#include "correlate/store.h"
+
+static void on_done(void *arg)
+{
+    event_base_loopbreak(arg);
+}
+
+/* Sends what is queued and waits for Redis to acknowledge it. */
+static void flush_wait(struct event_base *base, store *st)
+{
+    REQUIRE(store_flush(st, on_done, base) == 0);
+    if (store_busy(st))
+        event_base_dispatch(base);
+    REQUIRE(!store_busy(st));
+}
+
+static redisReply *cmd(redisContext *rc, const char *fmt, const char *a)
+{
+    redisReply *r = redisCommand(rc, fmt, a);
+
+    REQUIRE(r != NULL);
+    return r;
+}
+
+/* HGET key field, "" when absent. */
+static void check_field(redisContext *rc, const char *key, const char *field,
+                        const char *want)
+{
+    redisReply *r = redisCommand(rc, "HGET %s %s", key, field);
+
+    REQUIRE(r != NULL);
+    CHECK_STR(r->type == REDIS_REPLY_STRING ? r->str : "", want);
+    freeReplyObject(r);
+}
+
+static long long hlen(redisContext *rc, const char *key)
+{
+    redisReply *r = cmd(rc, "HLEN %s", key);
+    long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* Writes interleaved over two hashes and a window: the gathered commands
+ * must leave what the writes one by one would. */
+static void test_order(struct event_base *base, store *st, redisContext *rc)
+{
+    const eng_store_ops *o = store_ops();
+    unsigned long sent = store_commands_sent(st);
+
+    o->hash_put(st, "h", "a", "1");
+    o->hash_put(st, "h", "b", "2");
+    o->hash_put(st, "h", "a", "1b"); /* the later value of one command wins */
+    o->hash_del(st, "h", "a");
+    o->hash_del(st, "h", "zz"); /* absent: nothing to delete */
+    o->hash_put(st, "h", "a", "3");
+    o->hash_put(st, "h2", "x", "y"); /* another hash: not gathered into h */
+    o->hash_put(st, "h", "c", "4");
+    o->window_add(st, "w", 5, "m");
+    o->hash_put(st, "h", "b", "5");
+    o->hash_del(st, "h2", "x");
+    o->hash_put(st, "h2", "x", "z");
+    flush_wait(base, st);
+    check_field(rc, "t:h", "a", "3");
+    check_field(rc, "t:h", "b", "5");
+    check_field(rc, "t:h", "c", "4");
+    CHECK_INT(hlen(rc, "t:h"), 3);
+    check_field(rc, "t:h2", "x", "z");
+    CHECK_INT(hlen(rc, "t:h2"), 1);
+    CHECK_INT(hlen(rc, "h"), 0); /* the prefix goes on every key */
+    redisReply *r = cmd(rc, "ZSCORE %s m", "t:w");
+    CHECK_STR(r->type == REDIS_REPLY_STRING ? r->str : "", "5");
+    freeReplyObject(r);
+    /* [h a b a] [h del a zz] [h a] [h2 x] [h c] [zadd] [h b] [h2 del x] [h2 x] */
+    CHECK_INT(store_commands_sent(st) - sent, 9);
+}
+
+/* A store's first write is a window entry: nothing gathered yet. */
+static void test_first_zadd(struct event_base *base, const char *sock,
+                            redisContext *rc)
+{
+    cs_err err;
+    store *st = store_new(base, sock, "f:", &err);
+
+    REQUIRE(st != NULL);
+    store_ops()->window_add(st, "w", 7, "m1");
+    store_ops()->window_trim(st, "w", 3);
+    store_ops()->hash_put(st, "h", "a", "1");
+    flush_wait(base, st);
+    redisReply *r = cmd(rc, "ZSCORE %s m1", "f:w");
+    CHECK_STR(r->type == REDIS_REPLY_STRING ? r->str : "", "7");
+    freeReplyObject(r);
+    check_field(rc, "f:h", "a", "1");
+    CHECK_INT(store_commands_sent(st), 3); /* ZADD, HSET, ZREMRANGEBYSCORE */
+    store_free(st);
+}
+
+/* A storm of new states on one hash: a command per GROUP_MAX_FIELDS
+ * fields, and a value past the byte cap is still sent whole. */
+static void test_many(struct event_base *base, store *st, redisContext *rc)
+{
+    const eng_store_ops *o = store_ops();
+    unsigned long sent = store_commands_sent(st), writes = store_hash_writes(st);
+    static char big[300 * 1024];
+    char f[32], v[32];
+
+    for (int i = 0; i < 3000; i++) {
+        snprintf(f, sizeof f, "job%d", i);
+        snprintf(v, sizeof v, "v%d", i * 7);
+        o->hash_put(st, "many", f, v);
+    }
+    flush_wait(base, st);
+    CHECK_INT(hlen(rc, "t:many"), 3000);
+    check_field(rc, "t:many", "job0", "v0");
+    check_field(rc, "t:many", "job1024", "v7168");
+    check_field(rc, "t:many", "job2999", "v20993");
+    CHECK_INT(store_commands_sent(st) - sent, 3); /* 1024 + 1024 + 952 */
+    CHECK_INT(store_hash_writes(st) - writes, 3000);
+
+    memset(big, 'q', sizeof big - 1);
+    sent = store_commands_sent(st);
+    o->hash_put(st, "big", "small", "s");
+    o->hash_put(st, "big", "huge", big);
+    o->hash_put(st, "big", "after", "a");
+    flush_wait(base, st);
+    redisReply *r = cmd(rc, "HSTRLEN %s huge", "t:big");
+    CHECK_INT(r->type == REDIS_REPLY_INTEGER ? r->integer : -1, sizeof big - 1);
+    freeReplyObject(r);
+    check_field(rc, "t:big", "small", "s");
+    check_field(rc, "t:big", "after", "a");
+    CHECK_INT(store_commands_sent(st) - sent, 3); /* over the cap: one each */
+}
+
+int main(void)
+{
+    cs_err err;
+    rproc *rp = rproc_start(&err);
+    struct event_base *base = event_base_new();
+    store *st;
+    redisContext *rc;
+
+    if (!rp) {
+        fprintf(stderr, "test_store: %s\n", err.msg);
+        return 1;
+    }
+    REQUIRE(base != NULL);
+    REQUIRE((st = store_new(base, rproc_socket(rp), "t:", &err)) != NULL);
+    REQUIRE((rc = redisConnectUnix(rproc_socket(rp))) != NULL && !rc->err);
+    test_first_zadd(base, rproc_socket(rp), rc);
+    test_order(base, st, rc);
+    test_many(base, st, rc);
+    redisFree(rc);
+    store_free(st);
+    event_base_free(base);
+    rproc_stop(rp);
+    return check_report();
+}
