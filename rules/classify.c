@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/str.h"
 #include "core/strmap.h"
 #include "core/ts.h"
@@ -112,6 +113,7 @@ struct traceback {
     int dirty;
     int lines;
     json_t *head; /* open report: the signal whose fact waits */
+    int slot;     /* its host's counter in open_hosts, -1: none (key_slot) */
     char text[480];
 };
 
@@ -139,6 +141,18 @@ static void tb_free(void *p)
     free(tb);
 }
 
+/* The named groups a fact takes, in the pattern's name table order (the
+ * order in which a later group of one name overwrites an earlier one). */
+enum named_field {
+    NF_HOST, NF_JOB, NF_GPU, NF_PCI, NF_XID, NF_RANK, NF_STEP, NF_PID,
+    NF_DETAIL, NF_NODES
+};
+
+struct named {
+    uint32_t grp;
+    enum named_field field;
+};
+
 struct classifier {
     const pb_catalog *cat;
     pcre2_code *re[RE__COUNT];
@@ -148,17 +162,170 @@ struct classifier {
     strmap *tracebacks; /* "cluster|host|job|rank" -> struct traceback */
     strmap *tb_gone;    /* keys ended since the last cls_tb_changes */
     int reports;        /* 0: no open report (a hint, recounted lazily) */
+    /* Open assemblies per hash of their host (OPEN_SLOTS counters), and
+     * those whose key did not say its host: a line whose host has none
+     * (the usual case, even with assemblies open elsewhere) needs no key
+     * built and looked up. A counter never misses an open one. */
+    uint32_t *open_hosts;
+    size_t unslotted;
+    /* Signature i's named groups are named[i] .. named[i + 1]. */
+    struct named **named;
+    struct named *named_all;
+    /* Per source, the signatures that read it, in catalog order. */
+    size_t *by_src[SRC__COUNT];
+    size_t nby_src[SRC__COUNT];
 };
+
+#define OPEN_SLOTS 4096
+
+static int host_slot(const char *host)
+{
+    const char *h = host ? host : "";
+
+    return (int)(hash_fnv1a(HASH_FNV_SEED, h, strlen(h)) % OPEN_SLOTS);
+}
+
+/* The slot of a key's host: "CLUSTER|HOST|JOB|RANK" or
+ * "CLUSTER|HOST|kernel". -1 when a '|' inside a part makes the host
+ * uncertain: such an assembly is then looked up on every line. */
+static int key_slot(const char *key)
+{
+    const char *a = strchr(key, '|'), *b = a ? strchr(a + 1, '|') : NULL;
+    const char *c = b ? strchr(b + 1, '|') : NULL;
+    size_t n = strlen(key);
+    char host[256];
+
+    if (!b || (c ? strchr(c + 1, '|') != NULL
+                 : n < 7 || strcmp(key + n - 7, "|kernel")) ||
+        (size_t)(b - a - 1) >= sizeof host)
+        return -1;
+    memcpy(host, a + 1, (size_t)(b - a - 1));
+    host[b - a - 1] = '\0';
+    return host_slot(host);
+}
+
+static void slot_count(classifier *c, const struct traceback *tb, int d)
+{
+    if (tb->slot < 0)
+        c->unslotted += (size_t)d;
+    else
+        c->open_hosts[tb->slot] += (uint32_t)d;
+}
+
+/* Whether a line of host may continue an open assembly. */
+static int host_may_be_open(const classifier *c, const char *host)
+{
+    return strmap_len(c->tracebacks) &&
+           (c->unslotted || c->open_hosts[host_slot(host)]);
+}
+
+/* Every change to the assembly map goes through these two, which keep the
+ * counters. */
+static void tb_insert(classifier *c, const char *key, struct traceback *tb)
+{
+    struct traceback *old;
+
+    tb->slot = key_slot(key);
+    slot_count(c, tb, 1);
+    if ((old = strmap_put(c->tracebacks, key, tb))) {
+        slot_count(c, old, -1);
+        tb_free(old);
+    }
+}
+
+static void tb_remove(classifier *c, const char *key)
+{
+    struct traceback *tb = strmap_del(c->tracebacks, key);
+
+    if (tb) {
+        slot_count(c, tb, -1);
+        tb_free(tb);
+    }
+}
 
 void cls_take_state(classifier *to, classifier *from)
 {
     strmap *tb = to->tracebacks, *gone = to->tb_gone;
+    uint32_t *open = to->open_hosts;
+    size_t unslotted = to->unslotted;
 
     to->tracebacks = from->tracebacks;
     to->tb_gone = from->tb_gone;
+    to->open_hosts = from->open_hosts;
+    to->unslotted = from->unslotted;
     from->tracebacks = tb;
     from->tb_gone = gone;
+    from->open_hosts = open;
+    from->unslotted = unslotted;
     to->reports = from->reports;
+}
+
+/* Fills by_src: the prefilter answers for all signatures, but a line is
+ * tried only against its own source's. */
+static int by_source(classifier *c)
+{
+    size_t n;
+    const pb_signature *g = pb_signatures(c->cat, &n);
+
+    for (int s = 0; s < SRC__COUNT; s++) {
+        if (!(c->by_src[s] = malloc((n ? n : 1) * sizeof *c->by_src[s])))
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            if (g[i].sources & (1u << s))
+                c->by_src[s][c->nby_src[s]++] = i;
+    }
+    return 0;
+}
+
+static int field_of(const char *name)
+{
+    static const char *const names[] = {"host", "job",  "gpu",    "pci",
+                                        "xid",  "rank", "step",   "pid",
+                                        "detail", "nodes"};
+
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i]))
+            return (int)i;
+    return -1;
+}
+
+/* Reads every signature's name table once: a match then copies its
+ * fields without asking PCRE2 for the table and comparing names. */
+static int named_fields(classifier *c)
+{
+    size_t n, total = 0, at = 0;
+    const pb_signature *g = pb_signatures(c->cat, &n);
+
+    for (size_t i = 0; i < n; i++) {
+        uint32_t count = 0;
+        if (g[i].re)
+            pcre2_pattern_info(g[i].re, PCRE2_INFO_NAMECOUNT, &count);
+        total += count;
+    }
+    if (!(c->named = malloc((n + 1) * sizeof *c->named)) ||
+        !(c->named_all = malloc((total ? total : 1) * sizeof *c->named_all)))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t count = 0, size = 0;
+        PCRE2_SPTR table = NULL;
+
+        c->named[i] = c->named_all + at;
+        if (!g[i].re)
+            continue;
+        pcre2_pattern_info(g[i].re, PCRE2_INFO_NAMECOUNT, &count);
+        pcre2_pattern_info(g[i].re, PCRE2_INFO_NAMEENTRYSIZE, &size);
+        pcre2_pattern_info(g[i].re, PCRE2_INFO_NAMETABLE, &table);
+        for (uint32_t k = 0; k < count; k++) {
+            const unsigned char *e = table + k * size;
+            int fld = field_of((const char *)(e + 2));
+            if (fld >= 0)
+                c->named_all[at++] =
+                    (struct named){(uint32_t)((e[0] << 8) | e[1]),
+                                   (enum named_field)fld};
+        }
+    }
+    c->named[n] = c->named_all + at;
+    return 0;
 }
 
 classifier *cls_new(const pb_catalog *cat, cs_err *err)
@@ -191,6 +358,12 @@ classifier *cls_new(const pb_catalog *cat, cs_err *err)
     }
     c->tracebacks = strmap_new();
     c->tb_gone = strmap_new();
+    if (!(c->open_hosts = calloc(OPEN_SLOTS, sizeof *c->open_hosts)) ||
+        by_source(c) || named_fields(c)) {
+        cs_err_set(err, "out of memory");
+        cls_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -209,6 +382,11 @@ void cls_free(classifier *c)
     pfl_ctx_free(c->pf);
     strmap_free(c->tracebacks, tb_free);
     strmap_free(c->tb_gone, NULL);
+    free(c->open_hosts);
+    free(c->named);
+    free(c->named_all);
+    for (int s = 0; s < SRC__COUNT; s++)
+        free(c->by_src[s]);
     free(c);
 }
 
@@ -247,23 +425,17 @@ static void fact_init(fact *f, fact_kind kind, const sig *s)
 }
 
 /* Copies the named fields of the last match into the fact. nodes (a
- * hostlist) goes to nodes_out for the caller to expand. */
+ * hostlist) goes to nodes_out for the caller to expand. The groups were
+ * looked up by name once (named_fields). */
 static void take_fields(const classifier *c, const pb_signature *g,
                         const char *text, fact *f, char *nodes_out,
                         size_t nodes_len)
 {
-    uint32_t count = 0, size = 0;
-    PCRE2_SPTR table;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
+    size_t n, i = (size_t)(g - pb_signatures(c->cat, &n));
 
-    pcre2_pattern_info(g->re, PCRE2_INFO_NAMECOUNT, &count);
-    pcre2_pattern_info(g->re, PCRE2_INFO_NAMEENTRYSIZE, &size);
-    pcre2_pattern_info(g->re, PCRE2_INFO_NAMETABLE, &table);
-    for (uint32_t i = 0; i < count; i++) {
-        const unsigned char *e = table + i * size;
-        int grp = (e[0] << 8) | e[1];
-        const char *name = (const char *)(e + 2);
-        PCRE2_SIZE a = ov[2 * grp], b = ov[2 * grp + 1];
+    for (const struct named *e = c->named[i]; e < c->named[i + 1]; e++) {
+        PCRE2_SIZE a = ov[2 * e->grp], b = ov[2 * e->grp + 1];
         char v[256];
         size_t l;
 
@@ -272,26 +444,39 @@ static void take_fields(const classifier *c, const pb_signature *g,
         l = b - a < sizeof v - 1 ? b - a : sizeof v - 1;
         memcpy(v, text + a, l);
         v[l] = '\0';
-        if (!strcmp(name, "host"))
+        switch (e->field) {
+        case NF_HOST:
             str_copy(f->host, sizeof f->host, v);
-        else if (!strcmp(name, "job"))
+            break;
+        case NF_JOB:
             str_copy(f->job, sizeof f->job, v);
-        else if (!strcmp(name, "gpu"))
+            break;
+        case NF_GPU:
             str_copy(f->gpu, sizeof f->gpu, v);
-        else if (!strcmp(name, "pci"))
+            break;
+        case NF_PCI:
             str_copy(f->pci, sizeof f->pci, v);
-        else if (!strcmp(name, "xid"))
+            break;
+        case NF_XID:
             f->xid = atoi(v);
-        else if (!strcmp(name, "rank"))
+            break;
+        case NF_RANK:
             f->rank = atoi(v);
-        else if (!strcmp(name, "step"))
+            break;
+        case NF_STEP:
             f->step = atol(v);
-        else if (!strcmp(name, "pid"))
+            break;
+        case NF_PID:
             f->pid = atol(v);
-        else if (!strcmp(name, "detail"))
+            break;
+        case NF_DETAIL:
             str_copy(f->detail, sizeof f->detail, v);
-        else if (!strcmp(name, "nodes") && nodes_out)
-            str_copy(nodes_out, nodes_len, v);
+            break;
+        case NF_NODES:
+            if (nodes_out)
+                str_copy(nodes_out, nodes_len, v);
+            break;
+        }
     }
 }
 
@@ -306,11 +491,13 @@ static const pb_signature *first_match(const classifier *c, int source,
     const pb_signature *g = pb_signatures(c->cat, &n);
     const unsigned char *may = NULL;
 
+    if (source < 0 || source >= SRC__COUNT)
+        return NULL;
     if (c->pf && !c->no_prefilter)
         may = pfl_scan(c->pf, source, text, len);
-    for (size_t i = 0; i < n; i++) {
-        if ((may && !may[i]) || !(g[i].sources & (1u << source)) ||
-            (only >= 0 && g[i].kind != only))
+    for (size_t k = 0; k < c->nby_src[source]; k++) {
+        size_t i = c->by_src[source][k];
+        if ((may && !may[i]) || (only >= 0 && g[i].kind != only))
             continue;
         if (pcre2_match(g[i].re, (PCRE2_SPTR)text, len, 0, 0, c->md, NULL) >= 0)
             return &g[i];
@@ -695,7 +882,7 @@ static void frame_pass(struct traceback *tb, const char *l)
 /* Forgets an assembly and remembers to delete its stored copy. */
 static void tb_end(classifier *c, const char *key)
 {
-    tb_free(strmap_del(c->tracebacks, key));
+    tb_remove(c, key);
     strmap_put(c->tb_gone, key, (void *)1);
 }
 
@@ -704,14 +891,17 @@ static void tb_end(classifier *c, const char *key)
 static struct traceback *tb_open(classifier *c, const char *key, int64_t ts)
 {
     struct traceback *tb = strmap_get(c->tracebacks, key);
+    int slot;
 
     if (!tb) {
         if (!(tb = calloc(1, sizeof *tb)))
             abort();
-        strmap_put(c->tracebacks, key, tb);
+        tb_insert(c, key, tb);
     }
+    slot = tb->slot;
     json_decref(tb->head);
     memset(tb, 0, sizeof *tb);
+    tb->slot = slot;
     tb->started = ts;
     tb->dirty = 1;
     strmap_del(c->tb_gone, key);
@@ -839,7 +1029,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
     struct traceback *tb = NULL;
 
     /* Most lines arrive with no assembly open anywhere: no key to build. */
-    if (strmap_len(c->tracebacks) ||
+    if (host_may_be_open(c, s->host) ||
         strncmp(line, "Traceback (most recent call last)", 33) == 0) {
         app_key_of(s, rank, key, sizeof key);
         tb = strmap_get(c->tracebacks, key);
@@ -1124,7 +1314,7 @@ int cls_tb_restore(classifier *c, const char *key, const char *value)
         }
         if (tb->kind == TB_REPORT)
             c->reports++;
-        tb_free(strmap_put(c->tracebacks, key, tb));
+        tb_insert(c, key, tb);
         return 0;
     }
     if (sscanf(value, "%lld K %d %n", &started, &tb->lines, &at) == 2 && at &&
@@ -1139,7 +1329,7 @@ int cls_tb_restore(classifier *c, const char *key, const char *value)
         return -1;
     }
     tb->started = started;
-    tb_free(strmap_put(c->tracebacks, key, tb));
+    tb_insert(c, key, tb);
     return 0;
 }
 
@@ -1152,6 +1342,18 @@ static int ends_sentence(const char *l)
     return n && strchr(".!?", l[n - 1]);
 }
 
+/* "CLUSTER|HOST|kernel": a host's wrapped driver message. */
+static void kernel_key(const sig *s, char *key, size_t len)
+{
+    size_t at = 0;
+
+    key[0] = '\0';
+    key_put(key, len, &at, s->cluster);
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, s->host);
+    key_put(key, len, &at, "|kernel");
+}
+
 /* A kernel line alone first; when it says nothing, it may continue (or
  * begin) a driver message the kernel wrapped over several lines. */
 static int classify_kernel(classifier *c, const sig *s, fact *out)
@@ -1159,18 +1361,19 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
     const char *nv = kmsg_part(s->line);
     /* an Xid report no signature takes leaves an open message alone */
     int aside = !nv && strstr(s->line, "NVRM: Xid (") != NULL;
-    struct traceback *tb;
+    struct traceback *tb = NULL;
     char key[400];
-    int n;
-    size_t at = 0;
+    int n, open;
 
     if (!s->host) /* no fact without a host: nothing to assemble for */
         return classify_text(c, s, s->line, out);
-    key_put(key, sizeof key, &at, s->cluster);
-    key_put(key, sizeof key, &at, "|");
-    key_put(key, sizeof key, &at, s->host);
-    key_put(key, sizeof key, &at, "|kernel");
-    tb = strmap_len(c->tracebacks) ? strmap_get(c->tracebacks, key) : NULL;
+    /* the key is needed only where the host may have a message open, or
+     * when this line opens one */
+    open = host_may_be_open(c, s->host);
+    if (open || nv)
+        kernel_key(s, key, sizeof key);
+    if (open)
+        tb = strmap_get(c->tracebacks, key);
     if (tb && (s->ts - tb->started > KMSG_MAX_AGE || s->ts < tb->started)) {
         tb_end(c, key);
         tb = NULL;

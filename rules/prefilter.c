@@ -264,6 +264,8 @@ static void compile(pfl *p, struct batch *b, int src)
                 (b->n - (size_t)bad - 1) * sizeof *b->pats);
         memmove(&b->ids[bad], &b->ids[bad + 1],
                 (b->n - (size_t)bad - 1) * sizeof *b->ids);
+        memmove(&b->flags[bad], &b->flags[bad + 1],
+                (b->n - (size_t)bad - 1) * sizeof *b->flags);
         b->n--;
     }
     if (p->db[src])

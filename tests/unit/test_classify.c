@@ -266,25 +266,29 @@ static void test_alert(void)
     sig_free(&s);
 }
 
-static sig kern(const char *host, const char *line, const char *ts)
+/* Classifies the signal o (released here); returns the number of facts. */
+static int feed_obj(classifier *k, json_t *o, fact *f)
 {
     sig s;
     cs_err err;
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "source", "kernel",
-                          "host", host, "line", line);
-    if (sig_from_json(&s, o, &err))
+    int n = 0;
+
+    if (sig_from_json(&s, o, &err)) {
         fprintf(stderr, "bad test signal: %s\n", err.msg);
+        check_failed++;
+    } else {
+        n = cls_classify(k, &s, f);
+        sig_free(&s);
+    }
     json_decref(o);
-    return s;
+    return n;
 }
 
 static int kern_feed(classifier *k, const char *host, const char *line,
                      const char *ts, fact *f)
 {
-    sig s = kern(host, line, ts);
-    int n = cls_classify(k, &s, f);
-    sig_free(&s);
-    return n;
+    return feed_obj(k, json_pack("{s:s, s:s, s:s, s:s}", "ts", ts, "source",
+                                 "kernel", "host", host, "line", line), f);
 }
 
 static char saved_key[128], saved_val[600];
@@ -538,6 +542,58 @@ static void test_k8s_event_versions(void)
     }
 }
 
+/* One app line of job 7, rank 0, on host of cluster. */
+static int app_feed(classifier *k, const char *cluster, const char *host,
+                    const char *line, fact *f)
+{
+    return feed_obj(k, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i}", "ts",
+                                 "2026-03-02T08:10:05Z", "source", "app",
+                                 "cluster", cluster, "host", host, "job", "7",
+                                 "line", line, "rank", 0), f);
+}
+
+/* A line is looked up against open assemblies only when its host may have
+ * one: a traceback stays open through other hosts' lines, and one
+ * restored under a key whose parts hold a '|' (its host unknown) is still
+ * found. */
+static void test_open_hosts(void)
+{
+    static const char *const oom_line =
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 1.20 GiB is free. Of "
+        "the allocated memory 77.20 GiB is allocated by PyTorch, and 358.40 MiB "
+        "is reserved by PyTorch but unallocated.";
+    fact f[CLS_MAX_FACTS];
+    cs_err err;
+    classifier *k = cls_new(cat, &err);
+    char host[32];
+
+    REQUIRE(k != NULL);
+    CHECK_INT(app_feed(k, "c1", "hA", "Traceback (most recent call last):", f), 0);
+    for (int i = 0; i < 200; i++) { /* other hosts, some with their own */
+        snprintf(host, sizeof host, "h%d", i);
+        CHECK_INT(app_feed(k, "c1", host, i % 50 ? "  File \"x.py\", line 1, "
+                           "in f" : "Traceback (most recent call last):", f), 0);
+    }
+    CHECK_INT(app_feed(k, "c1", "hA", "    loss.backward()", f), 0);
+    CHECK_INT(app_feed(k, "c1", "hA", oom_line, f), 1);
+    CHECK_INT(f[0].pass, OOM_PASS_BACKWARD);
+    /* ended: the same host's next OOM has no pass */
+    CHECK_INT(app_feed(k, "c1", "hA", oom_line, f), 1);
+    CHECK_INT(f[0].pass, OOM_PASS_UNKNOWN);
+    cls_free(k);
+
+    k = cls_new(cat, &err);
+    REQUIRE(k != NULL);
+    CHECK_INT(cls_tb_restore(k, "c|x|hA|7|0", "1772438990000000000 0 1"), 0);
+    CHECK_INT(app_feed(k, "c|x", "hA", oom_line, f), 1);
+    CHECK_INT(f[0].pass, OOM_PASS_BACKWARD);
+    CHECK_INT(cls_tb_restore(k, "c1|hB|7|0", "1772438990000000000 0 1"), 0);
+    CHECK_INT(app_feed(k, "c1", "hB", oom_line, f), 1);
+    CHECK_INT(f[0].pass, OOM_PASS_BACKWARD);
+    cls_free(k);
+}
+
 int main(void)
 {
     cs_err err;
@@ -557,6 +613,7 @@ int main(void)
     test_kernel_wrapped();
     test_kmsg_xid();
     test_desync_report();
+    test_open_hosts();
     cls_free(c);
     pb_catalog_free(cat);
     return check_report();
