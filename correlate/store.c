@@ -161,9 +161,9 @@ static void group_close(store *st)
 
 /* Adds one HSET (n = 2: field, value) or HDEL (n = 1: field) to the open
  * group when it is the same command on the same hash, else opens a new
- * one. Redis applies a command's fields in order, and nothing else runs
- * between two consecutive commands of one pipeline, so the hash ends as
- * the separate writes would leave it. */
+ * one. Redis applies a command's fields in order, and one connection's
+ * commands in the order sent, so the hash ends as the separate writes
+ * would leave it. (HSET of many fields needs Redis 4.0.) */
 static void group_add(store *st, const char *verb, const char *key,
                       const char **args, int n)
 {

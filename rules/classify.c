@@ -13,6 +13,10 @@
 #include "core/strmap.h"
 #include "core/ts.h"
 
+/* An assembly's key ("CLUSTER|HOST|JOB|RANK", "CLUSTER|HOST|kernel") is
+ * cut to fit this. */
+#define TB_KEY_LEN 400
+
 /* A traceback older than this (event time) is abandoned: its exception line
  * was lost or the job printed something else. */
 #define TB_MAX_AGE (60 * TS_SEC)
@@ -185,18 +189,21 @@ static int host_slot(const char *host)
     return (int)(hash_fnv1a(HASH_FNV_SEED, h, strlen(h)) % OPEN_SLOTS);
 }
 
-/* The slot of a key's host: "CLUSTER|HOST|JOB|RANK" or
- * "CLUSTER|HOST|kernel". -1 when a '|' inside a part makes the host
- * uncertain: such an assembly is then looked up on every line. */
+/* The slot of the host in a stored key ("CLUSTER|HOST|JOB|RANK" or
+ * "CLUSTER|HOST|kernel"), for an assembly read back at start-up. -1 when
+ * the host is not certain: a '|' inside a part, or a key that may have
+ * been cut at the key buffer's size. Such an assembly is looked up on
+ * every line. */
 static int key_slot(const char *key)
 {
     const char *a = strchr(key, '|'), *b = a ? strchr(a + 1, '|') : NULL;
     const char *c = b ? strchr(b + 1, '|') : NULL;
     size_t n = strlen(key);
+    int kernel = n >= 7 && !strcmp(key + n - 7, "|kernel");
     char host[256];
 
-    if (!b || (c ? strchr(c + 1, '|') != NULL
-                 : n < 7 || strcmp(key + n - 7, "|kernel")) ||
+    if (!b || n >= TB_KEY_LEN - 1 ||
+        (kernel ? b != key + n - 7 : !c || strchr(c + 1, '|')) ||
         (size_t)(b - a - 1) >= sizeof host)
         return -1;
     memcpy(host, a + 1, (size_t)(b - a - 1));
@@ -220,12 +227,13 @@ static int host_may_be_open(const classifier *c, const char *host)
 }
 
 /* Every change to the assembly map goes through these two, which keep the
- * counters. */
-static void tb_insert(classifier *c, const char *key, struct traceback *tb)
+ * counters. slot: host_slot of the line's host, or key_slot. */
+static void tb_insert(classifier *c, const char *key, struct traceback *tb,
+                      int slot)
 {
     struct traceback *old;
 
-    tb->slot = key_slot(key);
+    tb->slot = slot;
     slot_count(c, tb, 1);
     if ((old = strmap_put(c->tracebacks, key, tb))) {
         slot_count(c, old, -1);
@@ -888,15 +896,17 @@ static void tb_end(classifier *c, const char *key)
 
 /* Starts (or restarts) the assembly under key at ts, empty and due to be
  * stored. */
-static struct traceback *tb_open(classifier *c, const char *key, int64_t ts)
+static struct traceback *tb_open(classifier *c, const char *key,
+                                 const sig *s)
 {
     struct traceback *tb = strmap_get(c->tracebacks, key);
+    int64_t ts = s->ts;
     int slot;
 
     if (!tb) {
         if (!(tb = calloc(1, sizeof *tb)))
             abort();
-        tb_insert(c, key, tb);
+        tb_insert(c, key, tb, host_slot(s->host));
     }
     slot = tb->slot;
     json_decref(tb->head);
@@ -1012,7 +1022,7 @@ static void report_add(struct traceback *tb, const char *line, int64_t ts)
 /* A report's head opens an assembly instead of giving its fact now. */
 static void report_open(classifier *c, const char *key, const sig *s)
 {
-    struct traceback *tb = tb_open(c, key, s->ts);
+    struct traceback *tb = tb_open(c, key, s);
 
     tb->kind = TB_REPORT;
     tb->last = s->ts;
@@ -1022,7 +1032,7 @@ static void report_open(classifier *c, const char *key, const sig *s)
 
 static int classify_app(classifier *c, const sig *s, fact *out)
 {
-    char key[400];
+    char key[TB_KEY_LEN];
     int rank;
     const char *line = app_line(s, &rank);
     const pb_signature *g;
@@ -1057,7 +1067,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         tb = NULL;
     }
     if (strncmp(line, "Traceback (most recent call last)", 33) == 0) {
-        tb_open(c, key, s->ts);
+        tb_open(c, key, s);
         return 0;
     }
     if (tb && is_frame_line(line)) {
@@ -1097,7 +1107,7 @@ static int report_fact(classifier *c, struct traceback *tb, sig *head,
                        fact *out)
 {
     cs_err err;
-    char key[400];
+    char key[TB_KEY_LEN];
     int rank, n = 0;
     const char *line;
 
@@ -1132,7 +1142,7 @@ static int same_cluster(const char *key, const char *cluster)
 int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
                     fact *out)
 {
-    char key[400] = "";
+    char key[TB_KEY_LEN] = "";
     const char *line = NULL, *k;
     size_t pos = 0;
     void *v;
@@ -1314,7 +1324,7 @@ int cls_tb_restore(classifier *c, const char *key, const char *value)
         }
         if (tb->kind == TB_REPORT)
             c->reports++;
-        tb_insert(c, key, tb);
+        tb_insert(c, key, tb, key_slot(key));
         return 0;
     }
     if (sscanf(value, "%lld K %d %n", &started, &tb->lines, &at) == 2 && at &&
@@ -1329,7 +1339,7 @@ int cls_tb_restore(classifier *c, const char *key, const char *value)
         return -1;
     }
     tb->started = started;
-    tb_insert(c, key, tb);
+    tb_insert(c, key, tb, key_slot(key));
     return 0;
 }
 
@@ -1362,7 +1372,7 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
     /* an Xid report no signature takes leaves an open message alone */
     int aside = !nv && strstr(s->line, "NVRM: Xid (") != NULL;
     struct traceback *tb = NULL;
-    char key[400];
+    char key[TB_KEY_LEN];
     int n, open;
 
     if (!s->host) /* no fact without a host: nothing to assemble for */
@@ -1395,7 +1405,7 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
     }
     if (ends_sentence(nv))
         return 0;
-    tb = tb_open(c, key, s->ts);
+    tb = tb_open(c, key, s);
     tb->kind = TB_KMSG;
     tb->lines = 1;
     snprintf(tb->text, sizeof tb->text, "NVRM: %s", nv);

@@ -305,14 +305,15 @@ static void save_one(void *arg, const char *key, const char *value)
 /* The driver's probe-time report wrapped over three lines (NVSentinel
  * issue 155): joined per host, whatever another host prints in between,
  * abandoned after 2 s, and carried over a restart. */
+static const char *const l1 = "[ 1843.308145] NVRM: The NVIDIA GPU "
+                              "0000:b3:00.0";
+static const char *const l2 = "               NVRM: (PCI ID: 10de:26b5) "
+                              "installed in this system has";
+static const char *const l3 = "               NVRM: fallen off the bus "
+                              "and is not responding to commands.";
+
 static void test_kernel_wrapped(void)
 {
-    static const char *const l1 = "[ 1843.308145] NVRM: The NVIDIA GPU "
-                                  "0000:b3:00.0";
-    static const char *const l2 = "               NVRM: (PCI ID: 10de:26b5) "
-                                  "installed in this system has";
-    static const char *const l3 = "               NVRM: fallen off the bus "
-                                  "and is not responding to commands.";
     const char *t0 = "2026-03-02T08:10:04.100Z", *t1 = "2026-03-02T08:10:04.101Z";
     fact f[CLS_MAX_FACTS];
     cs_err err;
@@ -542,6 +543,16 @@ static void test_k8s_event_versions(void)
     }
 }
 
+/* One kernel line of host in cluster, at 08:10:04.1. */
+static int kern_at(classifier *k, const char *cluster, const char *host,
+                   const char *line, fact *f)
+{
+    return feed_obj(k, json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts",
+                                 "2026-03-02T08:10:04.100Z", "source", "kernel",
+                                 "cluster", cluster, "host", host, "line", line),
+                    f);
+}
+
 /* One app line of job 7, rank 0, on host of cluster. */
 static int app_feed(classifier *k, const char *cluster, const char *host,
                     const char *line, fact *f)
@@ -585,12 +596,32 @@ static void test_open_hosts(void)
 
     k = cls_new(cat, &err);
     REQUIRE(k != NULL);
-    CHECK_INT(cls_tb_restore(k, "c|x|hA|7|0", "1772438990000000000 0 1"), 0);
+    CHECK_INT(cls_tb_restore(k, "c|x|hA|7|0", "1772438990000000 0 1"), 0);
     CHECK_INT(app_feed(k, "c|x", "hA", oom_line, f), 1);
     CHECK_INT(f[0].pass, OOM_PASS_BACKWARD);
-    CHECK_INT(cls_tb_restore(k, "c1|hB|7|0", "1772438990000000000 0 1"), 0);
+    CHECK_INT(cls_tb_restore(k, "c1|hB|7|0", "1772438990000000 0 1"), 0);
     CHECK_INT(app_feed(k, "c1", "hB", oom_line, f), 1);
     CHECK_INT(f[0].pass, OOM_PASS_BACKWARD);
+    cls_free(k);
+
+    /* a wrapped kernel message of cluster "a|b": its key "a|b|h|kernel"
+     * does not say which part is the host, live or restored */
+    k = cls_new(cat, &err);
+    REQUIRE(k != NULL);
+    CHECK_INT(kern_at(k, "a|b", "h", l1, f), 0);
+    CHECK_INT(kern_at(k, "a|b", "h", l2, f), 0);
+    saved_key[0] = '\0';
+    cls_tb_changes(k, NULL, save_one, NULL);
+    CHECK_STR(saved_key, "a|b|h|kernel");
+    CHECK_INT(kern_at(k, "a|b", "b", "NVRM: GPU at PCI:0000:1a:00: GPU-7c1b", f), 0);
+    CHECK_INT(kern_at(k, "a|b", "h", l3, f), 1);
+    CHECK_STR(f[0].scenario, "hw.gpu_off_bus");
+    cls_free(k);
+    k = cls_new(cat, &err);
+    REQUIRE(k != NULL);
+    CHECK_INT(cls_tb_restore(k, saved_key, saved_val), 0);
+    CHECK_INT(kern_at(k, "a|b", "h", l3, f), 1);
+    CHECK_STR(f[0].scenario, "hw.gpu_off_bus");
     cls_free(k);
 }
 
