@@ -27,8 +27,9 @@ typedef struct cmd {
     int len;
 } cmd;
 
-/* An HSET or HDEL being gathered: the key, and the arguments after it
- * already written as Redis's protocol. */
+/* The command being built (an HSET or HDEL gathers more writes to its
+ * hash): its key, and the arguments after the key already written as
+ * Redis's protocol. */
 struct group {
     const char *verb; /* NULL: none open */
     char *key;
@@ -103,51 +104,29 @@ static char *put_bulk(char *o, const char *pre, size_t pl, const char *v,
     return o;
 }
 
-/* Queues one command whose second word is a key (the store's prefix goes
- * in front), encoded here as Redis's protocol: formatting "HSET %s%s %s
- * %s" for every write (hiredis parses the format, then sprintf's each
- * length) was an eighth of the correlator's time with a million live
- * keys. The buffer is malloc'd, as redisFormatCommand's is. */
-static void push_cmd(store *st, int argc, const char **argv)
-{
-    size_t lens[4], pl = strlen(st->prefix), total = 16 + pl;
-    char *buf, *o;
-
-    if (argc > 4)
-        abort();
-    for (int i = 0; i < argc; i++) {
-        lens[i] = strlen(argv[i]);
-        total += lens[i] + 32;
-    }
-    if (total > INT_MAX || !(buf = malloc(total)))
-        abort();
-    o = buf;
-    *o++ = '*';
-    o = put_uint(o, (size_t)argc);
-    *o++ = '\r', *o++ = '\n';
-    for (int i = 0; i < argc; i++)
-        o = put_bulk(o, st->prefix, i == 1 ? pl : 0, argv[i], lens[i]);
-    push(st, buf, (int)(o - buf));
-}
-
-/* Queues the gathered HSET / HDEL, if one is open. */
+/* Queues the open command, if any, encoded here as Redis's protocol:
+ * formatting "HSET %s%s %s %s" for every write (hiredis parses the
+ * format, then sprintf's each length) was an eighth of the correlator's
+ * time with a million live keys. The buffer is malloc'd, as
+ * redisFormatCommand's is. */
 static void group_close(store *st)
 {
     struct group *g = &st->g;
-    size_t pl, kl;
+    size_t pl, kl, vl;
     char *buf, *o;
 
     if (!g->verb)
         return;
     pl = strlen(st->prefix);
     kl = strlen(g->key);
-    if (!(buf = malloc(64 + pl + kl + g->len)))
+    vl = strlen(g->verb);
+    if (!(buf = malloc(64 + vl + pl + kl + g->len)))
         abort();
     o = buf;
     *o++ = '*';
     o = put_uint(o, 2 + (size_t)g->args);
     *o++ = '\r', *o++ = '\n';
-    o = put_bulk(o, "", 0, g->verb, 4);
+    o = put_bulk(o, "", 0, g->verb, vl);
     o = put_bulk(o, st->prefix, pl, g->key, kl);
     memcpy(o, g->body, g->len);
     o += g->len;
@@ -159,9 +138,10 @@ static void group_close(store *st)
     g->args = 0;
 }
 
-/* Adds one HSET (n = 2: field, value) or HDEL (n = 1: field) to the open
- * group when it is the same command on the same hash, else opens a new
- * one. Redis applies a command's fields in order, and one connection's
+/* Adds the arguments after the key (at most 2) of one command to the open
+ * one when it is the same command on the same key, else opens a new one.
+ * Only hash writes (HSET: field, value; HDEL: field) are left open for
+ * more: Redis applies a command's fields in order, and one connection's
  * commands in the order sent, so the hash ends as the separate writes
  * would leave it. (HSET of many fields needs Redis 4.0.) */
 static void group_add(store *st, const char *verb, const char *key,
@@ -170,6 +150,8 @@ static void group_add(store *st, const char *verb, const char *key,
     struct group *g = &st->g;
     size_t lens[2], need = 0, kl;
 
+    if (n < 0 || n > 2)
+        abort();
     for (int i = 0; i < n; i++) {
         lens[i] = strlen(args[i]);
         need += lens[i] + 32;
@@ -197,14 +179,16 @@ static void group_add(store *st, const char *verb, const char *key,
         g->len = (size_t)(put_bulk(g->body + g->len, "", 0, args[i], lens[i]) -
                           g->body);
     g->args += n;
-    st->writes++;
 }
 
-/* Any command but a hash write: the open group goes first, in order. */
+/* Any command but a hash write: the open group goes first, in order, and
+ * this one goes alone. argv: the command, its key (the store's prefix goes
+ * in front), at most 2 more. */
 static void push_argv(store *st, int argc, const char **argv)
 {
     group_close(st);
-    push_cmd(st, argc, argv);
+    group_add(st, argv[0], argv[1], argv + 2, argc - 2);
+    group_close(st);
 }
 
 static void window_add(void *ctx, const char *key, int64_t ts,
@@ -235,12 +219,18 @@ static void window_trim(void *ctx, const char *key, int64_t before)
 static void hash_put(void *ctx, const char *key, const char *field,
                      const char *value)
 {
-    group_add(ctx, "HSET", key, (const char *[]){field, value}, 2);
+    store *st = ctx;
+
+    group_add(st, "HSET", key, (const char *[]){field, value}, 2);
+    st->writes++;
 }
 
 static void hash_del(void *ctx, const char *key, const char *field)
 {
-    group_add(ctx, "HDEL", key, (const char *[]){field}, 1);
+    store *st = ctx;
+
+    group_add(st, "HDEL", key, (const char *[]){field}, 1);
+    st->writes++;
 }
 
 static const eng_store_ops ops = {window_add, window_trim, hash_put, hash_del};
@@ -269,7 +259,7 @@ static void queue_trims(store *st)
 static void free_cmds(cmd *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        free(v[i].buf); /* malloc'd by push_argv */
+        free(v[i].buf); /* malloc'd by group_close */
     free(v);
 }
 
