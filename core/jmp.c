@@ -319,3 +319,94 @@ json_t *jmp_unpack(const char *data, size_t len, cs_err *err)
     }
     return out;
 }
+
+/* ---- flat maps ------------------------------------------------------- */
+
+/* ASCII without NUL: what the flat reader hands out as C text. Eight
+ * bytes at a time: a byte is 0 or has its top bit set exactly when
+ * (w - 0x01..) & ~w, or w itself, has it set there. */
+static int plain(const unsigned char *p, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, tops = ones << 7;
+    uint64_t w, bad = 0;
+    size_t i = 0;
+
+    if (n < 8) { /* padded with a plain byte */
+        w = ones;
+        memcpy(&w, p, n);
+        return !((((w - ones) & ~w) | w) & tops);
+    }
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        bad |= ((w - ones) & ~w) | w;
+    }
+    memcpy(&w, p + n - 8, 8); /* the rest, in a word overlapping the last */
+    bad |= ((w - ones) & ~w) | w;
+    return !(bad & tops);
+}
+
+/* A string at r's position (type byte included): 0, or -1. */
+static int flat_str(rd *r, const char **s, size_t *n)
+{
+    if (need(r, 1) || str_len(r, r->p[r->pos++], n) || need(r, *n) ||
+        !plain(r->p + r->pos, *n))
+        return -1;
+    *s = (const char *)r->p + r->pos;
+    r->pos += *n;
+    return 0;
+}
+
+static int flat_value(rd *r, jmp_kv *kv)
+{
+    unsigned char b;
+    size_t w;
+
+    if (need(r, 1))
+        return -1;
+    b = r->p[r->pos];
+    kv->str = NULL;
+    kv->slen = 0;
+    if (b <= 0x7f) {
+        kv->u = b;
+        r->pos++;
+        return 0;
+    }
+    if (b >= 0xcc && b <= 0xcf) {
+        w = (size_t)1 << (b - 0xcc);
+        r->pos++;
+        if (need(r, w))
+            return -1;
+        kv->u = be(r->p + r->pos, w);
+        r->pos += w;
+        return 0;
+    }
+    return flat_str(r, &kv->str, &kv->slen);
+}
+
+int jmp_flat(const char *data, size_t len, jmp_kv *kv, size_t max)
+{
+    cs_err ignored;
+    rd r = {(const unsigned char *)data, len, 0, &ignored};
+    size_t n;
+    unsigned char b;
+
+    if (need(&r, 1))
+        return -1;
+    b = r.p[r.pos++];
+    if (b >= 0x80 && b <= 0x8f) {
+        n = b & 0x0f;
+    } else if (b == 0xde) {
+        if (need(&r, 2))
+            return -1;
+        n = (size_t)be(r.p + r.pos, 2);
+        r.pos += 2;
+    } else {
+        return -1;
+    }
+    if (n > max)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (flat_str(&r, &kv[i].key, &kv[i].klen) || flat_value(&r, &kv[i]))
+            return -1;
+    return r.pos == len ? (int)n : -1;
+}

@@ -24,7 +24,13 @@ typedef enum {
 } sig_source;
 
 typedef struct sig {
-    json_t *obj;      /* normalised object; owns the strings below */
+    /* Normalised object; owns the strings below. NULL for a plain line
+     * signal read off the wire without one (sig_parse_msgpack): its
+     * strings are then in raw, after a copy of its bytes; sig_json()
+     * gives its object when one is wanted. */
+    json_t *obj;
+    char *raw;
+    size_t raw_len;
     int64_t ts;       /* event time, us since epoch */
     uint64_t id;      /* hash of the normalised object: the window member */
     sig_source source;
@@ -60,6 +66,9 @@ int sig_adopt_json(sig *s, json_t *obj, cs_err *err);
 int sig_parse_json(sig *s, const char *text, size_t len, cs_err *err);
 /* One msgpack-encoded signal as it travels on Kafka. */
 int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err);
+/* The signal's normalised object, a new reference (built for a signal
+ * read without one); NULL only when out of memory. */
+json_t *sig_json(const sig *s);
 /* msgpack encoding; *out is malloc'd. */
 int sig_to_msgpack(const sig *s, char **out, size_t *len);
 void sig_free(sig *s);

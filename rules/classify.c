@@ -1026,7 +1026,7 @@ static void report_open(classifier *c, const char *key, const sig *s)
 
     tb->kind = TB_REPORT;
     tb->last = s->ts;
-    tb->head = json_incref(s->obj);
+    tb->head = sig_json(s); /* a signal read without one gets its object */
     c->reports++;
 }
 

@@ -16,8 +16,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     if (sig_parse_json(&a, (const char *)data, size, &err))
         return 0;
     sig_to_msgpack(&a, &buf, &len);
-    if (sig_parse_msgpack(&b, buf, len, &err) || !json_equal(a.obj, b.obj))
+    if (sig_parse_msgpack(&b, buf, len, &err))
         abort();
+    json_t *o = sig_json(&b);
+    if (!json_equal(a.obj, o))
+        abort();
+    json_decref(o);
     sig_free(&b);
     free(buf);
     sig_free(&a);

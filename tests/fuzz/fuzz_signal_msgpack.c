@@ -166,17 +166,68 @@ static json_t *oracle(const unsigned char *data, size_t size, int *too_deep)
     return out;
 }
 
+static int same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The same text, key order included: an open report's head is stored
+ * as its dump. */
+static int same_dump(json_t *a, json_t *b)
+{
+    char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
+    int same = x && y && strcmp(x, y) == 0;
+
+    free(x);
+    free(y);
+    return same;
+}
+
+/* sig_parse_msgpack reads a plain line signal without a JSON object;
+ * whatever path it takes, it must give what the general one (decode,
+ * then normalise the object) gives, and fail where that fails. */
+static void check_paths(const unsigned char *data, size_t size)
+{
+    sig s, g;
+    cs_err err = {{0}}, gerr = {{0}};
+    json_t *o = jmp_unpack((const char *)data, size, &gerr), *j;
+    int rc = sig_parse_msgpack(&s, (const char *)data, size, &err);
+    int grc = o ? sig_adopt_json(&g, o, &gerr) : -1;
+
+    if (size > SIG_MAX_BYTES) { /* refused before either path looks */
+        if (rc == 0)
+            abort();
+        if (grc == 0)
+            sig_free(&g);
+        return;
+    }
+
+    if (rc != grc)
+        abort();
+    if (rc) {
+        if (!err.msg[0] || strcmp(err.msg, gerr.msg))
+            abort(); /* a rejection must say why, in the same words */
+        return;
+    }
+    j = sig_json(&s);
+    if (s.ts != g.ts || s.id != g.id || s.source != g.source ||
+        s.rank != g.rank || !same_str(s.cluster, g.cluster) ||
+        !same_str(s.host, g.host) || !same_str(s.job, g.job) ||
+        !same_str(s.job_name, g.job_name) || !same_str(s.line, g.line) ||
+        !j || !json_equal(j, g.obj) || !same_dump(j, g.obj))
+        abort();
+    json_decref(j);
+    sig_free(&s);
+    sig_free(&g);
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-    sig s;
     cs_err err = {{0}};
     json_t *mine, *theirs;
     int too_deep = 0;
 
-    if (sig_parse_msgpack(&s, (const char *)data, size, &err) == 0)
-        sig_free(&s);
-    else if (!err.msg[0])
-        abort(); /* a rejection must say why */
+    check_paths(data, size);
 
     mine = jmp_unpack((const char *)data, size, &err);
     theirs = oracle(data, size, &too_deep);

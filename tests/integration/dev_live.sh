@@ -9,14 +9,21 @@ tmp=$(mktemp -d)
 "$bin" dev --feed "$sample" --port 0 --for 40 > "$tmp/out" 2> "$tmp/err" &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+# The drain is proposed once per incident: under cascade.node_crash when
+# the Xid and the jobs' failures reach the correlator in one batch, under
+# hw.gpu_off_bus when the Xid came first (a loaded machine) and the
+# incident became a node crash after; the same action is not proposed again.
+drain='(hw.gpu_off_bus|cascade.node_crash): node.drain \(hitl\) target=\{"node":"gpu-020"\}'
+resubmit='cascade.node_crash: job.resubmit \(auto\) .*"exclude_nodes":\["gpu-020"\]'
 for _ in $(seq 1 300); do
   grep -q 'oom.batch_size: job.resubmit' "$tmp/out" && \
-  grep -q 'cascade.node_crash: node.drain (hitl)' "$tmp/out" && break
+  grep -Eq "$drain" "$tmp/out" && grep -Eq "$resubmit" "$tmp/out" && break
   sleep 0.1
 done
 fail=0
-grep -q 'cascade.node_crash: node.drain (hitl) target={"node":"gpu-020"}' "$tmp/out" \
-  || { echo "no node.drain for gpu-020"; fail=1; }
+grep -Eq "$drain" "$tmp/out" || { echo "no node.drain for gpu-020"; fail=1; }
+grep -Eq "$resubmit" "$tmp/out" \
+  || { echo "no node-crash resubmit excluding gpu-020"; fail=1; }
 grep -q 'oom.batch_size: job.resubmit (auto).*"batch_size":32' "$tmp/out" \
   || { echo "no batch-size resubmit"; fail=1; }
 broker=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/out")

@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "core/jmp.h"
@@ -124,7 +125,9 @@ static void test_msgpack(void)
     CHECK_INT(parse(line, &a, &err), 0);
     CHECK_INT(sig_to_msgpack(&a, &buf, &len), 0);
     CHECK_INT(sig_parse_msgpack(&b, buf, len, &err), 0);
-    CHECK(json_equal(a.obj, b.obj));
+    json_t *bo = sig_json(&b);
+    CHECK(json_equal(a.obj, bo));
+    json_decref(bo);
     CHECK(a.id == b.id); /* the id survives the wire */
     sig_free(&b);
     /* Every truncation of the encoding is rejected, never half-read. */
@@ -156,7 +159,9 @@ static void test_msgpack(void)
     CHECK_INT(parse(big, &a, &err), 0);
     sig_to_msgpack(&a, &buf, &len);
     CHECK_INT(sig_parse_msgpack(&b, buf, len, &err), 0);
-    CHECK(json_equal(a.obj, b.obj));
+    bo = sig_json(&b);
+    CHECK(json_equal(a.obj, bo));
+    json_decref(bo);
     sig_free(&b);
     free(buf);
     sig_free(&a);
@@ -209,8 +214,131 @@ static void test_adopt(void)
     json_decref(bad);
 }
 
+/* JSON text -> msgpack bytes, as a collector would send it. */
+static char *wire(const char *json, size_t *len)
+{
+    json_t *o = json_loads(json, JSON_ALLOW_NUL, NULL);
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+
+    if (!o) {
+        fprintf(stderr, "test_signal: bad test input %s\n", json);
+        exit(1);
+    }
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    jmp_pack(&pk, o);
+    json_decref(o);
+    *len = sb.size;
+    return sb.data;
+}
+
+/* Decodes json's wire form both ways; returns whether the plain path
+ * (no JSON object) took it. Both must agree on everything. */
+static int both_ways(const char *json)
+{
+    size_t len;
+    char *buf = wire(json, &len);
+    sig s, g;
+    cs_err err = {{0}}, gerr = {{0}};
+    int rc = sig_parse_msgpack(&s, buf, len, &err);
+    json_t *o = jmp_unpack(buf, len, &gerr);
+    int grc = sig_adopt_json(&g, o, &gerr), plain = 0;
+
+    CHECK_INT(rc, grc);
+    if (rc == 0 && grc == 0) {
+        json_t *j = sig_json(&s);
+        char *x = json_dumps(j, JSON_COMPACT), *y = json_dumps(g.obj, JSON_COMPACT);
+        plain = s.obj == NULL;
+        CHECK(s.ts == g.ts && s.id == g.id && s.source == g.source &&
+              s.rank == g.rank);
+        CHECK_STR(s.cluster, g.cluster);
+        CHECK_STR(s.line, g.line);
+        CHECK((s.host == NULL) == (g.host == NULL));
+        CHECK((s.job == NULL) == (g.job == NULL));
+        if (s.host && g.host)
+            CHECK_STR(s.host, g.host);
+        if (s.job && g.job)
+            CHECK_STR(s.job, g.job);
+        CHECK_STR(x, y); /* key order too: a report's head is stored */
+        free(x);
+        free(y);
+        json_decref(j);
+        sig_free(&g);
+    } else {
+        CHECK_STR(err.msg, gerr.msg);
+    }
+    sig_free(&s);
+    free(buf);
+    return plain;
+}
+
+static void test_plain(void)
+{
+#define LINE "\"ts\":\"2026-03-02T08:00:00.25Z\",\"id\":\"00000000deadbeef\","
+    /* the common case: read without a JSON object */
+    CHECK(both_ways("{" LINE "\"source\":\"app\",\"host\":\"g1\","
+                    "\"job\":\"42\",\"rank\":3,\"line\":\"NCCL WARN x\"}"));
+    CHECK(both_ways("{" LINE "\"source\":\"kernel\",\"cluster\":\"c1\","
+                    "\"host\":\"g1\",\"line\":\"NVRM: Xid 79\"}"));
+    CHECK(both_ways("{\"line\":\"x\",\"source\":\"ray\"," LINE
+                    "\"job_name\":\"train\"}"));
+    CHECK(both_ways("{" LINE "\"source\":\"app\",\"line\":\"x\","
+                    "\"rank\":1000000}"));
+    /* the lowest and highest plain bytes, inside the word-wise check */
+    CHECK(both_ways("{" LINE "\"source\":\"app\",\"line\":"
+                    "\"0123456789\\u0001abcdef0123456789\\u007fabcdef\"}"));
+    /* anything else goes the general way, with the same result */
+    const char *general[] = {
+        "{" LINE "\"source\":\"app\",\"host\":null,\"line\":\"x\"}",
+        "{" LINE "\"source\":\"app\",\"team\":\"a\",\"line\":\"x\"}",
+        "{" LINE "\"source\":\"kernel\",\"rank\":2,\"line\":\"x\"}",
+        "{" LINE "\"source\":\"app\",\"rank\":1000001,\"line\":\"x\"}",
+        "{" LINE "\"source\":\"app\",\"rank\":\"2\",\"line\":\"x\"}",
+        "{" LINE "\"source\":\"app\",\"job\":7,\"line\":\"x\"}",
+        "{" LINE "\"source\":\"app\",\"host\":\"\",\"line\":\"x\"}",
+        "{" LINE "\"source\":\"app\",\"line\":\"\"}",
+        "{" LINE "\"source\":\"app\",\"line\":\"caf\u00e9\"}",
+        "{" LINE "\"source\":\"app\",\"line\":\"a\\u0000b\"}",
+        /* a NUL or a byte over 0x7f at each place of an 8-byte word */
+        "{" LINE "\"source\":\"app\",\"line\":\"0123456789abcdef\\u0000xx\"}",
+        "{" LINE "\"source\":\"app\",\"line\":\"0123456789abcde\\u0000fxx\"}",
+        "{" LINE "\"source\":\"app\",\"line\":\"012345678\\u0000abcdefxx\"}",
+        "{" LINE "\"source\":\"app\",\"line\":\"0123456789abcdef\\u0080xx\"}",
+        "{" LINE "\"source\":\"app\",\"line\":\"01234567\u00ff89abcdefxx\"}",
+        "{" LINE "\"source\":\"app\",\"host\":\"01234567\\u0000\"}",
+        "{" LINE "\"source\":\"slurm\",\"line\":\"x\"}",
+        "{" LINE "\"source\":\"apps\",\"line\":\"x\"}",
+        "{" LINE "\"source\":\"app\"}",
+        "{\"ts\":\"soon\",\"id\":\"00000000deadbeef\",\"source\":\"app\","
+        "\"line\":\"x\"}",
+        "{\"ts\":1772438400,\"id\":\"00000000deadbeef\",\"source\":\"app\","
+        "\"line\":\"x\"}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"id\":\"00000000DEADBEEF\","
+        "\"source\":\"app\",\"line\":\"x\"}",
+        "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"app\",\"line\":\"x\"}",
+    };
+    for (size_t i = 0; i < sizeof general / sizeof *general; i++)
+        if (both_ways(general[i])) {
+            fprintf(stderr, "  plain path took: %s\n", general[i]);
+            CHECK(0);
+        }
+#undef LINE
+    /* a field given twice (JSON text cannot say it; msgpack can) */
+    static const char twice[] =
+        "\x85\xa2ts\xb4" "2026-03-02T08:00:00Z" "\xa6source\xa3" "app"
+        "\xa2id\xb0" "00000000deadbeef" "\xa4line\xa1x\xa4line\xa1y";
+    sig s;
+    cs_err err;
+    CHECK_INT(sig_parse_msgpack(&s, twice, sizeof twice - 1, &err), 0);
+    CHECK(s.obj != NULL); /* the general way: the later value wins */
+    CHECK_STR(s.line, "y");
+    sig_free(&s);
+}
+
 int main(void)
 {
+    test_plain();
     test_adopt();
     test_ts();
     test_given_id();
