@@ -110,7 +110,8 @@ void *strmap_get(const strmap *m, const char *key)
     return found ? m->slots[i].val : NULL;
 }
 
-void *strmap_put(strmap *m, const char *key, void *val)
+/* The slot of key, added (value NULL) when absent. */
+static struct slot *slot_of(strmap *m, const char *key)
 {
     int found;
     uint64_t h = key_hash(key);
@@ -119,20 +120,34 @@ void *strmap_put(strmap *m, const char *key, void *val)
     if ((m->used + 1) * 4 >= m->cap * 3)
         grow(m);
     i = probe(m, key, h, &found);
-    if (found) {
-        void *prev = m->slots[i].val;
-        m->slots[i].val = val;
-        return prev;
+    if (!found) {
+        if (!m->slots[i].key)
+            m->used++;
+        m->slots[i].key = strdup(key);
+        if (!m->slots[i].key)
+            abort();
+        m->slots[i].val = NULL;
+        m->slots[i].hash = h;
+        m->len++;
     }
-    if (!m->slots[i].key)
-        m->used++;
-    m->slots[i].key = strdup(key);
-    if (!m->slots[i].key)
-        abort();
-    m->slots[i].val = val;
-    m->slots[i].hash = h;
-    m->len++;
-    return NULL;
+    return &m->slots[i];
+}
+
+void *strmap_put(strmap *m, const char *key, void *val)
+{
+    struct slot *sl = slot_of(m, key);
+    void *prev = sl->val;
+
+    sl->val = val;
+    return prev;
+}
+
+void **strmap_slot(strmap *m, const char *key, const char **key_copy)
+{
+    struct slot *sl = slot_of(m, key);
+
+    *key_copy = sl->key;
+    return &sl->val;
 }
 
 void *strmap_del(strmap *m, const char *key)

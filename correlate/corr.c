@@ -29,7 +29,8 @@ typedef struct corr_ev {
 
 typedef struct corr_st {
     const pb_correlation *rule;
-    char *cluster, *name; /* where it is kept: cstate corr map, Redis */
+    /* where it is kept (cstate corr map, Redis): the maps' own copies */
+    const char *cluster, *name;
     int queued;           /* in e->corr_dirty, to be written at the flush */
     int64_t until; /* events at or before this are ignored: it fired */
     /* Events at or before this were used up (fired, or a wait ran out):
@@ -67,8 +68,6 @@ void eng_corr_state_free(void *p)
 
     if (st) {
         free(st->v);
-        free(st->cluster);
-        free(st->name);
         free(st);
     }
 }
@@ -359,15 +358,17 @@ static corr_st *state_of(engine *e, const char *cluster, const char *name,
                          const pb_correlation *k)
 {
     cstate *cs = eng_cs(e, cluster);
-    corr_st *st = strmap_get(cs->corr, name);
+    const char *kept;
+    void **slot = strmap_slot(cs->corr, name, &kept);
+    corr_st *st = *slot;
 
     if (!st) {
-        st = calloc(1, sizeof *st);
-        if (!st || !(st->cluster = strdup(cluster)) ||
-            !(st->name = strdup(name)))
+        if (!(st = calloc(1, sizeof *st)))
             abort();
+        st->cluster = cs->name;
+        st->name = kept;
         st->rule = k;
-        strmap_put(cs->corr, name, st);
+        *slot = st;
     }
     return st;
 }

@@ -67,6 +67,7 @@ static void state_new(engine *e)
 static void state_free(engine *e)
 {
     eng_corr_forget(e);
+    e->cs_last = NULL; /* it goes with the clusters */
     strmap_free(e->clusters, cs_free);
     strmap_free(e->series, eng_series_free);
     strmap_free(e->names, eng_names_free);
@@ -163,9 +164,16 @@ size_t eng_incident_count(const engine *e)
 
 cstate *eng_cs(engine *e, const char *cluster)
 {
-    cstate *cs = strmap_get(e->clusters, cluster);
+    const char *name;
+    void **slot;
+    cstate *cs;
 
-    if (!cs) {
+    /* Several lookups a signal, nearly always of the last one's cluster;
+     * a cluster's state lives as long as the engine. */
+    if (e->cs_last && strcmp(e->cs_last->name, cluster) == 0)
+        return e->cs_last;
+    slot = strmap_slot(e->clusters, cluster, &name);
+    if (!(cs = *slot)) {
         cs = xcalloc(1, sizeof *cs);
         cs->nodes = strmap_new();
         cs->inventory = strmap_new();
@@ -175,8 +183,10 @@ cstate *eng_cs(engine *e, const char *cluster)
         cs->seen = ids_new();
         cs->corr = strmap_new();
         cs->seen_limit = SEEN_FLOOR;
-        strmap_put(e->clusters, cluster, cs);
+        cs->name = name;
+        *slot = cs;
     }
+    e->cs_last = cs;
     return cs;
 }
 

@@ -129,6 +129,7 @@ typedef struct incident {
  * counts job ids from 1, and host names repeat across clusters, so a
  * correlator that owns several clusters keeps each apart. */
 typedef struct cstate {
+    const char *name;  /* the cluster (the clusters map's key) */
     int64_t clock;     /* newest event time (0 before the first signal) */
     strmap *nodes;     /* window -> node_win: a host's, or "hist:", "job:",
                         * "peak:", "rack:" windows */
@@ -148,6 +149,7 @@ struct engine {
     classifier *cls;
     pb_catalog *cat;   /* responses per scenario (the rule files) */
     strmap *clusters;  /* cluster -> cstate */
+    cstate *cs_last;   /* the last one asked for: a batch is mostly one */
     incident **incs;
     size_t ninc, capinc;
     /* Event time is per cluster: each cluster's signals come in order on

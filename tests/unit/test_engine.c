@@ -766,8 +766,27 @@ static void test_cluster_window(void)
     eng_free(e);
 }
 
+/* A reset (a rebalance) drops every cluster's state, including the one
+ * the engine looked up last: the same signal fed again after it is news
+ * to a fresh state, not a redelivery found in the dropped one. */
+static void test_reset(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1"));
+    CHECK_INT(eng_incident_count(e), 1);
+    CHECK_INT(eng_reset(e, &err), 0);
+    CHECK_INT(eng_incident_count(e), 0);
+    feed(e, XID79("2026-03-02T08:10:00Z", "g1"));
+    CHECK_INT(eng_incident_count(e), 1);
+    eng_free(e);
+}
+
 int main(void)
 {
+    test_reset();
     test_single_job_stays_fault();
     test_two_jobs_make_a_crash();
     test_silent_crash_without_node_signal();
