@@ -12,8 +12,9 @@
 # Prints one line per run and rate:
 #   rate offered patterns seen p50_ms p99_ms p999_ms max_ms
 # (bench_latency's line). LATENCY_WRAP_CORRELATOR="perf record -o FILE"
-# runs the correlator under a profiler (a wrapper that execs its
-# arguments and passes SIGTERM on). Exit codes: 0 done, 1 a component failed, 2 usage.
+# runs the correlator under a profiler (or "/usr/bin/time -f %U+%S": any
+# wrapper that runs its arguments; the correlator itself is stopped).
+# Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 seconds=10 runs=1 hop=
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --hop) hop=--hop; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -33,7 +34,20 @@ build=$(realpath "$1"); shift
 [ -x "$build/bench/bench_latency" ] || { echo "bench/latency.sh: build first" >&2; exit 1; }
 work=$(mktemp -d)
 . "$root/bench/lib.sh"
-trap 'stop_all; [ -n "${LATENCY_KEEP:-}" ] || rm -rf "$work"' EXIT
+# The correlator itself, not a wrapper around it: /usr/bin/time passes no
+# signal on, and a correlator left running would share the next run's
+# cores. SIGKILL after 10 s (its broker may be gone already).
+stop_correlator() {
+  [ -n "${brokers:-}" ] || return 0
+  local pat="^$build/cascade correlate --brokers $brokers "
+  pkill -TERM -f "$pat" 2>/dev/null || return 0
+  for _ in $(seq 1 200); do
+    pgrep -f "$pat" > /dev/null || return 0
+    sleep 0.05
+  done
+  pkill -KILL -f "$pat" 2>/dev/null || true
+}
+trap 'stop_correlator; stop_all; [ -n "${LATENCY_KEEP:-}" ] || rm -rf "$work"' EXIT
 say() { echo "latency: $*" >&2; }
 
 for rate in "$@"; do
@@ -55,6 +69,7 @@ for rate in "$@"; do
     "$build/bench/bench_latency" $hop --brokers "$brokers" --rate "$rate" \
       --seconds "$seconds" --patterns "${PATTERNS:-100}" ||
       { say "bench_latency failed at $rate/s"; exit 1; }
+    stop_correlator
     stop_all
   done
 done

@@ -1026,7 +1026,10 @@ static void report_open(classifier *c, const char *key, const sig *s)
 
     tb->kind = TB_REPORT;
     tb->last = s->ts;
-    tb->head = sig_json(s); /* a signal read without one gets its object */
+    /* a signal read without one gets its object; out of memory is not
+     * recoverable here, as everywhere in the engine */
+    if (!(tb->head = sig_json(s)))
+        abort();
     c->reports++;
 }
 

@@ -260,6 +260,9 @@ static int both_ways(const char *json)
             CHECK_STR(s.host, g.host);
         if (s.job && g.job)
             CHECK_STR(s.job, g.job);
+        CHECK((s.job_name == NULL) == (g.job_name == NULL));
+        if (s.job_name && g.job_name)
+            CHECK_STR(s.job_name, g.job_name);
         CHECK_STR(x, y); /* key order too: a report's head is stored */
         free(x);
         free(y);
@@ -306,7 +309,7 @@ static void test_plain(void)
         "{" LINE "\"source\":\"app\",\"line\":\"012345678\\u0000abcdefxx\"}",
         "{" LINE "\"source\":\"app\",\"line\":\"0123456789abcdef\\u0080xx\"}",
         "{" LINE "\"source\":\"app\",\"line\":\"01234567\u00ff89abcdefxx\"}",
-        "{" LINE "\"source\":\"app\",\"host\":\"01234567\\u0000\"}",
+        "{" LINE "\"source\":\"app\",\"host\":\"01234567\\u0000\",\"line\":\"x\"}",
         "{" LINE "\"source\":\"slurm\",\"line\":\"x\"}",
         "{" LINE "\"source\":\"apps\",\"line\":\"x\"}",
         "{" LINE "\"source\":\"app\"}",
