@@ -39,7 +39,7 @@ one_run() {
   "$bin" broker --for 900 > "$dir/broker.out" 2> "$dir/broker.err" & pids+=($!)
   local brokers=
   for _ in $(seq 1 100); do
-    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$dir/broker.out")
+    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$dir/broker.out" 2>/dev/null || true)
     [ -n "$brokers" ] && break; sleep 0.05
   done
   echo "bench-hook-token" > "$dir/hook.token"

@@ -17,7 +17,7 @@ start_stack() {
   "$cascade" broker --for 3600 > "$d/broker.out" 2> "$d/broker.err" & pids+=($!)
   brokers=
   for _ in $(seq 1 200); do
-    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$d/broker.out")
+    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$d/broker.out" 2>/dev/null || true)
     [ -n "$brokers" ] && [ -S "$d/redis.sock" ] && return 0
     sleep 0.05
   done

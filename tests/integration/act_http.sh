@@ -113,7 +113,7 @@ start_act() {
   act_pid=$!
   pids+=($act_pid)
   for _ in $(seq 1 100); do
-    api=$(sed -n 's/^act: approvals API on \(http[^ ]*\).*/\1/p' "$tmp/act$act_n.out")
+    api=$(sed -n 's/^act: approvals API on \(http[^ ]*\).*/\1/p' "$tmp/act$act_n.out" 2>/dev/null || true)
     [ -n "$api" ] && return 0
     sleep 0.05
   done

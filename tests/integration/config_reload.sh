@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.err; exit 1; }
 
 "$bin" broker --for 60 > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
 for _ in $(seq 1 100); do
-  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/broker.out")
+  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/broker.out" 2>/dev/null || true)
   [ -n "$brokers" ] && break; sleep 0.05
 done
 [ -n "$brokers" ] || fail "no broker"
@@ -38,7 +38,7 @@ grep -q 'token-one' "$tmp/check.out" && fail "config check printed the token"
 "$bin" ingest webhook --config "$tmp/cascade.yaml" --for 60 \
   > "$tmp/webhook.out" 2> "$tmp/webhook.err" & pid=$!; pids+=($pid)
 for _ in $(seq 1 100); do
-  url=$(sed -n 's/^webhook: listening on \(http:[^ ]*\).*/\1/p' "$tmp/webhook.out")
+  url=$(sed -n 's/^webhook: listening on \(http:[^ ]*\).*/\1/p' "$tmp/webhook.out" 2>/dev/null || true)
   [ -n "$url" ] && break; sleep 0.05
 done
 [ -n "$url" ] || fail "webhook did not start from the config file"

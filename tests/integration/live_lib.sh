@@ -35,8 +35,11 @@ start_redis() {
 # in brokers.
 start_broker() {
   "$bin" broker --for "$1" > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
+  # The background child opens broker.out itself, maybe after the first
+  # look: a missing file is "not yet", not an error that set -e acts on
+  # (live.act_http died of that, without a word, under ASan).
   for _ in $(seq 1 100); do
-    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/broker.out")
+    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/broker.out" 2>/dev/null || true)
     [ -n "$brokers" ] && return 0
     sleep 0.05
   done
