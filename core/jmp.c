@@ -322,27 +322,10 @@ json_t *jmp_unpack(const char *data, size_t len, cs_err *err)
 
 /* ---- flat maps ------------------------------------------------------- */
 
-/* ASCII without NUL: what the flat reader hands out as C text. Eight
- * bytes at a time: a byte is 0 or has its top bit set exactly when
- * (w - 0x01..) & ~w, or w itself, has it set there. */
+/* ASCII without NUL: what the flat reader hands out as C text. */
 static int plain(const unsigned char *p, size_t n)
 {
-    const uint64_t ones = 0x0101010101010101ull, tops = ones << 7;
-    uint64_t w, bad = 0;
-    size_t i = 0;
-
-    if (n < 8) { /* padded with a plain byte */
-        w = ones;
-        memcpy(&w, p, n);
-        return !((((w - ones) & ~w) | w) & tops);
-    }
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        bad |= ((w - ones) & ~w) | w;
-    }
-    memcpy(&w, p + n - 8, 8); /* the rest, in a word overlapping the last */
-    bad |= ((w - ones) & ~w) | w;
-    return !(bad & tops);
+    return is_ascii(p, n) && !memchr(p, '\0', n);
 }
 
 /* A string at r's position (type byte included): 0, or -1. */
