@@ -390,13 +390,50 @@ static void queue(engine *e, corr_st *st)
     e->corr_dirty[e->ncorr_dirty++] = st;
 }
 
+/* The hash a state is written to is its cluster's and its rule's; a
+ * state of a hash among the first SAVE_GROUPS of the batch gets 1 + that
+ * group's index, any other SAVE_GROUPS + 1. */
+#define SAVE_GROUPS 32
+
+static int save_group(corr_st *st, const corr_st **heads, int *n)
+{
+    for (int g = 0; g < *n; g++)
+        if (heads[g]->rule == st->rule &&
+            (heads[g]->cluster == st->cluster ||
+             !strcmp(heads[g]->cluster, st->cluster)))
+            return g + 1;
+    if (*n == SAVE_GROUPS)
+        return SAVE_GROUPS + 1;
+    heads[*n] = st;
+    return ++*n;
+}
+
+/* Written hash by hash, each in the order its states changed: the store
+ * sends a run of writes to one hash as one HSET, and a batch's signals
+ * usually touch several rules in turn (an NCCL timeout: its job's
+ * threshold, then its host's group), which made every write a command
+ * of its own. Past SAVE_GROUPS hashes the rest go in the order they
+ * changed, so the regrouping costs at most that many passes. */
 void eng_corr_save(engine *e)
 {
+    const corr_st *heads[SAVE_GROUPS];
+    int n = 0, last = 0;
+
     for (size_t i = 0; i < e->ncorr_dirty; i++) {
-        corr_st *st = e->corr_dirty[i];
-        st->queued = 0;
-        if (st->dirty)
-            save(e, st);
+        int g = save_group(e->corr_dirty[i], heads, &n);
+        e->corr_dirty[i]->queued = g;
+        if (g > last)
+            last = g;
+    }
+    for (int g = 1; g <= last; g++) {
+        for (size_t i = 0; i < e->ncorr_dirty; i++) {
+            corr_st *st = e->corr_dirty[i];
+            if (st->queued != g)
+                continue;
+            st->queued = 0;
+            if (st->dirty)
+                save(e, st);
+        }
     }
     e->ncorr_dirty = 0;
 }

@@ -21,11 +21,22 @@ static void nop_trim(void *c, const char *k, int64_t b)
  * storm must not grow one state without bound. */
 static size_t longest_cw;
 
+/* Correlation state writes since reset, and how many runs of writes to
+ * one hash they made (the store sends a run as one HSET). */
+static int cw_writes, cw_runs;
+static char cw_last[256];
+
 static void nop_hset(void *c, const char *k, const char *f, const char *v)
 {
     (void)c, (void)f;
-    if (strstr(k, ":cw:") && strlen(v) > longest_cw)
+    if (!strstr(k, ":cw:"))
+        return;
+    if (strlen(v) > longest_cw)
         longest_cw = strlen(v);
+    cw_writes++;
+    if (strcmp(k, cw_last))
+        cw_runs++;
+    snprintf(cw_last, sizeof cw_last, "%s", k);
 }
 static void nop_hdel(void *c, const char *k, const char *f)
 {
@@ -189,6 +200,60 @@ static void storm_timeout(engine *e, long ms, int job)
     feed(e, line);
 }
 
+/* A batch whose signals feed two rules in turn (a timeout: its job's
+ * threshold, then its host's group) is written hash by hash, each state
+ * once: two runs, not one write command per state. */
+static void test_save_grouped(void)
+{
+    engine *e = peer_engine();
+    char line[512];
+    cs_err err;
+    sig s;
+
+    for (int i = 0; i < 50; i++) {
+        snprintf(line, sizeof line,
+                 "{\"ts\":\"2024-05-01T10:00:%02dZ\",\"source\":\"app\","
+                 "\"host\":\"n%d\",\"job\":\"%d\",\"line\":\"[rank1]:[E0501 "
+                 "ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective "
+                 "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran "
+                 "for 600100 milliseconds before timing out.\"}",
+                 i, i % 10, 100 + i);
+        REQUIRE(sig_parse_json(&s, line, strlen(line), &err) == 0);
+        eng_feed(e, &s); /* one batch: no flush in between */
+        sig_free(&s);
+    }
+    cw_writes = cw_runs = 0;
+    cw_last[0] = '\0';
+    eng_flush(e, NULL, NULL);
+    CHECK_INT(cw_writes, 60); /* 50 jobs' thresholds, 10 hosts' groups */
+    CHECK_INT(cw_runs, 2);
+    eng_free(e);
+
+    /* 40 clusters, two jobs on one host each: 80 hashes. The first 32
+     * (16 clusters) are grouped; the rest go as they changed (threshold,
+     * group, threshold), and every state is still written once. */
+    e = peer_engine();
+    for (int i = 0; i < 80; i++) {
+        snprintf(line, sizeof line,
+                 "{\"ts\":\"2024-05-01T10:01:%02dZ\",\"source\":\"app\","
+                 "\"cluster\":\"c%d\",\"host\":\"n1\",\"job\":\"%d\","
+                 "\"line\":\"[rank1]:[E0501 ProcessGroupNCCL.cpp:607] [Rank 1] "
+                 "Watchdog caught collective operation timeout: WorkNCCL("
+                 "SeqNum=7, OpType=ALLREDUCE) ran for 600100 milliseconds "
+                 "before timing out.\"}",
+                 i / 2, i / 2, 100 + i);
+        REQUIRE(sig_parse_json(&s, line, strlen(line), &err) == 0);
+        eng_feed(e, &s);
+        sig_free(&s);
+    }
+    cw_writes = cw_runs = 0;
+    cw_last[0] = '\0';
+    eng_flush(e, NULL, NULL);
+    CHECK_INT(cw_writes, 120);
+    CHECK_INT(cw_runs, 16 * 2 + 24 * 3);
+    eng_free(e);
+}
+
 /* 1000 timeouts on one host in 100 s, each of its own job: the group's
  * state stays a few events long, and the link going down still completes
  * it, counting every timeout and dating the incident from the first. */
@@ -292,6 +357,7 @@ int main(int argc, char **argv)
     test_sequence();
     test_group();
     test_group_storm();
+    test_save_grouped();
     test_checks();
     return check_report();
 }
