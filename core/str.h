@@ -1,10 +1,49 @@
 /* Bounded string copy: truncation is the intent (ids and names in fixed
- * fields), and NULL copies as "". */
+ * fields), and NULL copies as "". A cut never splits a UTF-8 character:
+ * the text is written as JSON later, and half a character there is an
+ * error (an incident whose cause excerpt ended in one could not be
+ * saved). */
 #ifndef CS_STR_H
 #define CS_STR_H
 
 #include <stddef.h>
 #include <string.h>
+
+/* n, or less so that s[0..n) ends on a character boundary, s being valid
+ * UTF-8 that may go on past n (s[n] readable when n < its length). */
+static inline size_t str_utf8_cut(const char *s, size_t n)
+{
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+/* Drops a character that a cut (snprintf into a fixed buffer) left
+ * incomplete at the end of s. */
+static inline void str_utf8_trim(char *s)
+{
+    size_t n = strlen(s), i = n, k = 0;
+
+    while (i > 0 && k < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--, k++;
+    if (i == 0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+    if (lead >= 0xC0 && k < want)
+        s[i - 1] = '\0';
+}
+
+/* The precision for printing s as "%.*s" with at most max bytes, cut on
+ * a character boundary. */
+static inline int str_utf8_max(const char *s, size_t max)
+{
+    size_t n = 0;
+
+    while (n < max && s[n])
+        n++;
+    return (int)(n == max && s[n] ? str_utf8_cut(s, n) : n);
+}
 
 static inline void str_copy(char *dst, size_t cap, const char *src)
 {
@@ -13,7 +52,7 @@ static inline void str_copy(char *dst, size_t cap, const char *src)
     if (cap == 0)
         return;
     if (n >= cap)
-        n = cap - 1;
+        n = str_utf8_cut(src, cap - 1);
     if (n)
         memcpy(dst, src, n);
     dst[n] = '\0';
@@ -31,7 +70,7 @@ static inline size_t str_join(char *dst, size_t cap, const char *const *parts)
     for (; *parts && o < cap - 1; parts++) {
         size_t n = strlen(*parts);
         if (n > cap - 1 - o)
-            n = cap - 1 - o;
+            n = str_utf8_cut(*parts, cap - 1 - o);
         memcpy(dst + o, *parts, n);
         o += n;
     }

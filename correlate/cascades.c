@@ -303,7 +303,7 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
                       j->id);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "%zu attempts failed near step %.0f with different errors; "
-                 "all ran on %.40s%s", n, j->step, host,
+                 "all ran on %.*s%s", n, j->step, str_utf8_max(host, 40), host,
                  hot ? ", whose GPUs ran hot or throttled" : "");
         inc = eng_open_incident(e, s, sc->id, "job", idkey);
         inc->job_scope = 1;

@@ -258,7 +258,8 @@ void eng_leave(engine *e, int64_t saved)
  * hashes "name:NAME" with the cluster, as it did before). */
 void eng_name_key(char *key, size_t len, const char *cluster, const char *name)
 {
-    snprintf(key, len, "name:%.60s|%.120s", cluster, name);
+    snprintf(key, len, "name:%.*s|%.*s", str_utf8_max(cluster, 60), cluster,
+             str_utf8_max(name, 120), name);
 }
 
 const char *eng_name_of(const char *key)
@@ -851,8 +852,9 @@ static void on_job_completed(engine *e, const sig *s, const job *j)
 {
     char why[160];
 
-    snprintf(why, sizeof why, "job %.40s%s%.80s completed", j->id,
-             j->name[0] ? " of " : "", j->name);
+    snprintf(why, sizeof why, "job %.*s%s%.*s completed",
+             str_utf8_max(j->id, 40), j->id, j->name[0] ? " of " : "",
+             str_utf8_max(j->name, 80), j->name);
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
         const job *o;
@@ -1236,7 +1238,8 @@ static void on_tracked_xid(engine *e, const sig *s, const fact *f,
         eng_on_node_fault(e, s, &g, f->host);
         inc = strmap_get(eng_cs(e, s->cluster)->open_node, f->host);
         if (inc && !inc->key[0])
-            snprintf(inc->key, sizeof inc->key, "gpu:%.180s", gpu_win + 5);
+            snprintf(inc->key, sizeof inc->key, "gpu:%.*s",
+                     str_utf8_max(gpu_win + 5, 180), gpu_win + 5);
         return;
     }
     eng_win_add(e, s, f->host, f->kind, j->id, NULL, f->sig_id);

@@ -608,18 +608,22 @@ static void summary_open(const incident *inc, char *buf, size_t len)
     }
 
     if (inc->team[0] && !inc->job[0]) { /* about a team, not a job */
-        snprintf(buf, len, "Team %.64s: %s (%s); %s.", inc->team,
-                 inc->sc->what, inc->cause.excerpt, inc->sc->todo);
+        snprintf(buf, len, "Team %.*s: %s (%s); %s.",
+                 str_utf8_max(inc->team, 64), inc->team, inc->sc->what,
+                 inc->cause.excerpt, inc->sc->todo);
+        str_utf8_trim(buf);
         return;
     }
     if (!inc->sc->node_level && inc->job[0]) {
         char root[160] = "";
         if (inc->root_scenario != inc->sc->id && inc->root_job[0])
-            snprintf(root, sizeof root, " (root cause %s of job %.64s)",
-                     inc->root_scenario, inc->root_job);
+            snprintf(root, sizeof root, " (root cause %s of job %.*s)",
+                     inc->root_scenario, str_utf8_max(inc->root_job, 64),
+                     inc->root_job);
         else if (inc->root_scenario != inc->sc->id)
-            snprintf(root, sizeof root, " (root cause %s on %.64s)",
-                     inc->root_scenario, inc->root_node);
+            snprintf(root, sizeof root, " (root cause %s on %.*s)",
+                     inc->root_scenario, str_utf8_max(inc->root_node, 64),
+                     inc->root_node);
         if (inc->node[0] || *rack_of(inc))
             snprintf(buf, len, "Job %s on %s: %s%s; %s.", inc->job, where,
                      inc->sc->what, root, inc->sc->todo);

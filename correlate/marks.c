@@ -115,8 +115,8 @@ static void nic_mark(engine *e, const sig *s, const fact *f)
     snprintf(key, sizeof key, "nic:%s", win + 5);
     g.kind = FACT_NODE_FAULT;
     str_copy(g.job, sizeof g.job, "");
-    snprintf(g.excerpt, sizeof g.excerpt, "NCCL IB errors on %.60s under %zu "
-             "job(s) since %lld min", win + 5, jobs,
+    snprintf(g.excerpt, sizeof g.excerpt, "NCCL IB errors on %.*s under %zu "
+             "job(s) since %lld min", str_utf8_max(win + 5, 60), win + 5, jobs,
              (long long)((s->ts - first) / TS_MIN));
     eng_advisory(e, s, &g, key, 1);
 }

@@ -825,9 +825,11 @@ static int classify_alert(classifier *c, const sig *s, json_t *labels,
             return 0;
         if (!g->scenario)
             f->scenario = pb_xid_scenario(c->cat, f->xid);
-        snprintf(f->excerpt, sizeof f->excerpt, "alert %s Xid %d", name, f->xid);
+        snprintf(f->excerpt, sizeof f->excerpt, "alert %.*s Xid %d",
+                 str_utf8_max(name, sizeof f->excerpt - 32), name, f->xid);
     } else {
         snprintf(f->excerpt, sizeof f->excerpt, "alert %s", name);
+        str_utf8_trim(f->excerpt);
     }
     return 1;
 }
@@ -855,6 +857,7 @@ static int classify_alerts(classifier *c, const sig *s, fact *out)
             out[n].kind = FACT_RECOVERY;
             snprintf(out[n].excerpt + len, sizeof out[n].excerpt - len,
                      " resolved");
+            str_utf8_trim(out[n].excerpt);
         }
         n++;
     }

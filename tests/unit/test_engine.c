@@ -769,6 +769,82 @@ static void test_cluster_window(void)
 /* A reset (a rebalance) drops every cluster's state, including the one
  * the engine looked up last: the same signal fed again after it is news
  * to a fresh state, not a redelivery found in the dropped one. */
+/* Every incident and state record written must read back as JSON. */
+static int json_bad, json_written;
+
+static void h_put_json(void *ctx, const char *key, const char *f,
+                       const char *v)
+{
+    json_error_t je;
+    json_t *o;
+
+    (void)ctx;
+    (void)f;
+    if (!strstr(key, ":state") && !strstr(key, ":incidents"))
+        return;
+    json_written++;
+    if (!(o = json_loads(v, 0, &je)))
+        json_bad++;
+    json_decref(o);
+}
+
+static const eng_store_ops json_ops = {w_add, w_trim, h_put_json, h_del};
+
+/* Text cut to a fixed field (an excerpt, a job id, a name in a summary)
+ * stays whole characters: half of one made the incident's state record
+ * fail to encode, and the correlator abort on that one line, again after
+ * every restart. */
+static void test_cut_utf8(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&json_ops, &r, &err);
+    char line[4096], job[256] = "", name[256] = "";
+    const char *oom = "torch.OutOfMemoryError: CUDA out of memory. ";
+    size_t o;
+
+    /* 2-, 3- and 4-byte characters, each cut at every offset in turn */
+    for (int shift = 0; shift < 4; shift++) {
+        o = (size_t)snprintf(line, sizeof line,
+                             "{\"ts\":\"2026-03-02T08:0%d:00Z\",\"source\":"
+                             "\"app\",\"host\":\"g%d\",\"job\":\"j%d\","
+                             "\"line\":\"%.*s%s", shift, shift, shift, shift,
+                             "xyz", oom);
+        for (int i = 0; i < 120; i++)
+            o += (size_t)snprintf(line + o, sizeof line - o, "%s",
+                                  i % 3 == 0 ? "\xc3\xa9" : i % 3 == 1 ? "\xe3\x82\xb8"
+                                                                : "\xf0\x9f\x98\x80");
+        snprintf(line + o, sizeof line - o, "\"}");
+        feed(e, line);
+    }
+    /* a job whose id and name are cut in the text that resolves its
+     * incident ("job ID of NAME completed") */
+    for (int i = 0; i < 40; i++) {
+        strcat(job, "\xe3\x82\xb8");
+        strcat(name, "\xe3\x82\xb8");
+    }
+    snprintf(line, sizeof line,
+             "{\"ts\":\"2026-03-02T08:10:00Z\",\"source\":\"job\",\"job\":"
+             "\"xy%s\",\"job_name\":\"%s\",\"state\":\"RUNNING\",\"nodes\":"
+             "[\"g9\"]}", job, name);
+    feed(e, line);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"2026-03-02T08:11:00Z\",\"source\":\"app\",\"host\":"
+             "\"g9\",\"job\":\"xy%s\",\"line\":\"%s\"}", job, oom);
+    feed(e, line);
+    eng_flush(e, NULL, NULL);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"2026-03-02T08:12:00Z\",\"source\":\"job\",\"job\":"
+             "\"xy%s\",\"job_name\":\"%s\",\"state\":\"COMPLETED\","
+             "\"nodes\":[\"g9\"]}", job, name);
+    feed(e, line);
+    eng_flush(e, NULL, NULL);
+    CHECK(eng_incident_count(e) >= 5);
+    CHECK(json_written >= 5);
+    CHECK_INT(json_bad, 0);
+    eng_free(e);
+}
+
 static void test_reset(void)
 {
     rec r = {0};
@@ -787,6 +863,7 @@ static void test_reset(void)
 int main(void)
 {
     test_reset();
+    test_cut_utf8();
     test_single_job_stays_fault();
     test_two_jobs_make_a_crash();
     test_silent_crash_without_node_signal();

@@ -1,10 +1,13 @@
 /* The string map: put, get, delete with tombstones, growth, and the slot
  * lookup that may insert (the correlator keeps its states' names in the
- * map's own key copies, so those must hold through growth). */
+ * map's own key copies, so those must hold through growth). Also the
+ * bounded string helpers of core/str.h that the map's users cut keys and
+ * fields with: a cut keeps whole UTF-8 characters. */
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
+#include "core/str.h"
 #include "core/strmap.h"
 
 static void basics(void)
@@ -67,9 +70,56 @@ static void slots(void)
     strmap_free(m, NULL);
 }
 
+/* e-acute (2 bytes), katakana ji (3), an emoji (4) */
+#define E2 "\xc3\xa9"
+#define E3 "\xe3\x82\xb8"
+#define E4 "\xf0\x9f\x98\x80"
+
+/* The first 7 bytes of s, as snprintf into 8 leaves them. */
+static void cut7(char *b, const char *s)
+{
+    memcpy(b, s, 7);
+    b[7] = '\0';
+}
+
+static void utf8_cuts(void)
+{
+    char b[8];
+    const char *parts[] = {"ab", E3 E3, NULL};
+
+    str_copy(b, sizeof b, "abcdefghij"); /* ASCII: cut at the byte */
+    CHECK_STR(b, "abcdefg");
+    str_copy(b, sizeof b, "ab" E3 E3); /* 8 bytes into 7: one ji goes */
+    CHECK_STR(b, "ab" E3);
+    str_copy(b, sizeof b, "abcdef" E2); /* the cut falls inside e-acute */
+    CHECK_STR(b, "abcdef");
+    str_copy(b, sizeof b, "abc" E4); /* a 4-byte character that fits */
+    CHECK_STR(b, "abc" E4);
+    str_copy(b, sizeof b, "abcd" E4);
+    CHECK_STR(b, "abcd");
+    CHECK_INT(str_join(b, sizeof b, parts), 5);
+    CHECK_STR(b, "ab" E3);
+
+    CHECK_INT(str_utf8_max("ab" E3 "c", 3), 2);
+    CHECK_INT(str_utf8_max("ab" E3 "c", 5), 5);
+    CHECK_INT(str_utf8_max("ab" E3, 10), 5); /* shorter than max */
+    CHECK_INT(str_utf8_max("abc", 3), 3);
+
+    cut7(b, "ab" E3 E3); /* as snprintf cuts: 7 of 8 bytes */
+    str_utf8_trim(b);
+    CHECK_STR(b, "ab" E3);
+    cut7(b, "abc" E4 "x");
+    str_utf8_trim(b); /* whole: untouched */
+    CHECK_STR(b, "abc" E4);
+    cut7(b, "abcde" E4);
+    str_utf8_trim(b); /* 2 of 4 bytes of the emoji */
+    CHECK_STR(b, "abcde");
+}
+
 int main(void)
 {
     basics();
     slots();
+    utf8_cuts();
     return check_report();
 }
