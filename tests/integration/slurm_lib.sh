@@ -65,9 +65,12 @@ CONF
   fail "the SLURM nodes did not come up idle"
 }
 
-# node_state NODE: sinfo's state of NODE (idle, drained, draining, ...).
+# node_state NODE: sinfo's state of NODE (idle, drained, draining, ...),
+# without the '*' sinfo adds while a slurmd is late answering the
+# controller's ping (seen as "idle*" on a loaded machine): that is the
+# daemon's health, not the state an action set.
 node_state() {
-  sinfo -h -N -n "$1" -o %T | head -1
+  sinfo -h -N -n "$1" -o %T | head -1 | sed 's/\*$//'
 }
 
 # node_reason NODE: the reason SLURM keeps for NODE's drain.
