@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jw.h"
 #include "core/str.h"
 #include "correlate/engine_internal.h"
 
@@ -58,63 +59,136 @@ void eng_persist_progress(engine *e, const job *j)
     e->ops->hash_put(e->ctx, key, j->id, val);
 }
 
-static json_t *fact_json(const fact *f)
+/* The cause, keys in sorted order (as the record's are): the text reads
+ * back as the jansson dump of the same object did. */
+static void fact_write(jw *w, const fact *f)
 {
-    return json_pack("{s:i, s:s?, s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, "
-                     "s:f, s:f, s:i, s:s, s:s}",
-                     "kind", (int)f->kind, "scenario", f->scenario, "host",
-                     f->host, "job", f->job, "gpu", f->gpu, "pci", f->pci,
-                     "xid", f->xid, "rank", f->rank, "tried", f->tried, "free",
-                     f->free_b, "capacity", f->capacity, "reserved",
-                     f->reserved_unalloc, "pass", (int)f->pass, "excerpt",
-                     f->excerpt, "detail", f->detail);
+    jw_obj(w);
+    jw_key(w, "capacity");
+    jw_real(w, f->capacity);
+    jw_key(w, "detail");
+    jw_str(w, f->detail);
+    jw_key(w, "excerpt");
+    jw_str(w, f->excerpt);
+    jw_key(w, "free");
+    jw_real(w, f->free_b);
+    jw_key(w, "gpu");
+    jw_str(w, f->gpu);
+    jw_key(w, "host");
+    jw_str(w, f->host);
+    jw_key(w, "job");
+    jw_str(w, f->job);
+    jw_key(w, "kind");
+    jw_int(w, (int)f->kind);
+    jw_key(w, "pass");
+    jw_int(w, (int)f->pass);
+    jw_key(w, "pci");
+    jw_str(w, f->pci);
+    jw_key(w, "rank");
+    jw_int(w, f->rank);
+    jw_key(w, "reserved");
+    jw_real(w, f->reserved_unalloc);
+    jw_key(w, "scenario");
+    if (f->scenario)
+        jw_str(w, f->scenario);
+    else
+        jw_raw(w, "null");
+    jw_key(w, "tried");
+    jw_real(w, f->tried);
+    jw_key(w, "xid");
+    jw_int(w, f->xid);
+    jw_end_obj(w);
 }
 
+static void key_str(jw *w, const char *k, const char *v)
+{
+    jw_key(w, k);
+    jw_str(w, v);
+}
+
+static void key_int(jw *w, const char *k, long long v)
+{
+    jw_key(w, k);
+    jw_int(w, v);
+}
+
+/* Written on every update of every incident, so written as text directly
+ * (core/jw.h), keys in sorted order: building the jansson object and
+ * dumping it with sorted keys was about a fifth of the correlator's time
+ * on the dense log. Restore reads it with jansson (restore_incident). */
 void eng_persist_incident(engine *e, const incident *inc)
 {
-    json_t *kids = json_array(), *rec;
+    char key[320], *pub, *txt;
+    jw w;
 
+    jw_init(&w);
+    jw_obj(&w);
+    jw_key(&w, "cause");
+    fact_write(&w, &inc->cause);
+    jw_key(&w, "children");
+    jw_arr(&w);
     for (size_t i = 0; i < inc->nchildren; i++) {
         const child *c = &inc->children[i];
-        json_array_append_new(kids, json_pack("[s, s, s, I]", c->job, c->state,
-                                              c->scenario, (json_int_t)c->ts));
+        jw_arr(&w);
+        jw_str(&w, c->job);
+        jw_str(&w, c->state);
+        jw_str(&w, c->scenario);
+        jw_int(&w, (long long)c->ts);
+        jw_end_arr(&w);
     }
-    rec = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
-                    "s:I, s:I, s:I, s:I, s:I, s:i, s:I, s:o, s:o, s:O, s:s, "
-                    "s:s}",
-                    "v", STATE_VERSION, "scope",
-                    inc->job_scope ? "job" : "node", "scenario", inc->sc->id,
-                    "node", inc->node, "gpu", inc->gpu, "job", inc->job,
-                    "root_scenario", inc->root_scenario, "root_node",
-                    inc->root_node, "root_job", inc->root_job, "cluster",
-                    inc->cluster, "root_ts", (json_int_t)inc->root_ts,
-                    "opened", (json_int_t)inc->opened, "updated",
-                    (json_int_t)inc->updated, "first",
-                    (json_int_t)inc->first, "last", (json_int_t)inc->last,
-                    "count", inc->count, "sources",
-                    (json_int_t)inc->sources, "children", kids, "cause",
-                    fact_json(&inc->cause), "published", inc->published,
-                    "key", inc->key, "team", inc->team);
-    /* lifecycle */
-    json_object_set_new(rec, "recovered", json_integer(inc->recovered));
-    json_object_set_new(rec, "resolution", json_string(inc->resolution));
-    json_object_set_new(rec, "reopened", json_integer(inc->reopened));
-    json_object_set_new(rec, "pub_resolved", json_integer(inc->pub_resolved));
-    json_object_set_new(rec, "shown", json_integer(inc->shown));
+    jw_end_arr(&w);
+    key_str(&w, "cluster", inc->cluster);
+    key_int(&w, "count", inc->count);
+    key_int(&w, "first", (long long)inc->first);
+    key_str(&w, "gpu", inc->gpu);
+    key_str(&w, "job", inc->job);
+    key_str(&w, "key", inc->key);
+    key_int(&w, "last", (long long)inc->last);
     if (inc->nmembers || inc->merged[0]) {
-        json_t *m = json_array();
-        for (size_t i = 0; i < inc->nmembers; i++)
-            json_array_append_new(m, json_pack("[s, s, s, I, I]",
-                                               inc->members[i].node,
-                                               inc->members[i].id,
-                                               inc->members[i].scenario,
-                                               (json_int_t)inc->members[i].ts,
-                                               (json_int_t)inc->members[i].recovered));
-        json_object_set_new(rec, "members", m);
-        json_object_set_new(rec, "rack", json_string(inc->rack));
-        json_object_set_new(rec, "merged", json_string(inc->merged));
+        jw_key(&w, "members");
+        jw_arr(&w);
+        for (size_t i = 0; i < inc->nmembers; i++) {
+            const storm_member *m = &inc->members[i];
+            jw_arr(&w);
+            jw_str(&w, m->node);
+            jw_str(&w, m->id);
+            jw_str(&w, m->scenario);
+            jw_int(&w, (long long)m->ts);
+            jw_int(&w, (long long)m->recovered);
+            jw_end_arr(&w);
+        }
+        jw_end_arr(&w);
+        key_str(&w, "merged", inc->merged);
     }
-    put_json(e, inc->cluster, "state", inc->id, rec);
+    key_str(&w, "node", inc->node);
+    key_int(&w, "opened", (long long)inc->opened);
+    key_int(&w, "pub_resolved", inc->pub_resolved);
+    if (!(pub = json_dumps(inc->published, JSON_COMPACT | JSON_SORT_KEYS)))
+        abort();
+    jw_key(&w, "published");
+    jw_raw(&w, pub);
+    free(pub);
+    if (inc->nmembers || inc->merged[0])
+        key_str(&w, "rack", inc->rack);
+    key_int(&w, "recovered", (long long)inc->recovered);
+    key_int(&w, "reopened", inc->reopened);
+    key_str(&w, "resolution", inc->resolution);
+    key_str(&w, "root_job", inc->root_job);
+    key_str(&w, "root_node", inc->root_node);
+    key_str(&w, "root_scenario", inc->root_scenario);
+    key_int(&w, "root_ts", (long long)inc->root_ts);
+    key_str(&w, "scenario", inc->sc->id);
+    key_str(&w, "scope", inc->job_scope ? "job" : "node");
+    key_int(&w, "shown", inc->shown);
+    key_int(&w, "sources", (long long)inc->sources);
+    key_str(&w, "team", inc->team);
+    key_int(&w, "updated", (long long)inc->updated);
+    key_int(&w, "v", STATE_VERSION);
+    jw_end_obj(&w);
+    txt = jw_take(&w);
+    eng_key(key, sizeof key, inc->cluster, "state", NULL);
+    e->ops->hash_put(e->ctx, key, inc->id, txt);
+    free(txt);
 }
 
 static void tb_change(void *arg, const char *key, const char *value)

@@ -1,0 +1,251 @@
+/* JSON text writer (jw.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jw.h"
+
+void jw_init(jw *w)
+{
+    w->buf = NULL;
+    w->len = w->cap = 0;
+    w->comma = 0;
+}
+
+static void room(jw *w, size_t n)
+{
+    if (w->len + n + 1 <= w->cap)
+        return;
+    /* an incident's state record is about 1 KiB: one allocation */
+    w->cap = (w->len + n + 1) * 2 < 2048 ? 2048 : (w->len + n + 1) * 2;
+    if (!(w->buf = realloc(w->buf, w->cap)))
+        abort();
+}
+
+static void put(jw *w, const char *s, size_t n)
+{
+    room(w, n);
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static void sep(jw *w)
+{
+    if (w->comma)
+        put(w, ",", 1);
+}
+
+void jw_obj(jw *w)
+{
+    sep(w);
+    put(w, "{", 1);
+    w->comma = 0;
+}
+
+void jw_arr(jw *w)
+{
+    sep(w);
+    put(w, "[", 1);
+    w->comma = 0;
+}
+
+void jw_end_obj(jw *w)
+{
+    put(w, "}", 1);
+    w->comma = 1;
+}
+
+void jw_end_arr(jw *w)
+{
+    put(w, "]", 1);
+    w->comma = 1;
+}
+
+/* Length of the valid UTF-8 sequence at p (p[0] >= 0x80), 0 if invalid:
+ * no overlong forms, no surrogates, nothing past U+10FFFF. */
+static size_t utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    size_t n;
+    unsigned v;
+
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        n = 2, v = p[0] & 0x1Fu;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF)
+        n = 3, v = p[0] & 0x0Fu;
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4)
+        n = 4, v = p[0] & 0x07u;
+    else
+        return 0;
+    if ((size_t)(end - p) < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (p[i] & 0x3Fu);
+    }
+    if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
+        (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
+        return 0;
+    return n;
+}
+
+/* Escapes as jansson's dump does: '"', '\\' and the control characters;
+ * everything else, UTF-8 included, as it is. */
+static void quoted(jw *w, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s,
+                        *end = p + strlen(s), *run = p;
+
+    put(w, "\"", 1);
+    while (p < end) {
+        char esc[8];
+        const char *e = NULL;
+        size_t n;
+
+        if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
+            p++;
+            continue;
+        }
+        if (*p >= 0x80 && (n = utf8_len(p, end))) {
+            p += n;
+            continue;
+        }
+        put(w, (const char *)run, (size_t)(p - run));
+        switch (*p) {
+        case '"': e = "\\\""; break;
+        case '\\': e = "\\\\"; break;
+        case '\b': e = "\\b"; break;
+        case '\f': e = "\\f"; break;
+        case '\n': e = "\\n"; break;
+        case '\r': e = "\\r"; break;
+        case '\t': e = "\\t"; break;
+        default:
+            if (*p < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04X", *p);
+                e = esc;
+            } else {
+                e = "\xEF\xBF\xBD"; /* U+FFFD for a byte that is not UTF-8 */
+            }
+        }
+        put(w, e, strlen(e));
+        run = ++p;
+    }
+    put(w, (const char *)run, (size_t)(p - run));
+    put(w, "\"", 1);
+}
+
+/* Writes the decimal digits of v (any sign) ending at end; returns
+ * where they start. */
+static char *digits(char *end, long long v)
+{
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v
+                                 : (unsigned long long)v;
+
+    do
+        *--end = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--end = '-';
+    return end;
+}
+
+void jw_key(jw *w, const char *k)
+{
+    size_t n = strlen(k);
+
+    /* keys are the caller's names: plain ASCII needs no escape pass */
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 0x20 || (unsigned char)k[i] >= 0x80 ||
+            k[i] == '"' || k[i] == '\\') {
+            sep(w);
+            quoted(w, k);
+            put(w, ":", 1);
+            w->comma = 0;
+            return;
+        }
+    room(w, n + 4);
+    if (w->comma)
+        w->buf[w->len++] = ',';
+    w->buf[w->len++] = '"';
+    memcpy(w->buf + w->len, k, n);
+    w->len += n;
+    w->buf[w->len++] = '"';
+    w->buf[w->len++] = ':';
+    w->comma = 0;
+}
+
+void jw_str(jw *w, const char *s)
+{
+    sep(w);
+    quoted(w, s);
+    w->comma = 1;
+}
+
+void jw_int(jw *w, long long v)
+{
+    char b[24], *p = digits(b + sizeof b, v);
+
+    sep(w);
+    put(w, p, (size_t)(b + sizeof b - p));
+    w->comma = 1;
+}
+
+/* jansson's form: %.17g, a ".0" when that reads as an integer, and the
+ * exponent without '+' or leading zeros. */
+void jw_real(jw *w, double v)
+{
+    char b[40], *e;
+    int n;
+
+    /* A whole number below 1e15 prints as its digits under %.17g: the
+     * common case (a size, -1 for unknown) without the float formatter. */
+    if (v > -1e15 && v < 1e15 && v == (double)(long long)v) {
+        char *p = digits(b + sizeof b - 2, (long long)v);
+        if ((long long)v == 0 && signbit(v))
+            *--p = '-';
+        memcpy(b + sizeof b - 2, ".0", 2);
+        sep(w);
+        put(w, p, (size_t)(b + sizeof b - p));
+        w->comma = 1;
+        return;
+    }
+    n = snprintf(b, sizeof b, "%.17g", v);
+
+    if (!strchr(b, '.') && !strchr(b, 'e')) {
+        memcpy(b + n, ".0", 3);
+        n += 2;
+    }
+    if ((e = strchr(b, 'e'))) {
+        char *from = e + 1, *to = e + 1;
+        if (*from == '-')
+            from++, to++;
+        else if (*from == '+')
+            from++;
+        while (*from == '0' && from[1])
+            from++;
+        memmove(to, from, strlen(from) + 1);
+        n = (int)strlen(b);
+    }
+    sep(w);
+    put(w, b, (size_t)n);
+    w->comma = 1;
+}
+
+void jw_raw(jw *w, const char *json)
+{
+    sep(w);
+    put(w, json, strlen(json));
+    w->comma = 1;
+}
+
+char *jw_take(jw *w)
+{
+    char *t;
+
+    room(w, 0);
+    w->buf[w->len] = '\0';
+    t = w->buf;
+    jw_init(w);
+    return t;
+}
