@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/jw.h"
+#include "core/str.h"
 
 void jw_init(jw *w)
 {
@@ -62,34 +63,6 @@ void jw_end_arr(jw *w)
     w->comma = 1;
 }
 
-/* Length of the valid UTF-8 sequence at p (p[0] >= 0x80), 0 if invalid:
- * no overlong forms, no surrogates, nothing past U+10FFFF. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-    size_t n;
-    unsigned v;
-
-    if (p[0] >= 0xC2 && p[0] <= 0xDF)
-        n = 2, v = p[0] & 0x1Fu;
-    else if (p[0] >= 0xE0 && p[0] <= 0xEF)
-        n = 3, v = p[0] & 0x0Fu;
-    else if (p[0] >= 0xF0 && p[0] <= 0xF4)
-        n = 4, v = p[0] & 0x07u;
-    else
-        return 0;
-    if ((size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        v = v << 6 | (p[i] & 0x3Fu);
-    }
-    if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
-        (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
-        return 0;
-    return n;
-}
-
 /* Escapes as jansson's dump does: '"', '\\' and the control characters;
  * everything else, UTF-8 included, as it is. */
 static void quoted(jw *w, const char *s)
@@ -107,7 +80,7 @@ static void quoted(jw *w, const char *s)
             p++;
             continue;
         }
-        if (*p >= 0x80 && (n = utf8_len(p, end))) {
+        if (*p >= 0x80 && (n = str_utf8_seq(p, (size_t)(end - p)))) {
             p += n;
             continue;
         }

@@ -6,6 +6,7 @@
 
 #include "core/hash.h"
 #include "core/jmp.h"
+#include "core/str.h"
 #include "core/ts.h"
 
 static const char *const source_names[SRC__COUNT] = {
@@ -575,6 +576,51 @@ int sig_to_msgpack(const sig *s, char **out, size_t *len)
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     jmp_pack(&pk, o);
     json_decref(o);
+    *out = sb.data; /* ownership moves to the caller */
+    *len = sb.size;
+    return 0;
+}
+
+static void pack_kv(msgpack_packer *pk, const char *k, const char *v)
+{
+    size_t kl = strlen(k), vl = strlen(v);
+
+    msgpack_pack_str(pk, kl);
+    msgpack_pack_str_body(pk, k, kl);
+    msgpack_pack_str(pk, vl);
+    msgpack_pack_str_body(pk, v, vl);
+}
+
+int sig_log_msgpack(const char *ts, sig_source source, const char *line,
+                    const char *host, const char *job, const char *cluster,
+                    const char *id, char **out, size_t *len)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    int has_host = host && host[0], has_job = job && job[0],
+        has_cluster = cluster != NULL;
+
+    if (!line[0] || (has_cluster && !cluster[0]) ||
+        !str_utf8_valid(line, strlen(line)) ||
+        (has_host && !str_utf8_valid(host, strlen(host))) ||
+        (has_job && !str_utf8_valid(job, strlen(job))) ||
+        (has_cluster && !str_utf8_valid(cluster, strlen(cluster))))
+        return -1;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, (size_t)(5 + has_host + has_job));
+    pack_kv(&pk, "ts", ts);
+    pack_kv(&pk, "source", sig_source_name(source));
+    pack_kv(&pk, "line", line);
+    if (has_host)
+        pack_kv(&pk, "host", host);
+    if (has_job)
+        pack_kv(&pk, "job", job);
+    if (has_cluster)
+        pack_kv(&pk, "cluster", cluster);
+    pack_kv(&pk, "id", id);
+    if (!has_cluster)
+        pack_kv(&pk, "cluster", "default");
     *out = sb.data; /* ownership moves to the caller */
     *len = sb.size;
     return 0;

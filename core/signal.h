@@ -71,6 +71,18 @@ int sig_parse_msgpack(sig *s, const char *data, size_t len, cs_err *err);
 json_t *sig_json(const sig *s);
 /* msgpack encoding; *out is malloc'd. */
 int sig_to_msgpack(const sig *s, char **out, size_t *len);
+/* A collector's log line as msgpack, written without a JSON object: byte
+ * for byte what sig_to_msgpack writes for the signal of the object
+ * {ts, source, line, host, job, cluster, id} built in that order (host
+ * and job left out when NULL or "", cluster when NULL; then cluster
+ * "default" goes after id, as normalising adds it). ts: the collector's
+ * RFC 3339 time; id: 16 hex digits. -1 when a text is not valid UTF-8,
+ * or line or cluster is "", and the caller takes the JSON path (which
+ * replaces such bytes, or refuses the signal with the reason); *out is
+ * malloc'd. */
+int sig_log_msgpack(const char *ts, sig_source source, const char *line,
+                    const char *host, const char *job, const char *cluster,
+                    const char *id, char **out, size_t *len);
 void sig_free(sig *s);
 
 #endif

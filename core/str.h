@@ -9,6 +9,43 @@
 #include <stddef.h>
 #include <string.h>
 
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 when it is
+ * not one: no overlong forms, no surrogates, nothing past U+10FFFF (what
+ * jansson accepts). */
+static inline size_t str_utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t need = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2
+                                   : (s[0] & 0xF0) == 0xE0 ? 3
+                                   : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    static const unsigned mins[] = {0, 0, 0x80, 0x800, 0x10000};
+    unsigned cp;
+
+    if (need <= 1 || need > n)
+        return need == 1;
+    cp = s[0] & (0x7Fu >> need);
+    for (size_t i = 1; i < need; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3Fu);
+    }
+    if (cp < mins[need] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return need;
+}
+
+/* Whether s[0..n) is valid UTF-8. */
+static inline int str_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    for (size_t i = 0, k; i < n; i += k)
+        if (p[i] < 0x80)
+            k = 1;
+        else if (!(k = str_utf8_seq(p + i, n - i)))
+            return 0;
+    return 1;
+}
+
 /* n, or less so that s[0..n) ends on a character boundary, s being valid
  * UTF-8 that may go on past n (s[n] readable when n < its length). */
 static inline size_t str_utf8_cut(const char *s, size_t n)

@@ -11,6 +11,7 @@
 
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "core/signal.h"
 #include "ingest/syslog.h"
 #include "rules/classify.h"
@@ -28,6 +29,9 @@ typedef struct fin_run {
     fin_stats *st;
     int progress;
     char *line; /* SIG_MAX_BYTES bytes */
+    /* the last second formatted as RFC 3339 (lines come in time order) */
+    time_t stamp_secs;
+    char stamp[32];
 } fin_run;
 
 /* ---- reading ------------------------------------------------------------ */
@@ -92,28 +96,6 @@ static int blank(const char *s, size_t n)
 
 /* ---- dead letters ------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s, 0 when it is not one. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    size_t need = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2
-                                   : (s[0] & 0xF0) == 0xE0 ? 3
-                                   : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    static const unsigned mins[] = {0, 0, 0x80, 0x800, 0x10000};
-    unsigned cp;
-
-    if (need <= 1 || need > n)
-        return need == 1;
-    cp = s[0] & (0x7F >> need);
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    if (cp < mins[need] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return need;
-}
-
 /* A JSON string of arbitrary bytes: invalid UTF-8 (including a character
  * cut by truncation) becomes U+FFFD, so the record stays valid JSON. */
 static json_t *safe_string(const char *s, size_t n)
@@ -125,7 +107,7 @@ static json_t *safe_string(const char *s, size_t n)
     if (o || !(out = malloc(n * 3 + 1)))
         return o;
     for (size_t i = 0; i < n; i += k ? k : 1) {
-        k = utf8_seq((const unsigned char *)s + i, n - i);
+        k = str_utf8_seq((const unsigned char *)s + i, n - i);
         if (k) {
             memcpy(out + w, s + i, k);
             w += k;
@@ -176,55 +158,87 @@ static int dead_letter(fin_run *r, unsigned long lineno, const char *reason,
 
 /* ---- one line ----------------------------------------------------------- */
 
-/* A syslog line as the normalised object, or NULL (2: dropped by the edge
- * filter, 1: invalid, reason in why). */
-static json_t *syslog_signal(fin_run *r, size_t len, cs_err *why, int *rc)
+static void put_digits(char *p, unsigned v, int width)
 {
-    slg_line l;
-    char stamp[96];
-    time_t secs;
-    struct tm tm;
-    json_t *o;
+    for (int i = width - 1; i >= 0; i--, v /= 10)
+        p[i] = (char)('0' + v % 10);
+}
 
-    while (len && r->line[len - 1] == '\r')
-        len--;
-    r->line[len] = '\0';
-    *rc = 1;
-    if (memchr(r->line, '\0', len)) {
-        cs_err_set(why, "the line holds a NUL byte");
-        return NULL;
+/* ts (microseconds) as "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" in r->stamp: gmtime
+ * and snprintf for every line were a tenth of the collector's time, and a
+ * log's lines mostly share their second with the line before. */
+static const char *stamp_of(fin_run *r, int64_t ts)
+{
+    time_t secs = (time_t)(ts / 1000000);
+    int us = (int)(ts % 1000000 + 1000000) % 1000000;
+
+    if (ts < 0 && us) /* the second before, as gmtime of ts/1e6 floors */
+        secs--;
+    if (secs != r->stamp_secs || !r->stamp[0]) {
+        struct tm tm;
+        char b[64];
+
+        gmtime_r(&secs, &tm);
+        snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.000000Z",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec);
+        str_copy(r->stamp, sizeof r->stamp, b);
+        r->stamp_secs = secs;
     }
-    if (slg_parse(r->line, r->o->year, &l, why))
-        return NULL;
-    *rc = 2;
-    if (r->o->edge && !cls_edge_keep(r->o->edge, l.source, l.msg))
-        return NULL;
-    secs = (time_t)(l.ts / 1000000);
-    gmtime_r(&secs, &tm);
-    snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int)(l.ts % 1000000 + 1000000) % 1000000);
-    o = json_pack("{s:s, s:s, s:o}", "ts", stamp, "source",
-                  sig_source_name(l.source), "line",
-                  safe_string(l.msg, strlen(l.msg)));
-    if (o && l.host[0])
-        json_object_set_new(o, "host", safe_string(l.host, strlen(l.host)));
-    if (o && l.job[0])
-        json_object_set_new(o, "job", safe_string(l.job, strlen(l.job)));
+    put_digits(r->stamp + strlen(r->stamp) - 7, (unsigned)us, 6);
+    return r->stamp;
+}
+
+/* The raw line (time and host included) names the signal. */
+static void line_id(fin_run *r, size_t len, char id[17])
+{
+    const char *c = r->o->cluster ? r->o->cluster : "default";
+    uint64_t h = hash_fnv1a(HASH_FNV_SEED, c, strlen(c) + 1);
+
+    h = hash_fnv1a(h, r->line, len);
+    for (int i = 15; i >= 0; i--, h >>= 4)
+        id[i] = "0123456789abcdef"[h & 15];
+    id[16] = '\0';
+}
+
+/* A syslog line parsed into l, its time and id: 0, or 2 dropped by the
+ * edge filter, 1 invalid (reason in why). */
+static int syslog_fields(fin_run *r, size_t *len, slg_line *l,
+                         const char **stamp, char id[17], cs_err *why)
+{
+    while (*len && r->line[*len - 1] == '\r')
+        (*len)--;
+    r->line[*len] = '\0';
+    if (memchr(r->line, '\0', *len)) {
+        cs_err_set(why, "the line holds a NUL byte");
+        return 1;
+    }
+    if (slg_parse(r->line, r->o->year, l, why))
+        return 1;
+    if (r->o->edge && !cls_edge_keep(r->o->edge, l->source, l->msg))
+        return 2;
+    *stamp = stamp_of(r, l->ts);
+    line_id(r, *len, id);
+    return 0;
+}
+
+/* The same signal as a JSON object, for a line whose text is not valid
+ * UTF-8 (safe_string replaces the bytes); NULL when it cannot be built. */
+static json_t *syslog_object(fin_run *r, const slg_line *l, const char *stamp,
+                             const char *id)
+{
+    json_t *o = json_pack("{s:s, s:s, s:o}", "ts", stamp, "source",
+                          sig_source_name(l->source), "line",
+                          safe_string(l->msg, strlen(l->msg)));
+
+    if (o && l->host[0])
+        json_object_set_new(o, "host", safe_string(l->host, strlen(l->host)));
+    if (o && l->job[0])
+        json_object_set_new(o, "job", safe_string(l->job, strlen(l->job)));
     if (o && r->o->cluster)
         json_object_set_new(o, "cluster", json_string(r->o->cluster));
-    if (o) {
-        /* the raw line (time and host included) names the signal */
-        const char *c = r->o->cluster ? r->o->cluster : "default";
-        uint64_t h = hash_fnv1a(HASH_FNV_SEED, c, strlen(c) + 1);
-        char id[17];
-        h = hash_fnv1a(h, r->line, len);
-        snprintf(id, sizeof id, "%016llx", (unsigned long long)h);
+    if (o)
         json_object_set_new(o, "id", json_string(id));
-    }
-    *rc = o ? 0 : 1;
-    if (!o)
-        cs_err_set(why, "cannot encode the signal");
     return o;
 }
 
@@ -238,9 +252,27 @@ static int publish_line(fin_run *r, size_t len, cs_err *why, cs_err *err)
     int rc;
 
     if (r->o->format == FIN_SYSLOG) {
-        json_t *o = syslog_signal(r, len, why, &rc);
-        if (!o)
+        const char *stamp;
+        char id[17];
+        slg_line l;
+        json_t *o;
+
+        if ((rc = syslog_fields(r, &len, &l, &stamp, id, why)))
             return rc;
+        /* Almost every line: its msgpack written directly, the same bytes
+         * the object below gives, without building it. */
+        if (!sig_log_msgpack(stamp, l.source, l.msg, l.host, l.job,
+                             r->o->cluster, id, &buf, &blen)) {
+            const char *c = r->o->cluster ? r->o->cluster : "default";
+            rc = produce_retry(r->p, KFK_TOPIC_SIGNALS, c, strlen(c), buf,
+                               blen, err);
+            free(buf);
+            return rc == KFK_OK ? 0 : -1;
+        }
+        if (!(o = syslog_object(r, &l, stamp, id))) {
+            cs_err_set(why, "cannot encode the signal");
+            return 1;
+        }
         if (sig_adopt_json(&s, o, why)) /* o is ours: no copy */
             return 1;
     } else if (sig_parse_json(&s, r->line, len, why)) {
@@ -364,10 +396,12 @@ int fin_publish_opts(const char *path, const fin_opts *o, kfk_producer *p,
                      fin_stats *st, cs_err *err)
 {
     fin_stats local = {0};
-    fin_run r = {strcmp(path, "-") ? path : "<stdin>", o, p,
-                 st ? st : &local,
-                 isatty(STDERR_FILENO) || log_current_level >= LOG_LVL_DEBUG,
-                 NULL};
+    fin_run r = {.name = strcmp(path, "-") ? path : "<stdin>",
+                 .o = o,
+                 .p = p,
+                 .st = st ? st : &local,
+                 .progress = isatty(STDERR_FILENO) ||
+                             log_current_level >= LOG_LVL_DEBUG};
     unsigned long failed_before = kfk_producer_failed(p);
     cs_err flush_err = {{0}};
     FILE *f;

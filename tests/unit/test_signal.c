@@ -339,6 +339,87 @@ static void test_plain(void)
     sig_free(&s);
 }
 
+/* sig_log_msgpack against the object path it replaces in the collector:
+ * the object {ts, source, line, host, job, cluster, id}, normalised and
+ * encoded, must give the same bytes; a text that is not UTF-8 is refused
+ * (the collector then takes the object path, which replaces the bytes). */
+static void log_same(const char *ts, sig_source src, const char *line,
+                     const char *host, const char *job, const char *cluster)
+{
+    const char *id = "0123456789abcdef";
+    json_t *o = json_pack("{s:s, s:s, s:s}", "ts", ts, "source",
+                          sig_source_name(src), "line", line);
+    char *a = NULL, *b = NULL;
+    size_t alen = 0, blen = 0;
+    cs_err err;
+    sig s, back;
+
+    if (host && host[0])
+        json_object_set_new(o, "host", json_string(host));
+    if (job && job[0])
+        json_object_set_new(o, "job", json_string(job));
+    if (cluster)
+        json_object_set_new(o, "cluster", json_string(cluster));
+    json_object_set_new(o, "id", json_string(id));
+    REQUIRE(sig_adopt_json(&s, o, &err) == 0);
+    REQUIRE(sig_to_msgpack(&s, &b, &blen) == 0);
+    CHECK_INT(sig_log_msgpack(ts, src, line, host, job, cluster, id, &a,
+                              &alen), 0);
+    CHECK_INT(alen, blen);
+    CHECK(a && b && alen == blen && !memcmp(a, b, alen));
+    /* and the correlator reads it as that signal */
+    REQUIRE(sig_parse_msgpack(&back, a, alen, &err) == 0);
+    CHECK_STR(back.line, line);
+    CHECK_STR(back.cluster, cluster ? cluster : "default");
+    CHECK_STR(back.host ? back.host : "", host ? host : "");
+    sig_free(&back);
+    sig_free(&s);
+    free(a);
+    free(b);
+}
+
+static void test_log_msgpack(void)
+{
+    const char *ts = "2026-03-02T08:00:00.123456Z";
+    char *out = NULL;
+    size_t len = 0;
+
+    log_same(ts, SRC_KERNEL, "NVRM: Xid (PCI:0000:3b:00): 79", "g1", NULL,
+             NULL);
+    log_same(ts, SRC_APP, "step 5 | loss 2.1", "g1", "7", NULL);
+    log_same(ts, SRC_APP, "step 5", "g1", "", "c1"); /* empty job: left out */
+    log_same(ts, SRC_SLURM, "error: Nodes g[1-3] not responding", NULL, NULL,
+             NULL);
+    log_same(ts, SRC_RAY, "caf\xc3\xa9 \xe3\x82\xb8 \xf0\x9f\x98\x80", "h\xc3\xa9",
+             "j\xe3\x82\xb8", "c\xc3\xa9");
+    log_same(ts, SRC_APP, "x", "g1", "7", "prod");
+    /* a long line: str16 and str32 lengths */
+    {
+        char *big = malloc(70000);
+        REQUIRE(big != NULL);
+        memset(big, 'x', 69999);
+        big[69999] = '\0';
+        log_same(ts, SRC_APP, big + 69999 - 300, "g1", NULL, NULL);
+        log_same(ts, SRC_APP, big, "g1", NULL, NULL);
+        free(big);
+    }
+    /* not UTF-8, in each text: refused */
+    CHECK_INT(sig_log_msgpack(ts, SRC_APP, "a\xc3", "g1", "7", "c", "0123456789abcdef",
+                              &out, &len), -1);
+    CHECK_INT(sig_log_msgpack(ts, SRC_APP, "a", "g\xff", "7", "c", "0123456789abcdef",
+                              &out, &len), -1);
+    CHECK_INT(sig_log_msgpack(ts, SRC_APP, "a", "g1", "\xed\xa0\x80", "c",
+                              "0123456789abcdef", &out, &len), -1);
+    CHECK_INT(sig_log_msgpack(ts, SRC_APP, "a", "g1", "7", "\xc0\xaf",
+                              "0123456789abcdef", &out, &len), -1);
+    /* an empty line or cluster "" is an error the object path words */
+    CHECK_INT(sig_log_msgpack(ts, SRC_APP, "", "g1", "7", NULL,
+                              "0123456789abcdef", &out, &len), -1);
+    CHECK_INT(sig_log_msgpack(ts, SRC_APP, "a", "g1", "7", "",
+                              "0123456789abcdef", &out, &len), -1);
+    CHECK(out == NULL);
+}
+
 int main(void)
 {
     test_plain();
@@ -348,5 +429,6 @@ int main(void)
     test_sources();
     test_errors();
     test_msgpack();
+    test_log_msgpack();
     return check_report();
 }
