@@ -59,47 +59,6 @@ void eng_persist_progress(engine *e, const job *j)
     e->ops->hash_put(e->ctx, key, j->id, val);
 }
 
-/* The cause, keys in sorted order (as the record's are): the text reads
- * back as the jansson dump of the same object did. */
-static void fact_write(jw *w, const fact *f)
-{
-    jw_obj(w);
-    jw_key(w, "capacity");
-    jw_real(w, f->capacity);
-    jw_key(w, "detail");
-    jw_str(w, f->detail);
-    jw_key(w, "excerpt");
-    jw_str(w, f->excerpt);
-    jw_key(w, "free");
-    jw_real(w, f->free_b);
-    jw_key(w, "gpu");
-    jw_str(w, f->gpu);
-    jw_key(w, "host");
-    jw_str(w, f->host);
-    jw_key(w, "job");
-    jw_str(w, f->job);
-    jw_key(w, "kind");
-    jw_int(w, (int)f->kind);
-    jw_key(w, "pass");
-    jw_int(w, (int)f->pass);
-    jw_key(w, "pci");
-    jw_str(w, f->pci);
-    jw_key(w, "rank");
-    jw_int(w, f->rank);
-    jw_key(w, "reserved");
-    jw_real(w, f->reserved_unalloc);
-    jw_key(w, "scenario");
-    if (f->scenario)
-        jw_str(w, f->scenario);
-    else
-        jw_raw(w, "null");
-    jw_key(w, "tried");
-    jw_real(w, f->tried);
-    jw_key(w, "xid");
-    jw_int(w, f->xid);
-    jw_end_obj(w);
-}
-
 static void key_str(jw *w, const char *k, const char *v)
 {
     jw_key(w, k);
@@ -110,6 +69,39 @@ static void key_int(jw *w, const char *k, long long v)
 {
     jw_key(w, k);
     jw_int(w, v);
+}
+
+static void key_real(jw *w, const char *k, double v)
+{
+    jw_key(w, k);
+    jw_real(w, v);
+}
+
+/* The cause, keys in sorted order (as the record's are): the text reads
+ * back as the jansson dump of the same object did. */
+static void fact_write(jw *w, const fact *f)
+{
+    jw_obj(w);
+    key_real(w, "capacity", f->capacity);
+    key_str(w, "detail", f->detail);
+    key_str(w, "excerpt", f->excerpt);
+    key_real(w, "free", f->free_b);
+    key_str(w, "gpu", f->gpu);
+    key_str(w, "host", f->host);
+    key_str(w, "job", f->job);
+    key_int(w, "kind", (int)f->kind);
+    key_int(w, "pass", (int)f->pass);
+    key_str(w, "pci", f->pci);
+    key_int(w, "rank", f->rank);
+    key_real(w, "reserved", f->reserved_unalloc);
+    jw_key(w, "scenario");
+    if (f->scenario)
+        jw_str(w, f->scenario);
+    else
+        jw_raw(w, "null");
+    key_real(w, "tried", f->tried);
+    key_int(w, "xid", f->xid);
+    jw_end_obj(w);
 }
 
 /* Written on every update of every incident, so written as text directly
