@@ -2,16 +2,37 @@
 
 #include <stdlib.h>
 
-/* A slot is free when its key is 0; the id 0 itself is kept aside. */
+/* A slot is free when its id is 0; the id 0 itself is kept aside. In the
+ * table being moved out, a slot already moved (or dropped) keeps its id,
+ * so probe chains through it stay whole, and is stamped MOVED. */
 typedef struct slot {
     uint64_t id;
     int64_t ts;
 } slot;
 
-struct idset {
-    slot *v;
+#define MOVED INT64_MIN
+#define MIN_CAP 1024
+
+/* Slots of the old table moved per id added while a rebuild is under way:
+ * cheap (a sequential read), and enough to empty the old table before the
+ * new one, at most half full when the rebuild starts, is 3/4 full. */
+#define MOVE_STEP 64
+
+typedef struct table {
+    slot *v;    /* NULL: no table */
     size_t cap; /* a power of two */
-    size_t n;   /* ids in v (the id 0 not counted) */
+} table;
+
+/* Growing and pruning rebuild the table a few slots at each id added, not
+ * in one pass: a pass over a million ids held the correlator's batch for
+ * 30-70 ms. While a rebuild is under way an id lives in one of the two
+ * tables. */
+struct idset {
+    table cur, old;
+    size_t moved;  /* old's slots before this are moved or dropped */
+    int64_t floor; /* the rebuild drops ids stamped before it */
+    size_t n;      /* ids in both tables (the id 0 not counted) */
+    size_t dropped; /* by the rebuild under way or the last one */
     int has_zero;
     int64_t zero_ts;
 };
@@ -25,19 +46,25 @@ static void *xalloc(size_t n, size_t size)
     return p;
 }
 
+static void table_init(table *t, size_t cap)
+{
+    t->v = xalloc(cap, sizeof *t->v);
+    t->cap = cap;
+}
+
 idset *ids_new(void)
 {
     idset *s = xalloc(1, sizeof *s);
 
-    s->cap = 1024;
-    s->v = xalloc(s->cap, sizeof *s->v);
+    table_init(&s->cur, MIN_CAP);
     return s;
 }
 
 void ids_free(idset *s)
 {
     if (s) {
-        free(s->v);
+        free(s->cur.v);
+        free(s->old.v);
         free(s);
     }
 }
@@ -47,20 +74,68 @@ size_t ids_len(const idset *s)
     return s->n + (size_t)s->has_zero;
 }
 
-/* Ids come from FNV-1a or a collector's own hash, but a multiplicative
- * spread keeps clustered ids (counters) from piling up in one run. */
-static size_t home(const idset *s, uint64_t id)
+int ids_busy(const idset *s)
 {
-    return (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 20) & (s->cap - 1);
+    return s->old.v != NULL;
 }
 
-static slot *find(const idset *s, uint64_t id)
+/* Ids come from FNV-1a or a collector's own hash, but a multiplicative
+ * spread keeps clustered ids (counters) from piling up in one run. */
+static slot *find(const table *t, uint64_t id)
 {
-    size_t i = home(s, id);
+    size_t i = (size_t)((id * 0x9e3779b97f4a7c15ULL) >> 20) & (t->cap - 1);
 
-    while (s->v[i].id && s->v[i].id != id)
-        i = (i + 1) & (s->cap - 1);
-    return &s->v[i];
+    while (t->v[i].id && t->v[i].id != id)
+        i = (i + 1) & (t->cap - 1);
+    return &t->v[i];
+}
+
+/* id's slot in either table, or NULL. */
+static slot *lookup(const idset *s, uint64_t id)
+{
+    slot *e = find(&s->cur, id);
+
+    if (e->id)
+        return e;
+    if (s->old.v) {
+        e = find(&s->old, id);
+        if (e->id && e->ts != MOVED)
+            return e;
+    }
+    return NULL;
+}
+
+/* Moves up to n of the old table's slots into cur, dropping the ids
+ * stamped before the floor; frees the old table when done. */
+static void move_some(idset *s, size_t n)
+{
+    for (; s->moved < s->old.cap && n; s->moved++, n--) {
+        slot *e = &s->old.v[s->moved];
+        if (!e->id || e->ts == MOVED)
+            continue;
+        if (e->ts < s->floor) {
+            s->n--;
+            s->dropped++;
+        } else {
+            *find(&s->cur, e->id) = *e;
+        }
+        e->ts = MOVED;
+    }
+    if (s->moved == s->old.cap) {
+        free(s->old.v);
+        s->old = (table){0};
+    }
+}
+
+static void start(idset *s, size_t cap, int64_t floor)
+{
+    if (s->old.v)
+        move_some(s, SIZE_MAX); /* a rebuild outrun: finish it at once */
+    s->old = s->cur;
+    s->moved = 0;
+    s->floor = floor;
+    s->dropped = 0;
+    table_init(&s->cur, cap);
 }
 
 int ids_get(const idset *s, uint64_t id, int64_t *ts)
@@ -72,76 +147,57 @@ int ids_get(const idset *s, uint64_t id, int64_t *ts)
             *ts = s->zero_ts;
         return s->has_zero;
     }
-    e = find(s, id);
-    if (!e->id)
+    if (!(e = lookup(s, id)))
         return 0;
     if (ts)
         *ts = e->ts;
     return 1;
 }
 
-/* Moves every id of old[0..cap) into s's table. */
-static void refill(idset *s, const slot *old, size_t cap, int64_t before,
-                   size_t *dropped)
-{
-    for (size_t i = 0; i < cap; i++) {
-        if (!old[i].id)
-            continue;
-        if (old[i].ts < before) {
-            ++*dropped;
-            continue;
-        }
-        *find(s, old[i].id) = old[i];
-        s->n++;
-    }
-}
-
-static void rebuild(idset *s, size_t cap, int64_t before, size_t *dropped)
-{
-    slot *old = s->v;
-    size_t oldcap = s->cap;
-
-    s->v = xalloc(cap, sizeof *s->v);
-    s->cap = cap;
-    s->n = 0;
-    refill(s, old, oldcap, before, dropped);
-    free(old);
-}
-
 void ids_put(idset *s, uint64_t id, int64_t ts)
 {
     slot *e;
 
+    if (ts == MOVED)
+        ts++; /* the marker is no time any signal has */
     if (!id) {
         s->has_zero = 1;
         s->zero_ts = ts;
         return;
     }
-    if (2 * (s->n + 1) > s->cap) { /* keep it at most half full */
-        size_t none = 0;
-        rebuild(s, 2 * s->cap, INT64_MIN, &none);
+    if ((e = lookup(s, id))) {
+        e->ts = ts;
+        return;
     }
-    e = find(s, id);
-    if (!e->id) {
-        e->id = id;
-        s->n++;
-    }
+    if (s->old.v)
+        move_some(s, MOVE_STEP);
+    /* at most half full, or 3/4 while a rebuild is still moving */
+    if (4 * (s->n + 1) > 3 * s->cur.cap ||
+        (!s->old.v && 2 * (s->n + 1) > s->cur.cap))
+        start(s, 2 * s->cur.cap, INT64_MIN);
+    e = find(&s->cur, id);
+    e->id = id;
     e->ts = ts;
+    s->n++;
+}
+
+void ids_expire(idset *s, int64_t before)
+{
+    size_t cap = MIN_CAP;
+
+    if (s->has_zero && s->zero_ts < before)
+        s->has_zero = 0;
+    while (cap < 2 * (s->n + 1))
+        cap *= 2;
+    start(s, cap, before);
+    move_some(s, MOVE_STEP);
 }
 
 size_t ids_drop_before(idset *s, int64_t before)
 {
-    size_t dropped = 0, cap = s->cap;
+    size_t zero = s->has_zero && s->zero_ts < before;
 
-    if (s->has_zero && s->zero_ts < before) {
-        s->has_zero = 0;
-        dropped++;
-    }
-    /* shrink while a quarter full at most after the drop, not below 1024 */
-    rebuild(s, cap, before, &dropped);
-    while (s->cap > 1024 && 4 * s->n < s->cap) {
-        size_t none = 0;
-        rebuild(s, s->cap / 2, INT64_MIN, &none);
-    }
-    return dropped;
+    ids_expire(s, before);
+    move_some(s, SIZE_MAX);
+    return s->dropped + zero;
 }

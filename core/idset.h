@@ -18,7 +18,14 @@ size_t ids_len(const idset *s);
 int ids_get(const idset *s, uint64_t id, int64_t *ts);
 /* Adds id, or sets the stamp of the one there. */
 void ids_put(idset *s, uint64_t id, int64_t ts);
-/* Drops the ids stamped before `before`; returns how many went. */
+/* Drops the ids stamped before `before` over the next additions (a few
+ * slots at each): until then they may still be found. The set's table is
+ * sized anew for the ids it holds now, so a set that shrank gives memory
+ * back. */
+void ids_expire(idset *s, int64_t before);
+/* 1 while a rebuild (growth or ids_expire) is still moving ids. */
+int ids_busy(const idset *s);
+/* ids_expire, finished at once; returns how many went. */
 size_t ids_drop_before(idset *s, int64_t before);
 
 #endif

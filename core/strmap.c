@@ -9,19 +9,35 @@
 #define TOMBSTONE ((char *)&tombstone_marker)
 static const char tombstone_marker;
 
+/* Slots of the old table moved per key added while a move is under way.
+ * The old table is gone after cap/MOVE_STEP additions, long before the
+ * new one fills (strmap_new's note). */
+#define MOVE_STEP 16
+
 /* The key's hash is kept beside it: a probe compares hashes in the slot
  * array and reads a key (a cache miss of its own in a big map) only when
  * they are equal. With a million keys, reading every key on the probe
  * path was a fifth of the correlator's time. */
 struct slot {
-    char *key; /* NULL: empty; TOMBSTONE: deleted */
+    char *key; /* NULL: empty; TOMBSTONE: deleted (or moved) */
     void *val;
     uint64_t hash;
 };
 
+struct table {
+    struct slot *slots; /* NULL: no table */
+    size_t cap, used;   /* used counts live + tombstones */
+};
+
+/* Growth moves the entries into a bigger table a few slots at each key
+ * added, not all at once: a million entries moved in one go held the
+ * correlator's batch for 30-70 ms. While a move is under way a key lives
+ * in exactly one of the two tables; the old one's moved slots become
+ * tombstones, so its probe chains stay whole. */
 struct strmap {
-    struct slot *slots;
-    size_t cap, len, used; /* used counts live + tombstones */
+    struct table cur, old; /* old.slots: the table being moved out */
+    size_t moved;          /* old's slots before this are moved */
+    size_t len;            /* live entries in both */
 };
 
 static void *xcalloc(size_t n, size_t sz)
@@ -32,27 +48,43 @@ static void *xcalloc(size_t n, size_t sz)
     return p;
 }
 
+static void table_init(struct table *t, size_t cap)
+{
+    t->slots = xcalloc(cap, sizeof *t->slots);
+    t->cap = cap;
+    t->used = 0;
+}
+
+/* Why the thresholds hold: a move starts when cur is 3/4 used and makes a
+ * table of twice the cap when half of it is live (else the same cap, to
+ * shed tombstones). After cap/MOVE_STEP additions the old table is empty,
+ * and by then the new one is at most 9/16 used, short of the next 3/4. */
 strmap *strmap_new(void)
 {
     strmap *m = xcalloc(1, sizeof *m);
-    m->cap = 16;
-    m->slots = xcalloc(m->cap, sizeof *m->slots);
+    table_init(&m->cur, 16);
     return m;
+}
+
+static void table_free_keys(struct table *t, void (*free_val)(void *))
+{
+    for (size_t i = 0; t->slots && i < t->cap; i++) {
+        char *k = t->slots[i].key;
+        if (k && k != TOMBSTONE) {
+            if (free_val)
+                free_val(t->slots[i].val);
+            free(k);
+        }
+    }
+    free(t->slots);
 }
 
 void strmap_free(strmap *m, void (*free_val)(void *))
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->cap; i++) {
-        char *k = m->slots[i].key;
-        if (k && k != TOMBSTONE) {
-            if (free_val)
-                free_val(m->slots[i].val);
-            free(k);
-        }
-    }
-    free(m->slots);
+    table_free_keys(&m->cur, free_val);
+    table_free_keys(&m->old, free_val);
     free(m);
 }
 
@@ -61,76 +93,105 @@ static uint64_t key_hash(const char *key)
     return hash_fnv1a(HASH_FNV_SEED, key, strlen(key));
 }
 
-static size_t probe(const strmap *m, const char *key, uint64_t h, int *found)
+/* key's slot in t, or NULL. */
+static struct slot *table_find(const struct table *t, const char *key, uint64_t h)
 {
-    size_t mask = m->cap - 1;
-    size_t i = (size_t)h & mask;
-    size_t first_free = (size_t)-1;
+    size_t mask = t->cap - 1;
 
-    for (;;) {
-        char *k = m->slots[i].key;
-        if (!k) {
-            *found = 0;
-            return first_free != (size_t)-1 ? first_free : i;
-        }
-        if (k == TOMBSTONE) {
-            if (first_free == (size_t)-1)
-                first_free = i;
-        } else if (m->slots[i].hash == h && strcmp(k, key) == 0) {
-            *found = 1;
-            return i;
-        }
-        i = (i + 1) & mask;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        struct slot *s = &t->slots[i];
+        if (!s->key)
+            return NULL;
+        if (s->key != TOMBSTONE && s->hash == h && strcmp(s->key, key) == 0)
+            return s;
     }
 }
 
-static void grow(strmap *m)
+/* The slot for a key t does not hold: the first tombstone or empty one
+ * on its probe path (counted as used when it was empty). */
+static struct slot *table_free_slot(struct table *t, uint64_t h)
 {
-    struct slot *old = m->slots;
-    size_t oldcap = m->cap;
+    size_t mask = t->cap - 1;
 
-    if (m->len * 2 >= m->cap)
-        m->cap *= 2;
-    m->slots = xcalloc(m->cap, sizeof *m->slots);
-    m->used = m->len;
-    for (size_t i = 0; i < oldcap; i++) {
-        if (old[i].key && old[i].key != TOMBSTONE) {
-            int found;
-            size_t j = probe(m, old[i].key, old[i].hash, &found);
-            m->slots[j] = old[i];
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        struct slot *s = &t->slots[i];
+        if (s->key == TOMBSTONE)
+            return s;
+        if (!s->key) {
+            t->used++;
+            return s;
         }
     }
-    free(old);
+}
+
+static struct slot *find(const strmap *m, const char *key, uint64_t h)
+{
+    struct slot *s = table_find(&m->cur, key, h);
+
+    if (!s && m->old.slots)
+        s = table_find(&m->old, key, h);
+    return s;
+}
+
+/* Moves up to n of the old table's slots into cur; frees it when done. */
+static void move_some(strmap *m, size_t n)
+{
+    struct table *old = &m->old;
+
+    for (; m->moved < old->cap && n; m->moved++, n--) {
+        struct slot *s = &old->slots[m->moved];
+        if (s->key && s->key != TOMBSTONE) {
+            *table_free_slot(&m->cur, s->hash) = *s;
+            s->key = TOMBSTONE;
+        }
+    }
+    if (m->moved == old->cap) {
+        free(old->slots);
+        *old = (struct table){0};
+    }
+}
+
+static void start_move(strmap *m)
+{
+    size_t cap = m->cur.cap;
+
+    if (m->old.slots)
+        move_some(m, SIZE_MAX); /* not reached with the thresholds above */
+    if (m->len * 2 >= cap)
+        cap *= 2;
+    m->old = m->cur;
+    m->moved = 0;
+    table_init(&m->cur, cap);
 }
 
 void *strmap_get(const strmap *m, const char *key)
 {
-    int found;
-    size_t i = probe(m, key, key_hash(key), &found);
-    return found ? m->slots[i].val : NULL;
+    struct slot *s = find(m, key, key_hash(key));
+
+    return s ? s->val : NULL;
 }
 
-/* The slot of key, added (value NULL) when absent. */
+/* The slot of key, added (value NULL) when absent. Only an addition moves
+ * entries, so lookups and deletions leave a walk's positions alone. */
 static struct slot *slot_of(strmap *m, const char *key)
 {
-    int found;
     uint64_t h = key_hash(key);
-    size_t i;
+    struct slot *s = find(m, key, h);
 
-    if ((m->used + 1) * 4 >= m->cap * 3)
-        grow(m);
-    i = probe(m, key, h, &found);
-    if (!found) {
-        if (!m->slots[i].key)
-            m->used++;
-        m->slots[i].key = strdup(key);
-        if (!m->slots[i].key)
-            abort();
-        m->slots[i].val = NULL;
-        m->slots[i].hash = h;
-        m->len++;
-    }
-    return &m->slots[i];
+    if (s)
+        return s;
+    if ((m->cur.used + 1) * 4 >= m->cur.cap * 3)
+        start_move(m);
+    if (m->old.slots)
+        move_some(m, MOVE_STEP);
+    s = table_free_slot(&m->cur, h);
+    s->key = strdup(key);
+    if (!s->key)
+        abort();
+    s->val = NULL;
+    s->hash = h;
+    m->len++;
+    return s;
 }
 
 void *strmap_put(strmap *m, const char *key, void *val)
@@ -152,16 +213,15 @@ void **strmap_slot(strmap *m, const char *key, const char **key_copy)
 
 void *strmap_del(strmap *m, const char *key)
 {
-    int found;
-    size_t i = probe(m, key, key_hash(key), &found);
+    struct slot *s = find(m, key, key_hash(key));
     void *val;
 
-    if (!found)
+    if (!s)
         return NULL;
-    val = m->slots[i].val;
-    free(m->slots[i].key);
-    m->slots[i].key = TOMBSTONE;
-    m->slots[i].val = NULL;
+    val = s->val;
+    free(s->key);
+    s->key = TOMBSTONE;
+    s->val = NULL;
     m->len--;
     return val;
 }
@@ -171,15 +231,24 @@ size_t strmap_len(const strmap *m)
     return m->len;
 }
 
+/* Positions run over cur's slots, then the old table's. */
 int strmap_next(const strmap *m, size_t *pos, const char **key, void **val)
 {
-    while (*pos < m->cap) {
-        struct slot *s = &m->slots[(*pos)++];
+    for (;;) {
+        const struct table *t = &m->cur;
+        size_t i = *pos;
+        if (i >= t->cap) {
+            t = &m->old;
+            i -= m->cur.cap;
+            if (!t->slots || i >= t->cap)
+                return 0;
+        }
+        ++*pos;
+        struct slot *s = &t->slots[i];
         if (s->key && s->key != TOMBSTONE) {
             *key = s->key;
             *val = s->val;
             return 1;
         }
     }
-    return 0;
 }

@@ -1,6 +1,8 @@
 /* String-keyed hash map (open addressing, linear probing, tombstones).
  * Keys are copied; values are the caller's. Iteration order is the slot
- * order, so callers that need determinism sort what they collect. */
+ * order, so callers that need determinism sort what they collect. It
+ * grows a few entries at each key added rather than all at once, so no
+ * single call pays for the whole map. */
 #ifndef CS_STRMAP_H
 #define CS_STRMAP_H
 
@@ -23,7 +25,9 @@ void **strmap_slot(strmap *m, const char *key, const char **key_copy);
 /* Removes and returns the value, or NULL when absent. */
 void *strmap_del(strmap *m, const char *key);
 size_t strmap_len(const strmap *m);
-/* Walks live entries: *pos starts at 0; returns 0 when done. */
+/* Walks live entries: *pos starts at 0; returns 0 when done. Adding a key
+ * during a walk may move entries (the walk may then miss or repeat
+ * some); lookups, replacing a value and deleting do not. */
 int strmap_next(const strmap *m, size_t *pos, const char **key, void **val);
 
 #endif

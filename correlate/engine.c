@@ -1251,16 +1251,26 @@ static void on_tracked_xid(engine *e, const sig *s, const fact *f,
     }
 }
 
-/* Drops a cluster's ids older than the horizon of its clock. Runs only
- * when the set has doubled since the last pass, so a busy cluster (more
- * ids within the horizon than the floor) pays for it once per doubling,
- * not on every signal. */
+/* Drops a cluster's ids older than the horizon of its clock once the set
+ * has doubled since the last pass, so a busy cluster (more ids within the
+ * horizon than the floor) pays for it once per doubling. The pass moves a
+ * few ids at each new one (ids_expire): done at once over a million ids it
+ * held the batch for tens of milliseconds. The next limit is set from
+ * what the pass kept, once it is over. */
 static void prune_seen(cstate *cs)
 {
-    ids_drop_before(cs->seen, cs->clock - HORIZON);
-    cs->seen_limit = 2 * ids_len(cs->seen);
-    if (cs->seen_limit < SEEN_FLOOR)
-        cs->seen_limit = SEEN_FLOOR;
+    if (ids_busy(cs->seen))
+        return;
+    if (cs->seen_pruning) {
+        cs->seen_pruning = 0;
+        cs->seen_limit = 2 * ids_len(cs->seen);
+        if (cs->seen_limit < SEEN_FLOOR)
+            cs->seen_limit = SEEN_FLOOR;
+    }
+    if (ids_len(cs->seen) >= cs->seen_limit) {
+        ids_expire(cs->seen, cs->clock - HORIZON);
+        cs->seen_pruning = 1;
+    }
 }
 
 static int seen_before(engine *e, const sig *s)
@@ -1269,8 +1279,7 @@ static int seen_before(engine *e, const sig *s)
 
     if (ids_get(cs->seen, s->id, NULL))
         return 1;
-    if (ids_len(cs->seen) >= cs->seen_limit)
-        prune_seen(cs);
+    prune_seen(cs);
     ids_put(cs->seen, s->id, s->ts);
     return 0;
 }

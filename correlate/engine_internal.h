@@ -139,6 +139,7 @@ typedef struct cstate {
     strmap *open_job;  /* job id or "name:" key -> incident (job-level) */
     idset *seen;       /* signal id -> its event time */
     size_t seen_limit; /* prune the seen set when it reaches this size */
+    int seen_pruning;  /* a prune is moving ids: the limit is set after */
     strmap *corr;      /* "SCENARIO/KIND|KEY" -> a correlation's state */
     int64_t corr_pruned; /* event time of the last prune of corr */
 } cstate;

@@ -46,18 +46,21 @@ static void h_del(void *ctx, const char *key, const char *f)
 
 static const eng_store_ops ops = {w_add, w_trim, h_put, h_del};
 
-static void feed(engine *e, const char *line)
+/* eng_feed's answer: 1 taken, 0 nothing new (or seen before). */
+static int feed(engine *e, const char *line)
 {
     sig s;
     cs_err err;
+    int n;
 
     if (sig_parse_json(&s, line, strlen(line), &err)) {
         fprintf(stderr, "bad test line: %s\n", err.msg);
         CHECK(0);
-        return;
+        return -1;
     }
-    eng_feed(e, &s);
+    n = eng_feed(e, &s);
     sig_free(&s);
+    return n;
 }
 
 static json_t *only_incident(engine *e)
@@ -766,6 +769,42 @@ static void test_cluster_window(void)
     eng_free(e);
 }
 
+/* The seen-id set is pruned past SEEN_FLOOR ids, a few ids at each new
+ * one: ids older than the horizon go, a redelivery of one within it is
+ * still known once the pass is over. */
+static int oom_at(engine *e, const char *hhmm, int n)
+{
+    char line[400];
+
+    /* spread over hosts: a window scans its entries on every add */
+    snprintf(line, sizeof line,
+             "{\"cluster\":\"a\",\"ts\":\"2026-03-02T%s:00Z\",\"source\":"
+             "\"app\",\"host\":\"h%d\",\"line\":\"torch.OutOfMemoryError: "
+             "CUDA out of memory. Tried to allocate %d.00 GiB.\"}",
+             hhmm, (n & 1023), n);
+    return feed(e, line);
+}
+
+static void test_seen_prune(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    int zadd;
+
+    for (int i = 0; i < 40000; i++)
+        oom_at(e, "08:00", i); /* stale once the clock is past 10:00 */
+    oom_at(e, "10:30", -1);    /* B: within the horizon throughout */
+    for (int i = 0; i < 60000; i++)
+        oom_at(e, "10:30", i); /* past 65536 ids: the prune runs */
+    CHECK_INT(r.zadd, 100001);
+    zadd = r.zadd;
+    CHECK_INT(oom_at(e, "10:30", -1), 0); /* both still known as seen */
+    CHECK_INT(oom_at(e, "10:30", 59999), 0);
+    CHECK_INT(r.zadd, zadd);
+    eng_free(e);
+}
+
 /* A reset (a rebalance) drops every cluster's state, including the one
  * the engine looked up last: the same signal fed again after it is news
  * to a fresh state, not a redelivery found in the dropped one. */
@@ -879,5 +918,6 @@ int main(void)
     test_shifting_after_prune();
     test_clusters_apart();
     test_cluster_window();
+    test_seen_prune();
     return check_report();
 }

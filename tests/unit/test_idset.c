@@ -1,5 +1,7 @@
 /* The seen-id set: membership, stamps, growth past many doublings, the id
- * 0, and dropping by stamp (what the correlator's pruning relies on). */
+ * 0, and dropping by stamp (what the correlator's pruning relies on).
+ * Growth and expiry move ids a few at a time: every id stays findable
+ * while a rebuild is under way, and no single addition does all of it. */
 #include "check.h"
 #include "core/idset.h"
 
@@ -72,9 +74,76 @@ static void many(void)
     ids_free(s);
 }
 
+/* Every id of [lo, hi) found with its stamp (the id itself). */
+static size_t missing_of(const idset *s, uint64_t lo, uint64_t hi)
+{
+    size_t missing = 0;
+    int64_t ts;
+
+    for (uint64_t i = lo; i < hi; i++)
+        missing += !ids_get(s, i, &ts) || ts != (int64_t)i;
+    return missing;
+}
+
+/* The set starts with 1024 slots and grows past half full: the 513th id
+ * starts a rebuild, which the next additions finish 64 slots each. */
+static void growth_in_steps(void)
+{
+    idset *s = ids_new();
+    size_t busy_from = 0, busy_to = 0, missing = 0;
+
+    for (uint64_t i = 1; i <= 2000; i++) {
+        ids_put(s, i, (int64_t)i);
+        if (ids_busy(s) && !busy_from)
+            busy_from = i;
+        if (!ids_busy(s) && busy_from && !busy_to)
+            busy_to = i;
+        missing += missing_of(s, 1, i + 1);
+    }
+    CHECK_INT(busy_from, 513);
+    CHECK(busy_to > busy_from + 8);       /* not all in one addition */
+    CHECK(busy_to <= busy_from + 1024 / 64); /* and done in its steps */
+    CHECK_INT(missing, 0);
+    CHECK_INT(ids_len(s), 2000);
+    ids_free(s);
+}
+
+/* ids_expire drops the stale ids as the next additions move them; ids
+ * restamped while the rebuild runs keep their new stamp. */
+static void expire_in_steps(void)
+{
+    idset *s = ids_new();
+    size_t stale = 0, adds = 0, wrong = 0;
+    int64_t ts;
+
+    for (uint64_t i = 1; i <= 10000; i++)
+        ids_put(s, i, (int64_t)i);
+    ids_expire(s, 5001);
+    CHECK(ids_busy(s));
+    CHECK_INT(missing_of(s, 5001, 10001), 0);
+    ids_put(s, 9999, 20000); /* restamped where it is */
+    ids_put(s, 10, 20000);   /* stale, but restamped: it stays */
+    CHECK(ids_len(s) > 5001 && ids_len(s) <= 10000); /* some stale go at once */
+    for (uint64_t i = 20001; ids_busy(s); i++, adds++) {
+        ids_put(s, i, (int64_t)i);
+        wrong += missing_of(s, 5001, 9999) + missing_of(s, 20001, i + 1);
+    }
+    CHECK(adds > 8);
+    CHECK_INT(wrong, 0);
+    for (uint64_t i = 1; i <= 5000; i++)
+        stale += ids_get(s, i, NULL) && i != 10;
+    CHECK_INT(stale, 0);
+    CHECK(ids_get(s, 10, &ts) && ts == 20000);
+    CHECK(ids_get(s, 9999, &ts) && ts == 20000);
+    CHECK_INT(ids_len(s), 5001 + adds);
+    ids_free(s);
+}
+
 int main(void)
 {
     basics();
     many();
+    growth_in_steps();
+    expire_in_steps();
     return check_report();
 }

@@ -1,4 +1,5 @@
-/* The string map: put, get, delete with tombstones, growth, and the slot
+/* The string map: put, get, delete with tombstones, growth moved a few
+ * entries at a time (checked against a plain array), and the slot
  * lookup that may insert (the correlator keeps its states' names in the
  * map's own key copies, so those must hold through growth). Also the
  * bounded string helpers of core/str.h that the map's users cut keys and
@@ -116,10 +117,73 @@ static void utf8_cuts(void)
     CHECK_STR(b, "abcde");
 }
 
+/* A fixed pseudo-random sequence: the test is the same every run. */
+static unsigned next_rand(unsigned *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+/* The map against a plain array over 300k random puts, replacements and
+ * deletions of 40k keys: the map grows (and sheds tombstones) a few
+ * entries at each key added, so most of the run has a move under way.
+ * After every step its length matches; every 997 steps every key is
+ * looked up and a walk sees each live entry exactly once. */
+#define NKEYS 40000
+static void moves(void)
+{
+    strmap *m = strmap_new();
+    static int vals[NKEYS], walked[NKEYS];
+    static char live[NKEYS];
+    size_t n = 0, len_wrong = 0, get_wrong = 0, walk_wrong = 0;
+    unsigned x = 2463534242u;
+    char key[32];
+
+    for (int step = 0; step < 300000; step++) {
+        int k = (int)(next_rand(&x) % NKEYS), op = (int)(next_rand(&x) % 8);
+        snprintf(key, sizeof key, "job|%d", k);
+        if (op < 5 || (step < 120000 && op < 7)) {
+            n += !live[k];
+            live[k] = 1;
+            strmap_put(m, key, &vals[k]);
+        } else if (strmap_del(m, key) != (live[k] ? &vals[k] : NULL)) {
+            get_wrong++;
+        } else {
+            n -= live[k];
+            live[k] = 0;
+        }
+        len_wrong += strmap_len(m) != n;
+        if (step % 997)
+            continue;
+        for (int i = 0; i < NKEYS; i++) {
+            snprintf(key, sizeof key, "job|%d", i);
+            get_wrong += strmap_get(m, key) != (live[i] ? &vals[i] : NULL);
+        }
+        memset(walked, 0, sizeof walked);
+        size_t pos = 0;
+        const char *wk;
+        void *wv;
+        while (strmap_next(m, &pos, &wk, &wv)) {
+            int i = (int)((int *)wv - vals);
+            snprintf(key, sizeof key, "job|%d", i);
+            walk_wrong += strcmp(wk, key) != 0 || walked[i]++ || !live[i];
+        }
+        for (int i = 0; i < NKEYS; i++)
+            walk_wrong += live[i] && !walked[i];
+    }
+    CHECK_INT(len_wrong, 0);
+    CHECK_INT(get_wrong, 0);
+    CHECK_INT(walk_wrong, 0);
+    strmap_free(m, NULL);
+}
+
 int main(void)
 {
     basics();
     slots();
+    moves();
     utf8_cuts();
     return check_report();
 }
