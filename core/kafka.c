@@ -909,7 +909,16 @@ static int consumer_client(kfk_consumer *c, const char *brokers,
                                * after the last member leaves, lets a
                                * restarted consumer back in sooner. */
                               "session.timeout.ms", "10000",
-                              "heartbeat.interval.ms", "3000",
+                              /* A member hears of a rebalance only from a
+                               * heartbeat (a commit refused with "rebalance
+                               * in progress" does not make it rejoin), and
+                               * the embedded broker waits for the members
+                               * to rejoin for the session timeout less 1 s:
+                               * at 3 s a member that missed one heartbeat's
+                               * news could miss that window, and a joining
+                               * correlator then waited about 30 s (seen in
+                               * live.group). 1 s leaves eight chances. */
+                              "heartbeat.interval.ms", "1000",
                               "fetch.wait.max.ms", wait, NULL};
 
     snprintf(wait, sizeof wait, "%d", fetch_wait_ms);
