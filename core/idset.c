@@ -165,17 +165,30 @@ void ids_put(idset *s, uint64_t id, int64_t ts)
         s->zero_ts = ts;
         return;
     }
-    if ((e = lookup(s, id))) {
+    /* the slot cur's lookup ends on is where a new id goes, unless moves
+     * or a new table come between */
+    e = find(&s->cur, id);
+    if (!e->id && s->old.v) {
+        slot *o = find(&s->old, id);
+        if (o->id && o->ts != MOVED)
+            e = o;
+    }
+    if (e->id) {
         e->ts = ts;
         return;
     }
-    if (s->old.v)
+    if (s->old.v) {
         move_some(s, MOVE_STEP);
+        e = NULL;
+    }
     /* at most half full, or 3/4 while a rebuild is still moving */
     if (4 * (s->n + 1) > 3 * s->cur.cap ||
-        (!s->old.v && 2 * (s->n + 1) > s->cur.cap))
+        (!s->old.v && 2 * (s->n + 1) > s->cur.cap)) {
         start(s, 2 * s->cur.cap, INT64_MIN);
-    e = find(&s->cur, id);
+        e = NULL;
+    }
+    if (!e)
+        e = find(&s->cur, id);
     e->id = id;
     e->ts = ts;
     s->n++;

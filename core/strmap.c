@@ -93,17 +93,28 @@ static uint64_t key_hash(const char *key)
     return hash_fnv1a(HASH_FNV_SEED, key, strlen(key));
 }
 
-/* key's slot in t, or NULL. */
-static struct slot *table_find(const struct table *t, const char *key, uint64_t h)
+/* key's slot in t, or NULL; then *free (when given) is the slot the key
+ * would take: the first tombstone on its probe path, or the empty slot
+ * that ends it. One walk serves the lookup and the insertion. */
+static struct slot *table_find(const struct table *t, const char *key,
+                               uint64_t h, struct slot **free)
 {
     size_t mask = t->cap - 1;
+    struct slot *first = NULL;
 
     for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
         struct slot *s = &t->slots[i];
-        if (!s->key)
+        if (!s->key) {
+            if (free)
+                *free = first ? first : s;
             return NULL;
-        if (s->key != TOMBSTONE && s->hash == h && strcmp(s->key, key) == 0)
+        }
+        if (s->key == TOMBSTONE) {
+            if (!first)
+                first = s;
+        } else if (s->hash == h && strcmp(s->key, key) == 0) {
             return s;
+        }
     }
 }
 
@@ -126,10 +137,10 @@ static struct slot *table_free_slot(struct table *t, uint64_t h)
 
 static struct slot *find(const strmap *m, const char *key, uint64_t h)
 {
-    struct slot *s = table_find(&m->cur, key, h);
+    struct slot *s = table_find(&m->cur, key, h, NULL);
 
     if (!s && m->old.slots)
-        s = table_find(&m->old, key, h);
+        s = table_find(&m->old, key, h, NULL);
     return s;
 }
 
@@ -176,15 +187,22 @@ void *strmap_get(const strmap *m, const char *key)
 static struct slot *slot_of(strmap *m, const char *key)
 {
     uint64_t h = key_hash(key);
-    struct slot *s = find(m, key, h);
+    struct slot *free_slot, *s = table_find(&m->cur, key, h, &free_slot);
 
-    if (s)
+    if (s || (m->old.slots && (s = table_find(&m->old, key, h, NULL))))
         return s;
-    if ((m->cur.used + 1) * 4 >= m->cur.cap * 3)
+    if ((m->cur.used + 1) * 4 >= m->cur.cap * 3) {
         start_move(m);
-    if (m->old.slots)
+        free_slot = NULL;
+    }
+    if (m->old.slots) {
         move_some(m, MOVE_STEP);
-    s = table_free_slot(&m->cur, h);
+        free_slot = NULL; /* the moves may have taken it */
+    }
+    if (!free_slot)
+        s = table_free_slot(&m->cur, h);
+    else if (!(s = free_slot)->key)
+        m->cur.used++;
     s->key = strdup(key);
     if (!s->key)
         abort();
