@@ -19,4 +19,50 @@ static inline uint64_t hash_fnv1a(uint64_t h, const void *data, size_t len)
 
 #define HASH_FNV_SEED 0xcbf29ce484222325ULL
 
+/* Slots of an old table to move per key added while strmap or idset
+ * rebuild (both at most 3/4 full): twice what empties the old table
+ * before the new one, given n live keys, reaches 3/4 (where the next
+ * rebuild starts), at least 2, and no more: each key moved is a write to
+ * a random place of the new table, a cache miss in a big one. A fixed 64
+ * (idset) and 16 (strmap) made the additions of a rebuild 3-5x as costly
+ * while it lasted: at 100k signals/s the correlator fed 8-10 us a signal
+ * instead of 2 for a tenth of a second at each doubling, and the backlog
+ * set the p99. A doubling gets 2 or 3. */
+static inline size_t hash_move_step(size_t old_cap, size_t cap, size_t n)
+{
+    size_t room = cap / 4 * 3 > n + 1 ? cap / 4 * 3 - n - 1 : 1;
+    size_t step = (2 * old_cap + room - 1) / room;
+
+    return step < 2 ? 2 : step;
+}
+
+/* A big table is written at random places, so nearly every write of a
+ * new one's first few thousand is a page fault (2-3 us each on this VM):
+ * the doubling of a million-entry table put 20 ms of faults into a tenth
+ * of a second. strmap and idset make the next table ahead of need and
+ * fault it in a few pages at each addition. Tables below this are left
+ * to fault as they are used. */
+#define HASH_WARM_MIN ((size_t)256 << 10)
+#define HASH_PAGE ((size_t)4096)
+
+/* Writes a zero into up to `pages` pages of mem (calloc'd, so already
+ * zero) from byte `from` on; returns where to go on. */
+static inline size_t hash_prefault(void *mem, size_t bytes, size_t from,
+                                   size_t pages)
+{
+    volatile char *p = mem;
+
+    for (; from < bytes && pages; pages--, from += HASH_PAGE)
+        p[from] = 0;
+    return from;
+}
+
+/* Pages per addition that fault in `bytes` within `adds` additions. */
+static inline size_t hash_prefault_pace(size_t bytes, size_t adds)
+{
+    size_t pages = (bytes + HASH_PAGE - 1) / HASH_PAGE;
+
+    return adds ? (pages + adds - 1) / adds : pages;
+}
+
 #endif

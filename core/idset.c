@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "core/hash.h"
+
 /* A slot is free when its id is 0; the id 0 itself is kept aside. In the
  * table being moved out, a slot already moved (or dropped) keeps its id,
  * so probe chains through it stay whole, and is stamped MOVED. */
@@ -12,11 +14,6 @@ typedef struct slot {
 
 #define MOVED INT64_MIN
 #define MIN_CAP 1024
-
-/* Slots of the old table moved per id added while a rebuild is under way:
- * cheap (a sequential read), and enough to empty the old table before the
- * new one, at most half full when the rebuild starts, is 3/4 full. */
-#define MOVE_STEP 64
 
 typedef struct table {
     slot *v;    /* NULL: no table */
@@ -29,7 +26,11 @@ typedef struct table {
  * tables. */
 struct idset {
     table cur, old;
+    table spare;   /* the next rebuild's table, faulted in ahead of it */
+    size_t warmed; /* spare's bytes before this are faulted in */
+    size_t wstep;  /* spare's pages faulted in per id added */
     size_t moved;  /* old's slots before this are moved or dropped */
+    size_t step;   /* old's slots moved per id added: hash_move_step */
     int64_t floor; /* the rebuild drops ids stamped before it */
     size_t n;      /* ids in both tables (the id 0 not counted) */
     size_t dropped; /* by the rebuild under way or the last one */
@@ -65,6 +66,7 @@ void ids_free(idset *s)
     if (s) {
         free(s->cur.v);
         free(s->old.v);
+        free(s->spare.v);
         free(s);
     }
 }
@@ -127,6 +129,32 @@ static void move_some(idset *s, size_t n)
     }
 }
 
+/* The table a rebuild for n ids makes: at most half full. */
+static size_t cap_for(size_t n)
+{
+    size_t cap = MIN_CAP;
+
+    while (cap < 2 * (n + 1))
+        cap *= 2;
+    return cap;
+}
+
+/* Makes a table of cap slots the spare, to be faulted in over the next
+ * `adds` additions (a rebuild that comes first faults in the rest as it
+ * writes, as without a spare). */
+static void prepare(idset *s, size_t cap, size_t adds)
+{
+    if (s->spare.v && s->spare.cap == cap)
+        return;
+    free(s->spare.v);
+    s->spare = (table){0};
+    if (cap * sizeof(slot) < HASH_WARM_MIN)
+        return;
+    table_init(&s->spare, cap);
+    s->warmed = 0;
+    s->wstep = hash_prefault_pace(cap * sizeof(slot), adds);
+}
+
 static void start(idset *s, size_t cap, int64_t floor)
 {
     if (s->old.v)
@@ -135,7 +163,15 @@ static void start(idset *s, size_t cap, int64_t floor)
     s->moved = 0;
     s->floor = floor;
     s->dropped = 0;
-    table_init(&s->cur, cap);
+    if (s->spare.v && s->spare.cap >= cap && s->spare.cap <= 2 * cap) {
+        s->cur = s->spare; /* a bigger one is only emptier */
+        s->spare = (table){0};
+    } else {
+        free(s->spare.v);
+        s->spare = (table){0};
+        table_init(&s->cur, cap);
+    }
+    s->step = hash_move_step(s->old.cap, s->cur.cap, s->n);
 }
 
 int ids_get(const idset *s, uint64_t id, int64_t *ts)
@@ -178,9 +214,14 @@ void ids_put(idset *s, uint64_t id, int64_t ts)
         return;
     }
     if (s->old.v) {
-        move_some(s, MOVE_STEP);
+        move_some(s, s->step);
         e = NULL;
+    } else if (!s->spare.v && 4 * (s->n + 1) > s->cur.cap) {
+        prepare(s, 2 * s->cur.cap, s->cur.cap / 4); /* growth at half */
     }
+    if (s->spare.v)
+        s->warmed = hash_prefault(s->spare.v, s->spare.cap * sizeof(slot),
+                                  s->warmed, s->wstep);
     /* at most half full, or 3/4 while a rebuild is still moving */
     if (4 * (s->n + 1) > 3 * s->cur.cap ||
         (!s->old.v && 2 * (s->n + 1) > s->cur.cap)) {
@@ -194,16 +235,18 @@ void ids_put(idset *s, uint64_t id, int64_t ts)
     s->n++;
 }
 
+void ids_prepare(idset *s, size_t n)
+{
+    if (!s->old.v)
+        prepare(s, cap_for(n), n > s->n ? n - s->n : 0);
+}
+
 void ids_expire(idset *s, int64_t before)
 {
-    size_t cap = MIN_CAP;
-
     if (s->has_zero && s->zero_ts < before)
         s->has_zero = 0;
-    while (cap < 2 * (s->n + 1))
-        cap *= 2;
-    start(s, cap, before);
-    move_some(s, MOVE_STEP);
+    start(s, cap_for(s->n), before);
+    move_some(s, s->step);
 }
 
 size_t ids_drop_before(idset *s, int64_t before)

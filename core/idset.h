@@ -23,6 +23,10 @@ void ids_put(idset *s, uint64_t id, int64_t ts);
  * sized anew for the ids it holds now, so a set that shrank gives memory
  * back. */
 void ids_expire(idset *s, int64_t before);
+/* An ids_expire is coming when the set holds about n ids: the table it
+ * will make is made now and faulted in a little at each addition, not all
+ * at its first writes. Nothing when a rebuild is moving ids. */
+void ids_prepare(idset *s, size_t n);
 /* 1 while a rebuild (growth or ids_expire) is still moving ids. */
 int ids_busy(const idset *s);
 /* ids_expire, finished at once; returns how many went. */

@@ -9,11 +9,6 @@
 #define TOMBSTONE ((char *)&tombstone_marker)
 static const char tombstone_marker;
 
-/* Slots of the old table moved per key added while a move is under way.
- * The old table is gone after cap/MOVE_STEP additions, long before the
- * new one fills (strmap_new's note). */
-#define MOVE_STEP 16
-
 /* The key's hash is kept beside it: a probe compares hashes in the slot
  * array and reads a key (a cache miss of its own in a big map) only when
  * they are equal. With a million keys, reading every key on the probe
@@ -36,7 +31,10 @@ struct table {
  * tombstones, so its probe chains stay whole. */
 struct strmap {
     struct table cur, old; /* old.slots: the table being moved out */
+    struct table spare;    /* the next move's table, faulted in ahead */
+    size_t warmed, wstep;  /* spare's bytes faulted in; pages per key */
     size_t moved;          /* old's slots before this are moved */
+    size_t step;           /* slots moved per key added: hash_move_step */
     size_t len;            /* live entries in both */
 };
 
@@ -57,8 +55,8 @@ static void table_init(struct table *t, size_t cap)
 
 /* Why the thresholds hold: a move starts when cur is 3/4 used and makes a
  * table of twice the cap when half of it is live (else the same cap, to
- * shed tombstones). After cap/MOVE_STEP additions the old table is empty,
- * and by then the new one is at most 9/16 used, short of the next 3/4. */
+ * shed tombstones). hash_move_step paces the move to end halfway to the
+ * next 3/4, whatever the live entries moved take. */
 strmap *strmap_new(void)
 {
     strmap *m = xcalloc(1, sizeof *m);
@@ -85,6 +83,7 @@ void strmap_free(strmap *m, void (*free_val)(void *))
         return;
     table_free_keys(&m->cur, free_val);
     table_free_keys(&m->old, free_val);
+    free(m->spare.slots);
     free(m);
 }
 
@@ -162,17 +161,48 @@ static void move_some(strmap *m, size_t n)
     }
 }
 
+/* The cap of the next move's table: twice when half of cur is live. */
+static size_t next_cap(const strmap *m)
+{
+    return m->len * 2 >= m->cur.cap ? 2 * m->cur.cap : m->cur.cap;
+}
+
+/* From 1/2 used on, the next move's table is made and faulted in over the
+ * additions until the move starts at 3/4 (hash_prefault). */
+static void warm_spare(strmap *m)
+{
+    size_t cap = next_cap(m);
+
+    if (!m->spare.slots && !m->old.slots && m->cur.used * 2 >= m->cur.cap &&
+        cap * sizeof(struct slot) >= HASH_WARM_MIN) {
+        table_init(&m->spare, cap);
+        m->warmed = 0;
+        m->wstep = hash_prefault_pace(cap * sizeof(struct slot),
+                                      m->cur.cap / 4);
+    }
+    if (m->spare.slots)
+        m->warmed = hash_prefault(m->spare.slots,
+                                  m->spare.cap * sizeof(struct slot),
+                                  m->warmed, m->wstep);
+}
+
 static void start_move(strmap *m)
 {
-    size_t cap = m->cur.cap;
+    size_t cap = next_cap(m);
 
     if (m->old.slots)
         move_some(m, SIZE_MAX); /* not reached with the thresholds above */
-    if (m->len * 2 >= cap)
-        cap *= 2;
     m->old = m->cur;
     m->moved = 0;
-    table_init(&m->cur, cap);
+    if (m->spare.slots && m->spare.cap == cap) {
+        m->cur = m->spare;
+        m->spare = (struct table){0};
+    } else {
+        free(m->spare.slots); /* deletions since changed the cap */
+        m->spare = (struct table){0};
+        table_init(&m->cur, cap);
+    }
+    m->step = hash_move_step(m->old.cap, cap, m->len);
 }
 
 void *strmap_get(const strmap *m, const char *key)
@@ -191,12 +221,13 @@ static struct slot *slot_of(strmap *m, const char *key)
 
     if (s || (m->old.slots && (s = table_find(&m->old, key, h, NULL))))
         return s;
+    warm_spare(m);
     if ((m->cur.used + 1) * 4 >= m->cur.cap * 3) {
         start_move(m);
         free_slot = NULL;
     }
     if (m->old.slots) {
-        move_some(m, MOVE_STEP);
+        move_some(m, m->step);
         free_slot = NULL; /* the moves may have taken it */
     }
     if (!free_slot)

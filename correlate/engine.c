@@ -1270,6 +1270,8 @@ static void prune_seen(cstate *cs)
     if (ids_len(cs->seen) >= cs->seen_limit) {
         ids_expire(cs->seen, cs->clock - HORIZON);
         cs->seen_pruning = 1;
+    } else if (2 * ids_len(cs->seen) >= cs->seen_limit) {
+        ids_prepare(cs->seen, cs->seen_limit); /* its table, faulted in */
     }
 }
 

@@ -86,7 +86,8 @@ static size_t missing_of(const idset *s, uint64_t lo, uint64_t hi)
 }
 
 /* The set starts with 1024 slots and grows past half full: the 513th id
- * starts a rebuild, which the next additions finish 64 slots each. */
+ * starts a rebuild into 2048 slots, which the next additions finish a
+ * few slots each (3: its 1024 slots well before the 1536th id). */
 static void growth_in_steps(void)
 {
     idset *s = ids_new();
@@ -101,8 +102,9 @@ static void growth_in_steps(void)
         missing += missing_of(s, 1, i + 1);
     }
     CHECK_INT(busy_from, 513);
-    CHECK(busy_to > busy_from + 8);       /* not all in one addition */
-    CHECK(busy_to <= busy_from + 1024 / 64); /* and done in its steps */
+    /* paced over the room the new table has, not in a burst of moves */
+    CHECK(busy_to > busy_from + 1024 / 8);
+    CHECK(busy_to <= busy_from + 1024 / 3 + 1); /* and done in its steps */
     CHECK_INT(missing, 0);
     CHECK_INT(ids_len(s), 2000);
     ids_free(s);
@@ -139,11 +141,41 @@ static void expire_in_steps(void)
     ids_free(s);
 }
 
+/* ids_prepare makes the coming rebuild's table early; a rebuild for the
+ * size it was told, for one somewhat smaller (a spare up to twice the
+ * size is taken), or for one it did not foresee keeps every id it must
+ * and drops the stale ones. */
+static void prepared_rebuilds(void)
+{
+    static const size_t told[] = {150000, 200000, 1000, 0};
+
+    for (int k = 0; k < 4; k++) {
+        idset *s = ids_new();
+        size_t stale = 0;
+
+        for (uint64_t i = 1; i <= 100000; i++)
+            ids_put(s, i, (int64_t)i);
+        if (told[k])
+            ids_prepare(s, told[k]);
+        for (uint64_t i = 100001; i <= 150000; i++)
+            ids_put(s, i, (int64_t)i);
+        ids_expire(s, 50001);
+        for (uint64_t i = 150001; ids_busy(s); i++)
+            ids_put(s, i, (int64_t)i);
+        for (uint64_t i = 1; i <= 50000; i++)
+            stale += ids_get(s, i, NULL);
+        CHECK_INT(stale, 0);
+        CHECK_INT(missing_of(s, 50001, 150001), 0);
+        ids_free(s);
+    }
+}
+
 int main(void)
 {
     basics();
     many();
     growth_in_steps();
     expire_in_steps();
+    prepared_rebuilds();
     return check_report();
 }
