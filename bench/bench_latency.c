@@ -4,7 +4,7 @@
  * cascade.incidents.
  *
  * usage: bench_latency [--hop] --brokers ADDR --rate R [--seconds S]
- *                      [--patterns P]
+ *                      [--patterns P] [--fetch-wait MS]
  *
  * The stream is what a collector publishes (msgpack signals with their own
  * id, cluster "default", event time = now): every 1/P s a fresh node gets
@@ -22,6 +22,11 @@
  * from producing each completing signal to reading that signal back from
  * cascade.signals (one Kafka hop, the same producer and consumer settings).
  * A detection crosses two such hops (signal in, incident out).
+ *
+ * --fetch-wait: the reader's fetch.wait.max.ms (default 1). The embedded
+ * broker answers a waiting fetch only when the wait is over, so the
+ * reader's own wait is part of what it measures; 0 polls (a core's worth
+ * of CPU between the reader and the broker while nothing comes).
  *
  * Prints one line: rate offered patterns seen p50_ms p99_ms p999_ms max_ms
  * (offered: the rate achieved; seen: patterns whose incident arrived within
@@ -50,6 +55,7 @@ typedef struct run {
     atomic_int seen;
     atomic_int ready;
     int hop; /* --hop: read the signals back, not the incidents */
+    char fetch_wait[16]; /* the reader's fetch.wait.max.ms */
 } run;
 
 static double now_s(void)
@@ -255,7 +261,7 @@ static void *reader(void *arg)
     set(c, "group.id", "bench-latency");
     set(c, "enable.auto.commit", "false");
     set(c, "socket.nagle.disable", "true");
-    set(c, "fetch.wait.max.ms", "1");
+    set(c, "fetch.wait.max.ms", r->fetch_wait);
     if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err))) {
         fprintf(stderr, "bench_latency: %s\n", err);
         exit(2);
@@ -407,7 +413,8 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    run r = {.seconds = 10, .patterns = 100};
+    run r = {.seconds = 10, .patterns = 100, .fetch_wait = "1"};
+    int bad = 0;
     pthread_t th;
     rd_kafka_t *rk;
     double achieved, *v;
@@ -428,13 +435,17 @@ int main(int argc, char **argv)
             r.seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--patterns"))
             r.patterns = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--fetch-wait") && atoi(argv[i + 1]) >= 0)
+            snprintf(r.fetch_wait, sizeof r.fetch_wait, "%d",
+                     atoi(argv[i + 1]));
         else
-            break;
+            bad = 1;
     }
-    if (!r.brokers || r.rate <= 0 || r.seconds <= 0 || r.patterns < 0 ||
-        r.patterns > r.rate / 2) {
+    if (bad || argc % 2 == 0 || !r.brokers || r.rate <= 0 || r.seconds <= 0 ||
+        r.patterns < 0 || r.patterns > r.rate / 2) {
         fprintf(stderr, "usage: bench_latency [--hop] --brokers ADDR --rate R "
-                        "[--seconds S] [--patterns P (<= R/2)]\n");
+                        "[--seconds S] [--patterns P (<= R/2)] "
+                        "[--fetch-wait MS]\n");
         return 2;
     }
     r.npat = (int)(r.patterns * r.seconds) + 1;

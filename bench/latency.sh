@@ -4,19 +4,28 @@
 # over TCP) and bench_latency offering signals at each rate, 100 patterns
 # a second completing peer.xid79_job_cancel.
 #
-# usage: bench/latency.sh [--seconds S] [--runs N] [--hop] BUILD_DIR RATE...
+# usage: bench/latency.sh [--seconds S] [--runs N] [--fetch-wait MS] [--hop|--relay] BUILD_DIR RATE...
 #
 # --hop: no correlator; the time from producing a signal to reading it back
 # from cascade.signals (one hop through the broker; a detection takes two).
+# --relay: bench_relay in the correlator's place: its cycle (Redis write
+# acked, records produced and delivered, Redis clear, commit) with no
+# engine; the floor a detection through this broker and Redis sits on.
+# --fetch-wait MS: every consumer's fetch.wait.max.ms (the correlator's
+# kafka.fetch_wait_ms, the relay's, the reader's), default 1. The embedded
+# broker answers a waiting fetch only when the wait is over (a real broker
+# answers when data comes); 0 polls, at the CPU the last column shows.
 #
 # Prints one line per run and rate:
-#   rate offered patterns seen p50_ms p99_ms p999_ms max_ms
-# (bench_latency's line). LATENCY_WRAP_CORRELATOR="perf record -o FILE"
+#   rate offered patterns seen p50_ms p99_ms p999_ms max_ms cores
+# (bench_latency's line, then the cores the correlator or relay used while
+# bench_latency ran: its CPU seconds over the wall seconds; - for --hop or
+# a wrapped correlator). LATENCY_WRAP_CORRELATOR="perf record -o FILE"
 # runs the correlator under a profiler (or "/usr/bin/time -f %U+%S": any
 # wrapper that runs its arguments; the correlator itself is stopped).
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
-seconds=10 runs=1 hop=
+seconds=10 runs=1 hop= relay= wait_ms=1
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '7p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -24,7 +33,9 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --hop) hop=--hop; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --relay) relay=1; shift ;;
+    --fetch-wait) wait_ms=$2; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -49,6 +60,11 @@ stop_correlator() {
 }
 trap 'stop_correlator; stop_all; [ -n "${LATENCY_KEEP:-}" ] || rm -rf "$work"' EXIT
 say() { echo "latency: $*" >&2; }
+tck=$(getconf CLK_TCK)
+# cpu_s PID: the CPU seconds (user + system) PID has used, or nothing
+cpu_s() {
+  [ -n "$1" ] && awk -v t="$tck" '{ printf "%.3f\n", ($14 + $15) / t }' "/proc/$1/stat" 2>/dev/null || true
+}
 
 for rate in "$@"; do
   for r in $(seq 1 "$runs"); do
@@ -57,18 +73,32 @@ for rate in "$@"; do
     start_stack "$d" "$build/cascade" || exit 1
     # no lingering before a batch's outputs go, and a short fetch wait: the
     # embedded broker answers a waiting fetch only when the wait is over
-    printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\nrules:\n  dir: "%s"\nlog:\n  level: %s\n' \
-      "$root/bench/rules" "${LATENCY_LOG_LEVEL:-info}" > "$d/cascade.yaml"
-    if [ -z "$hop" ]; then
+    printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: %s\nrules:\n  dir: "%s"\nlog:\n  level: %s\n' \
+      "$wait_ms" "$root/bench/rules" "${LATENCY_LOG_LEVEL:-info}" > "$d/cascade.yaml"
+    cpid=
+    if [ -n "$relay" ]; then
+      "$build/bench/bench_relay" --brokers "$brokers" --redis "$d/redis.sock" \
+        --fetch-wait "$wait_ms" > "$d/relay.out" 2> "$d/relay.err" & pids+=($!)
+      cpid=$!
+      wait_log "$d/relay.err" ready || exit 1
+    elif [ -z "$hop" ]; then
       # shellcheck disable=SC2086 # a wrapper command line, split on purpose
       ${LATENCY_WRAP_CORRELATOR:-} "$build/cascade" correlate --brokers "$brokers" --redis "$d/redis.sock" \
         --config "$d/cascade.yaml" > "$d/corr.out" 2> "$d/corr.err" & pids+=($!)
+      [ -n "${LATENCY_WRAP_CORRELATOR:-}" ] || cpid=$!
       wait_log "$d/corr.err" restored || exit 1
     fi
+    c0=$(cpu_s "$cpid") t0=$(date +%s.%N)
     # shellcheck disable=SC2086 # $hop is empty or one word
-    "$build/bench/bench_latency" $hop --brokers "$brokers" --rate "$rate" \
-      --seconds "$seconds" --patterns "${PATTERNS:-100}" ||
+    line=$("$build/bench/bench_latency" $hop --brokers "$brokers" --rate "$rate" \
+      --seconds "$seconds" --patterns "${PATTERNS:-100}" --fetch-wait "$wait_ms") ||
       { say "bench_latency failed at $rate/s"; exit 1; }
+    c1=$(cpu_s "$cpid") t1=$(date +%s.%N)
+    if [ -n "$c0" ] && [ -n "$c1" ]; then
+      echo "$line $(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.2f", (b - a) / (e - s) }')"
+    else
+      echo "$line -"
+    fi
     stop_correlator
     stop_all
   done

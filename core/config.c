@@ -49,7 +49,7 @@ static const key keys[] = {
     STR("kafka", "group", group),
     INT("kafka", "batch", batch, 1, 100000),
     INT("kafka", "linger_ms", linger_ms, 0, 1000),
-    INT("kafka", "fetch_wait_ms", fetch_wait_ms, 1, 10000),
+    INT("kafka", "fetch_wait_ms", fetch_wait_ms, 0, 10000),
     STR("redis", "address", redis),
     STR("webhook", "listen", listen),
     INT("webhook", "port", port, 0, 65535),

@@ -42,7 +42,8 @@ void kfk_broker_stop(kfk_broker *b);
  * long a producer waits to fill a batch, and how long a fetch waits for
  * data at the broker. A real broker answers a waiting fetch as soon as
  * data arrives; the embedded one only when the wait is over, so with it
- * the fetch wait bounds detection latency (bench/latency.sh sets 1). */
+ * the fetch wait bounds detection latency (bench/latency.sh sets 1, or 0:
+ * a fetch that answers at once, polling). */
 #define KFK_DEFAULT_LINGER_MS 5
 #define KFK_DEFAULT_FETCH_WAIT_MS 100
 

@@ -658,7 +658,7 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     c->cons = kfk_consumer_new_wait(
         base, o->brokers, o->group ? o->group : "cascade-correlate",
         KFK_TOPIC_SIGNALS, o->batch ? o->batch : 10000, on_batch, c,
-        o->fetch_wait_ms > 0 ? o->fetch_wait_ms : KFK_DEFAULT_FETCH_WAIT_MS,
+        o->fetch_wait_ms >= 0 ? o->fetch_wait_ms : KFK_DEFAULT_FETCH_WAIT_MS,
         err);
     if (!c->cons)
         goto fail;

@@ -16,7 +16,7 @@ typedef struct corr_opts {
     const char *redis;
     const char *group;   /* consumer group; default "cascade-correlate" */
     size_t batch;        /* max signals per batch; default 1000 */
-    int fetch_wait_ms;   /* kafka.fetch_wait_ms; 0: the default */
+    int fetch_wait_ms;   /* kafka.fetch_wait_ms (0: answer at once) */
     struct pb_catalog *rules; /* rule set (taken over); NULL: built-in */
 } corr_opts;
 

@@ -71,6 +71,8 @@ static void test_full_file(void)
     CHECK_STR(load(&c, "kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\n"), "");
     CHECK_INT(c.linger_ms, 0);
     CHECK_INT(c.fetch_wait_ms, 1);
+    CHECK_STR(load(&c, "kafka:\n  fetch_wait_ms: 0\n"), ""); /* polling */
+    CHECK_INT(c.fetch_wait_ms, 0);
     CHECK_STR(c.group, "g");
     CHECK_STR(load(&c, ""), ""); /* empty: nothing changes */
     CHECK_INT(c.batch, 7);
@@ -86,7 +88,7 @@ static void test_errors(void)
               "c.yaml:3:3: unknown key 'brokrs' in 'kafka' (known: brokers, "
               "group, batch, linger_ms, fetch_wait_ms)");
     CHECK(memcmp(&c, &before, sizeof c) == 0); /* batch: 10 not applied */
-    CHECK(strstr(load(&c, "kafka:\n  fetch_wait_ms: 0\n"),
+    CHECK(strstr(load(&c, "kafka:\n  fetch_wait_ms: -1\n"),
                  "c.yaml:2:18: ") != NULL);
     CHECK_STR(load(&c, "webhook:\n  port: 70000\n"),
               "c.yaml:2:9: webhook.port: expected an integer from 0 to 65535, "
