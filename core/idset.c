@@ -27,11 +27,11 @@ typedef struct table {
 struct idset {
     table cur, old;
     table spare;   /* the next rebuild's table, faulted in ahead of it */
-    size_t warmed; /* spare's bytes before this are faulted in */
-    size_t wstep;  /* spare's pages faulted in per id added */
+    hash_warm warm; /* the spare's faulting in */
     size_t moved;  /* old's slots before this are moved or dropped */
     size_t step;   /* old's slots moved per id added: hash_move_step */
     int64_t floor; /* the rebuild drops ids stamped before it */
+    int64_t next_floor; /* the floor of the next growth (ids_floor) */
     size_t n;      /* ids in both tables (the id 0 not counted) */
     size_t dropped; /* by the rebuild under way or the last one */
     int has_zero;
@@ -57,6 +57,7 @@ idset *ids_new(void)
 {
     idset *s = xalloc(1, sizeof *s);
 
+    s->next_floor = INT64_MIN;
     table_init(&s->cur, MIN_CAP);
     return s;
 }
@@ -144,15 +145,14 @@ static size_t cap_for(size_t n)
  * writes, as without a spare). */
 static void prepare(idset *s, size_t cap, size_t adds)
 {
-    if (s->spare.v && s->spare.cap == cap)
-        return;
+    if (s->spare.v && s->spare.cap >= cap && s->spare.cap <= 2 * cap)
+        return; /* start takes it (emptier is fine) */
     free(s->spare.v);
     s->spare = (table){0};
     if (cap * sizeof(slot) < HASH_WARM_MIN)
         return;
     table_init(&s->spare, cap);
-    s->warmed = 0;
-    s->wstep = hash_prefault_pace(cap * sizeof(slot), adds);
+    s->warm = hash_warm_pace(cap * sizeof(slot), adds);
 }
 
 static void start(idset *s, size_t cap, int64_t floor)
@@ -216,16 +216,18 @@ void ids_put(idset *s, uint64_t id, int64_t ts)
     if (s->old.v) {
         move_some(s, s->step);
         e = NULL;
-    } else if (!s->spare.v && 4 * (s->n + 1) > s->cur.cap) {
-        prepare(s, 2 * s->cur.cap, s->cur.cap / 4); /* growth at half */
     }
+    /* growth at half full, due right after a rebuild that ends past it
+     * (an ids_expire sized for the ids it had when it began) */
+    if (!s->spare.v && 4 * (s->n + 1) > s->cur.cap)
+        prepare(s, 2 * s->cur.cap,
+                s->cur.cap / 2 > s->n ? s->cur.cap / 2 - s->n : 1);
     if (s->spare.v)
-        s->warmed = hash_prefault(s->spare.v, s->spare.cap * sizeof(slot),
-                                  s->warmed, s->wstep);
+        hash_prefault(&s->warm, s->spare.v, s->spare.cap * sizeof(slot));
     /* at most half full, or 3/4 while a rebuild is still moving */
     if (4 * (s->n + 1) > 3 * s->cur.cap ||
         (!s->old.v && 2 * (s->n + 1) > s->cur.cap)) {
-        start(s, 2 * s->cur.cap, INT64_MIN);
+        start(s, 2 * s->cur.cap, s->next_floor);
         e = NULL;
     }
     if (!e)
@@ -233,6 +235,11 @@ void ids_put(idset *s, uint64_t id, int64_t ts)
     e->id = id;
     e->ts = ts;
     s->n++;
+}
+
+void ids_floor(idset *s, int64_t before)
+{
+    s->next_floor = before;
 }
 
 void ids_prepare(idset *s, size_t n)

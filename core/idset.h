@@ -23,6 +23,10 @@ void ids_put(idset *s, uint64_t id, int64_t ts);
  * sized anew for the ids it holds now, so a set that shrank gives memory
  * back. */
 void ids_expire(idset *s, int64_t before);
+/* The next growth drops the ids stamped before `before` as it moves them
+ * (a growth is when the set is half full: its table was made and faulted
+ * in ahead, so this costs no pass and no stall of its own). */
+void ids_floor(idset *s, int64_t before);
 /* An ids_expire is coming when the set holds about n ids: the table it
  * will make is made now and faulted in a little at each addition, not all
  * at its first writes. Nothing when a rebuild is moving ids. */

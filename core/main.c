@@ -2,6 +2,7 @@
  * own options and answers --help; exit codes: 0 ok, 1 input rejected,
  * 2 usage or runtime failure. */
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,15 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     int i = 1;
+
+    /* Blocks from 256 KiB up are mappings of their own, always: glibc
+     * otherwise raises that threshold to the size of the biggest block
+     * freed, and the correlator's windows and tables then live in the
+     * heap, where growing one copies it into fresh pages. A thousand host
+     * windows doubling together in a storm (they grow in step) touched
+     * 850 MB at once and held a batch for most of a second; a mapping
+     * grows in place (mremap) and its new pages fault in as they fill. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
     while (i < argc && argv[i][0] == '-') {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {

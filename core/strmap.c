@@ -32,7 +32,7 @@ struct table {
 struct strmap {
     struct table cur, old; /* old.slots: the table being moved out */
     struct table spare;    /* the next move's table, faulted in ahead */
-    size_t warmed, wstep;  /* spare's bytes faulted in; pages per key */
+    hash_warm warm;        /* the spare's faulting in */
     size_t moved;          /* old's slots before this are moved */
     size_t step;           /* slots moved per key added: hash_move_step */
     size_t len;            /* live entries in both */
@@ -176,14 +176,11 @@ static void warm_spare(strmap *m)
     if (!m->spare.slots && !m->old.slots && m->cur.used * 2 >= m->cur.cap &&
         cap * sizeof(struct slot) >= HASH_WARM_MIN) {
         table_init(&m->spare, cap);
-        m->warmed = 0;
-        m->wstep = hash_prefault_pace(cap * sizeof(struct slot),
-                                      m->cur.cap / 4);
+        m->warm = hash_warm_pace(cap * sizeof(struct slot), m->cur.cap / 4);
     }
     if (m->spare.slots)
-        m->warmed = hash_prefault(m->spare.slots,
-                                  m->spare.cap * sizeof(struct slot),
-                                  m->warmed, m->wstep);
+        hash_prefault(&m->warm, m->spare.slots,
+                      m->spare.cap * sizeof(struct slot));
 }
 
 static void start_move(strmap *m)

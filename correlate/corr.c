@@ -492,47 +492,59 @@ void eng_corr_feed(engine *e, const sig *s, const fact *f)
         feed_one(e, s, f, r->v[i].rule, r->v[i].ev);
 }
 
-/* States that hold nothing in their window, whose quiet time has passed
- * and whose used-up mark is older than the allowed lateness go, with
- * their field; at most once per event-time minute. */
+/* Whether a state can go: nothing in its window, its quiet time passed,
+ * and its used-up mark older than the allowed lateness (the mark must
+ * outlive any redelivery; what is older is refused as late anyway).
+ * Queued: it changed in this batch. */
+static int prunable(const engine *e, const corr_st *st)
+{
+    int64_t w = st->rule->window * 1000;
+
+    if (st->queued || (st->n && st->v[st->n - 1].ts >= e->now - w))
+        return 0;
+    return st->until < e->now &&
+           !(st->cleared && st->cleared >= e->now - ENG_ALLOWED_LATENESS);
+}
+
+#define PRUNE_SLICE_MIN 4
+
+/* The states that can go go, with their field. A pass starts at most
+ * once per event-time minute and walks a slice of the map at each signal,
+ * sized to end within half the signals of the last minute (at least 4):
+ * one walk over millions of states at a minute's turn held a batch for
+ * hundreds of milliseconds. A walk that keys are added under may miss or
+ * see twice a few states; the next pass has them. */
 void eng_corr_prune(engine *e, const char *cluster)
 {
     cstate *cs = eng_cs(e, cluster);
-    size_t pos = 0, ndead = 0, cap = 0;
     const char *name;
     void *val;
-    char **dead = NULL, key[400];
+    char key[400];
 
-    if (e->now < cs->corr_pruned + 60 * INT64_C(1000000))
-        return;
-    cs->corr_pruned = e->now;
-    while (strmap_next(cs->corr, &pos, &name, &val)) {
-        corr_st *st = val;
-        int64_t w = st->rule->window * 1000;
-        if (st->queued || (st->n && st->v[st->n - 1].ts >= e->now - w))
-            continue; /* queued: it changed in this batch */
-        /* the used-up mark must outlive any redelivery: what is older
-         * than the allowed lateness is refused as late anyway */
-        if (st->until >= e->now ||
-            (st->cleared && st->cleared >= e->now - ENG_ALLOWED_LATENESS))
-            continue;
-        if (ndead == cap) {
-            cap = cap ? cap * 2 : 16;
-            dead = realloc(dead, cap * sizeof *dead);
-            if (!dead)
-                abort();
+    cs->corr_fed++;
+    if (!cs->corr_slice) {
+        size_t fed = cs->corr_fed > 1 ? cs->corr_fed : 1;
+        if (e->now < cs->corr_pruned + 60 * INT64_C(1000000))
+            return;
+        cs->corr_pruned = e->now;
+        cs->corr_pos = 0;
+        cs->corr_fed = 0;
+        cs->corr_slice = 2 * strmap_len(cs->corr) / fed;
+        if (cs->corr_slice < PRUNE_SLICE_MIN)
+            cs->corr_slice = PRUNE_SLICE_MIN;
+    }
+    for (size_t n = 0; n < cs->corr_slice; n++) {
+        if (!strmap_next(cs->corr, &cs->corr_pos, &name, &val)) {
+            cs->corr_slice = 0; /* the pass is over */
+            return;
         }
-        dead[ndead++] = strdup(name);
-    }
-    for (size_t i = 0; i < ndead; i++) {
-        corr_st *st = strmap_del(cs->corr, dead[i]);
+        if (!prunable(e, val))
+            continue;
         const char *field;
-        hash_of(key, sizeof key, cluster, dead[i], &field);
+        hash_of(key, sizeof key, cluster, name, &field);
         e->ops->hash_del(e->ctx, key, field);
-        eng_corr_state_free(st);
-        free(dead[i]);
+        eng_corr_state_free(strmap_del(cs->corr, name)); /* frees name */
     }
-    free(dead);
 }
 
 /* The rule a state name ("SCENARIO/KIND|KEY") belongs to, in the current

@@ -18,6 +18,10 @@
  * how often finished state is pruned (wall time). */
 #define DELIVERY_POLL_US 2000
 #define PRUNE_EVERY_S 60
+/* The prune's walk over the jobs goes on this many at a time (about a
+ * millisecond's work), one slice per turn of the loop. */
+#define PRUNE_SLICE 16384
+static const struct timeval at_once = {0, 0};
 
 /* One output message. Incidents and actions also sit in Redis (the
  * outbox) from the moment the batch's state is written until Kafka has
@@ -52,7 +56,8 @@ struct correlator {
     int64_t t_batch, t_fed, t_stored, t_delivered;
     enum phase phase;
     int held; /* a consumed batch waits for its commit */
-    struct event *tick, *prune, *kick;
+    struct event *tick, *prune, *kick, *prune_more;
+    size_t pruned; /* by the prune under way */
     unsigned long signals, dead, incidents, republished, misrouted;
     /* The partitions whose clusters' state is in the engine (sorted), and
      * the topic's partition count (0: unknown, every cluster counts as
@@ -414,17 +419,37 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     store_flush(c->st, on_stored, c);
 }
 
-static void on_prune(evutil_socket_t fd, short what, void *arg)
+/* A slice of the prune's walk over the jobs, then the loop's other work
+ * (batches, replies) before the next: a timer due at once, not an active
+ * event, which the loop would run again before polling its sockets. Its
+ * deletions ride along with the next batch's pipeline. */
+static void on_prune_more(evutil_socket_t fd, short what, void *arg)
 {
     correlator *c = arg;
-    size_t n;
+    int done;
 
     (void)fd;
     (void)what;
-    /* Its deletions ride along with the next batch's pipeline. */
-    if ((n = eng_prune(c->eng)) > 0)
+    c->pruned += eng_prune_step(c->eng, PRUNE_SLICE, &done);
+    if (!done) {
+        evtimer_add(c->prune_more, &at_once);
+        return;
+    }
+    if (c->pruned > 0)
         log_info("correlate", "forgot %zu incidents and jobs past the horizon",
-                 n);
+                 c->pruned);
+    c->pruned = 0;
+}
+
+static void on_prune(evutil_socket_t fd, short what, void *arg)
+{
+    correlator *c = arg;
+
+    (void)fd;
+    (void)what;
+    c->pruned += eng_prune_begin(c->eng); /* a walk under way goes on */
+    if (!evtimer_pending(c->prune_more, NULL))
+        evtimer_add(c->prune_more, &at_once);
 }
 
 /* ---- start-up: read the state back ----------------------------------- */
@@ -637,7 +662,8 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     c->tick = evtimer_new(base, on_tick, c);
     c->kick = evtimer_new(base, on_kick, c);
     c->prune = event_new(base, -1, EV_PERSIST, on_prune, c);
-    if (!c->trk || !c->tick || !c->kick || !c->prune ||
+    c->prune_more = evtimer_new(base, on_prune_more, c);
+    if (!c->trk || !c->tick || !c->kick || !c->prune || !c->prune_more ||
         event_add(c->prune, &every)) {
         cs_err_set(err, "out of memory");
         goto fail;
@@ -708,6 +734,8 @@ void corr_free(correlator *c)
     free(c->owned);
     if (c->prune)
         event_free(c->prune);
+    if (c->prune_more)
+        event_free(c->prune_more);
     eng_free(c->eng);
     store_free(c->st);
     pend_clear(c);

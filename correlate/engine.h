@@ -90,6 +90,13 @@ int eng_reset(engine *e, cs_err *err);
  * memory and in their state records. Replay never prunes: its output is
  * every incident. Returns how many were dropped. */
 size_t eng_prune(engine *e);
+/* The same for a live loop: the incidents, series and name windows now,
+ * and a walk over the jobs begun, which eng_prune_step goes on with
+ * `budget` jobs at a time (*done once it is over): a walk over millions
+ * of jobs at once held the loop for a large part of a second. Their
+ * deletions join the next batch's writes. Both return how many went. */
+size_t eng_prune_begin(engine *e);
+size_t eng_prune_step(engine *e, size_t budget, int *done);
 
 /* Calls fn for every incident changed since the last call, in a stable
  * order, with its JSON (REPLAY.md incident format), the same serialised

@@ -32,10 +32,6 @@
 /* eng_tick: how far behind the wall clock the stream may be for the wall
  * clock to drive timers. */
 #define LIVE_SKEW TS_MIN
-/* The seen-id set is pruned once it reaches this size (and then again
- * each time it doubles). */
-#define SEEN_FLOOR 65536
-
 typedef struct entry {
     int64_t ts;
     uint64_t sig;
@@ -46,9 +42,17 @@ typedef struct entry {
     const char *sig_id;   /* the signature that matched (catalog) or NULL */
 } entry;
 
+/* A window's entries, v[0..n), sorted by time (in arrival order among
+ * equal times), so that the horizon trims a prefix: v moves up over the
+ * trimmed entries instead of the window being copied down on every
+ * addition (that copy and a scan for the same signal made each addition
+ * cost the window's size: at 100 signals/s on a host, a minute in, more
+ * than the correlator could keep up with at 100k/s). */
 typedef struct node_win {
     entry *v;
-    size_t n, cap;
+    size_t n;
+    entry *mem;    /* the allocation; v - mem entries before v are trimmed */
+    size_t memcap;
 } node_win;
 
 typedef struct node_info {
@@ -138,11 +142,21 @@ typedef struct cstate {
     strmap *open_node; /* host or own key -> incident (node-level) */
     strmap *open_job;  /* job id or "name:" key -> incident (job-level) */
     idset *seen;       /* signal id -> its event time */
-    size_t seen_limit; /* prune the seen set when it reaches this size */
-    int seen_pruning;  /* a prune is moving ids: the limit is set after */
     strmap *corr;      /* "SCENARIO/KIND|KEY" -> a correlation's state */
-    int64_t corr_pruned; /* event time of the last prune of corr */
+    int64_t corr_pruned; /* event time the last prune of corr started */
+    size_t corr_pos;     /* where the prune under way walks corr next */
+    size_t corr_slice;   /* states it looks at per signal; 0: none under way */
+    size_t corr_fed;     /* signals since the last prune started */
 } cstate;
+
+/* Walks every cluster's jobs; start with a zeroed iterator. A walk that
+ * jobs are added or deleted under is safe, but may miss or see twice a
+ * few (strmap_next). */
+typedef struct eng_iter {
+    size_t cpos, pos;
+    cstate *cs;      /* the cluster of the job last returned */
+    const char *key; /* and its key */
+} eng_iter;
 
 struct engine {
     const eng_store_ops *ops;
@@ -173,14 +187,17 @@ struct engine {
      * once per batch, however many of its events the batch held. */
     struct corr_st **corr_dirty;
     size_t ncorr_dirty, capcorr_dirty;
+    /* The prune of finished jobs under way (eng_prune_begin), in slices. */
+    eng_iter prune_it;
+    int pruning;
 };
 
 /* Correlation rules (corr.c): a fact from a signature that a rule lists
  * feeds that rule's state for its host or job; a complete rule opens or
  * touches its scenario's incident. */
 void eng_corr_feed(engine *e, const sig *s, const fact *f);
-/* Drops states with nothing left in their window (at most once a minute
- * of the cluster's event time). */
+/* Drops states with nothing left in their window: a pass at most once a
+ * minute of the cluster's event time, a slice of it at each signal. */
 void eng_corr_prune(engine *e, const char *cluster);
 void eng_corr_state_free(void *p);
 /* Writes the changed states (eng_flush, so into the batch's pipeline). */
@@ -212,20 +229,20 @@ const char *eng_name_of(const char *key);
 
 /* A cluster's state, created on first use. */
 cstate *eng_cs(engine *e, const char *cluster);
-/* Walks every cluster's jobs; start with a zeroed iterator. The map may
- * not change during the walk. */
-typedef struct eng_iter {
-    size_t cpos, pos;
-    cstate *cs;      /* the cluster of the job last returned */
-    const char *key; /* and its key */
-} eng_iter;
 int eng_next_job(engine *e, eng_iter *it, job **j);
 
 /* A window of the cluster: created (win_of) or NULL when absent. */
 node_win *eng_win_of(engine *e, const char *cluster, const char *win);
 node_win *eng_win_find(engine *e, const char *cluster, const char *win);
 node_info *eng_node_info(engine *e, const char *cluster, const char *host);
-entry *eng_win_push(node_win *w);
+/* A new entry of time ts in its sorted place (the caller fills it). */
+entry *eng_win_insert(node_win *w, int64_t ts);
+/* Drops the entries before `before`. */
+void eng_win_trim(node_win *w, int64_t before);
+/* Whether w holds signal id's fact of this kind (and jobid, unless NULL):
+ * only the entries of its time are read. */
+int eng_win_has(const node_win *w, int64_t ts, uint64_t id, fact_kind kind,
+                const char *jobid);
 void eng_key(char *buf, size_t len, const char *cluster, const char *kind,
              const char *name);
 void eng_mark_seen(engine *e, const char *cluster, uint64_t id, int64_t ts);

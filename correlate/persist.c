@@ -247,10 +247,9 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     if (src[0])
         sig_source_parse(src, &source);
     w = eng_win_of(e, cluster, host + 8);
-    for (size_t i = 0; i < w->n; i++)
-        if (w->v[i].sig == id && w->v[i].kind == (fact_kind)(k - eng_kind_code))
-            return 0; /* twice in Redis under two members: keep one */
-    entry *en = eng_win_push(w);
+    if (eng_win_has(w, ts, id, (fact_kind)(k - eng_kind_code), NULL))
+        return 0; /* twice in Redis under two members: keep one */
+    entry *en = eng_win_insert(w, ts);
     en->ts = ts;
     en->sig = id;
     en->kind = (fact_kind)(k - eng_kind_code);
@@ -645,41 +644,60 @@ static int finished(const char *state)
     return strcmp(state, "RUNNING") && strcmp(state, "PENDING");
 }
 
-static size_t prune_jobs(engine *e)
+/* Up to `budget` jobs of the walk under way: the finished ones untouched
+ * for the horizon go, here and in Redis. Deleting leaves the walk's place
+ * alone (strmap_next). Returns how many went; *done when the walk is. */
+static size_t prune_jobs(engine *e, size_t budget, int *done)
 {
-    eng_iter it = {0};
     size_t n = 0;
     job *j;
-    struct gone {
-        cstate *cs;
-        char *key; /* the job's key (its id may have been cut to fit) */
-    } *old = NULL;
 
-    while (eng_next_job(e, &it, &j)) {
-        if (finished(j->state) &&
-            eng_clock(e, j->cluster) - j->updated > HORIZON) {
-            old = realloc(old, (n + 1) * sizeof *old);
-            if (!old || !(old[n].key = strdup(it.key)))
-                abort();
-            old[n++].cs = it.cs;
+    *done = 0;
+    for (; budget; budget--) {
+        if (!eng_next_job(e, &e->prune_it, &j)) {
+            *done = 1;
+            e->pruning = 0;
+            break;
         }
-    }
-    for (size_t i = 0; i < n; i++) {
+        if (!finished(j->state) ||
+            eng_clock(e, j->cluster) - j->updated <= HORIZON)
+            continue;
         char key[320];
-        j = strmap_del(old[i].cs->jobs, old[i].key);
-        free(old[i].key);
         eng_key(key, sizeof key, j->cluster, "jobs", NULL);
         e->ops->hash_del(e->ctx, key, j->id);
         eng_key(key, sizeof key, j->cluster, "progress", NULL);
         e->ops->hash_del(e->ctx, key, j->id);
-        eng_job_free(j);
+        /* the key, not the id: an id may have been cut to fit */
+        eng_job_free(strmap_del(e->prune_it.cs->jobs, e->prune_it.key));
+        n++;
     }
-    free(old);
     return n;
+}
+
+size_t eng_prune_begin(engine *e)
+{
+    if (!e->pruning) {
+        e->prune_it = (eng_iter){0};
+        e->pruning = 1;
+    }
+    return prune_incidents(e) + eng_prune_series(e) + eng_prune_names(e);
+}
+
+size_t eng_prune_step(engine *e, size_t budget, int *done)
+{
+    if (!e->pruning) {
+        *done = 1;
+        return 0;
+    }
+    return prune_jobs(e, budget, done);
 }
 
 size_t eng_prune(engine *e)
 {
-    return prune_incidents(e) + prune_jobs(e) + eng_prune_series(e) +
-           eng_prune_names(e);
+    size_t n = eng_prune_begin(e);
+    int done = 0;
+
+    while (!done)
+        n += eng_prune_step(e, SIZE_MAX, &done);
+    return n;
 }

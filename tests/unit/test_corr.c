@@ -38,9 +38,13 @@ static void nop_hset(void *c, const char *k, const char *f, const char *v)
         cw_runs++;
     snprintf(cw_last, sizeof cw_last, "%s", k);
 }
+/* Correlation states deleted (their fields) since reset. */
+static int cw_dels;
+
 static void nop_hdel(void *c, const char *k, const char *f)
 {
-    (void)c, (void)k, (void)f;
+    (void)c, (void)f;
+    cw_dels += strstr(k, ":cw:") != NULL;
 }
 static const eng_store_ops ops = {nop_zadd, nop_trim, nop_hset, nop_hdel};
 
@@ -327,6 +331,29 @@ static int check_text(const char *text)
     "  - {id: t.b, source: app, fact: event, match: 'B', examples: [{line: B, fact: event}]}\n" \
     "correlations:\n"
 
+/* States with nothing left in their window go, a slice at each signal
+ * once a pass starts (a minute of event time after the last one), not
+ * all at the signal that starts it; states still in their window stay. */
+static void test_prune_in_slices(void)
+{
+    engine *e = peer_engine();
+    int old;
+
+    for (int j = 0; j < 1000; j++)
+        storm_timeout(e, 0, 1000 + j); /* 10:00:00: a state per job */
+    cw_dels = 0;
+    storm_timeout(e, 20 * 60000, 5000); /* 10:20: a pass starts */
+    CHECK(cw_dels > 0 && cw_dels <= 8);
+    for (int j = 1; j < 600; j++)
+        storm_timeout(e, 20 * 60000, 5000 + j);
+    old = cw_dels;
+    CHECK(old >= 1000); /* every job's state of 10:00 */
+    for (int j = 0; j < 1000; j++) /* 10:22, a pass over the new ones */
+        storm_timeout(e, 22 * 60000, 5000 + j % 600);
+    CHECK_INT(cw_dels, old); /* within their window: kept */
+    eng_free(e);
+}
+
 static void test_checks(void)
 {
     CHECK_INT(check_text(HEAD "  - {scenario: t.burst, kind: threshold, by: job, "
@@ -357,6 +384,7 @@ int main(int argc, char **argv)
     test_sequence();
     test_group();
     test_group_storm();
+    test_prune_in_slices();
     test_save_grouped();
     test_checks();
     return check_report();

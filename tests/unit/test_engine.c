@@ -4,6 +4,7 @@
 #include "check.h"
 #include "incidents.h"
 #include "correlate/engine.h"
+#include "correlate/engine_internal.h"
 #include "rules/playbooks.h"
 #include "rules/rules_embedded.h"
 
@@ -625,6 +626,58 @@ static void test_shifting_after_prune(void)
     eng_free(e);
 }
 
+static int jobs_dels;
+
+static void h_del_jobs(void *ctx, const char *key, const char *f)
+{
+    (void)ctx;
+    (void)f;
+    jobs_dels += strstr(key, ":jobs") != NULL;
+}
+
+static const eng_store_ops jobs_ops = {w_add, w_trim, h_put, h_del_jobs};
+
+static void job_state(engine *e, const char *hhmm, int id, const char *state)
+{
+    char line[300];
+
+    snprintf(line, sizeof line, "{\"ts\":\"2026-03-02T%s:00Z\",\"source\":"
+             "\"job\",\"job\":\"%d\",\"job_name\":\"t%d\",\"state\":"
+             "\"%s\",\"nodes\":[\"g%d\"]}", hhmm, id, id, state, id % 50);
+    feed(e, line);
+}
+
+/* The live prune walks the jobs in slices: finished jobs past the horizon
+ * go a slice at a time, jobs added between slices do no harm, and the
+ * walk ends with every old one gone and every running one kept. */
+static void test_prune_jobs_in_slices(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&jobs_ops, &r, &err);
+    size_t went = 0;
+    int done = 0;
+
+    for (int i = 0; i < 200; i++) {
+        job_state(e, "08:00", 1000 + i, "RUNNING");
+        job_state(e, "08:10", 1000 + i, "COMPLETED");
+    }
+    job_state(e, "10:30", 5000, "RUNNING"); /* the clock: past the horizon */
+    eng_flush(e, NULL, NULL);
+    jobs_dels = 0;
+    eng_prune_begin(e);
+    went = eng_prune_step(e, 10, &done);
+    CHECK(went > 0 && went <= 10 && !done);
+    for (int i = 1; i < 50; i++) /* new jobs while the walk is under way */
+        job_state(e, "10:31", 5000 + i, "RUNNING");
+    while (!done)
+        went += eng_prune_step(e, 10, &done);
+    CHECK_INT(went, 200);
+    CHECK_INT(jobs_dels, 200);
+    CHECK_INT(eng_prune(e), 0); /* nothing left to go */
+    eng_free(e);
+}
+
 typedef struct seen_pub {
     int storm, merged, other;
 } seen_pub;
@@ -776,7 +829,6 @@ static int oom_at(engine *e, const char *hhmm, int n)
 {
     char line[400];
 
-    /* spread over hosts: a window scans its entries on every add */
     snprintf(line, sizeof line,
              "{\"cluster\":\"a\",\"ts\":\"2026-03-02T%s:00Z\",\"source\":"
              "\"app\",\"host\":\"h%d\",\"line\":\"torch.OutOfMemoryError: "
@@ -802,6 +854,95 @@ static void test_seen_prune(void)
     CHECK_INT(oom_at(e, "10:30", -1), 0); /* both still known as seen */
     CHECK_INT(oom_at(e, "10:30", 59999), 0);
     CHECK_INT(r.zadd, zadd);
+    eng_free(e);
+}
+
+/* 1 when w's entries are in time order. */
+static int win_sorted(const node_win *w)
+{
+    for (size_t i = 1; i < w->n; i++)
+        if (w->v[i - 1].ts > w->v[i].ts)
+            return 0;
+    return 1;
+}
+
+/* A window keeps its entries in time order, a late one in its place and
+ * arrival order among equal times; the horizon trims a prefix; the same
+ * signal's fact is found among the entries of its time. */
+static void test_window_order(void)
+{
+    node_win w = {0};
+    static const int64_t at[] = {10, 30, 20, 30, 5, 40};
+    entry *en;
+
+    for (uint64_t i = 0; i < 6; i++) {
+        en = eng_win_insert(&w, at[i]);
+        memset(en, 0, sizeof *en);
+        en->ts = at[i];
+        en->sig = i + 1;
+        en->kind = FACT_CUDA_OOM;
+    }
+    CHECK_INT(w.n, 6);
+    CHECK(win_sorted(&w));
+    CHECK_INT(w.v[0].sig, 5);                       /* ts 5, the latest late */
+    CHECK(w.v[3].sig == 2 && w.v[4].sig == 4);       /* the two at 30, as came */
+    CHECK(eng_win_has(&w, 20, 3, FACT_CUDA_OOM, ""));
+    CHECK(eng_win_has(&w, 20, 3, FACT_CUDA_OOM, NULL));
+    CHECK(!eng_win_has(&w, 20, 3, FACT_CUDA_OOM, "j1")); /* another job's */
+    CHECK(!eng_win_has(&w, 21, 3, FACT_CUDA_OOM, NULL)); /* not at its time */
+    CHECK(!eng_win_has(&w, 20, 3, FACT_XID, NULL));
+    eng_win_trim(&w, 20);
+    CHECK_INT(w.n, 4);
+    CHECK_INT(w.v[0].sig, 3);
+    eng_win_trim(&w, 41);
+    CHECK_INT(w.n, 0);
+    for (uint64_t i = 0; i < 1000; i++) { /* slides down into the room */
+        en = eng_win_insert(&w, (int64_t)i + 100);
+        memset(en, 0, sizeof *en);
+        en->ts = (int64_t)i + 100;
+        eng_win_trim(&w, (int64_t)i + 100 - 10);
+    }
+    CHECK_INT(w.n, 11);
+    CHECK(win_sorted(&w) && w.v[0].ts == 1089 && w.v[10].ts == 1099);
+    CHECK(w.memcap <= 32); /* trims made room: no growth past need */
+    free(w.mem);
+}
+
+/* One chatty host: 100k OOMs, about 9 a second over three hours, one
+ * window. It holds exactly those within the 2 h horizon of the clock, in
+ * time order, and a late one goes to its place. (An addition used to copy
+ * and scan the whole window: this took 17.7 s.) */
+static void test_chatty_window(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    char line[400];
+    int in_horizon = 0;
+    node_win *w;
+
+    for (int i = 0; i < 100000; i++) {
+        int s = 8 * 3600 + (int)((long)i * 10800 / 100000);
+        snprintf(line, sizeof line,
+                 "{\"cluster\":\"a\",\"ts\":\"2026-03-02T%02d:%02d:%02dZ\","
+                 "\"source\":\"app\",\"host\":\"h0\",\"line\":\"torch."
+                 "OutOfMemoryError: CUDA out of memory. Tried to allocate %d.00 "
+                 "GiB.\"}", s / 3600, s / 60 % 60, s % 60, i);
+        feed(e, line);
+        in_horizon += s >= 9 * 3600 - 1; /* the last at 10:59:59 */
+    }
+    w = eng_win_find(e, "a", "h0");
+    CHECK(w != NULL);
+    if (!w)
+        goto out;
+    CHECK_INT(w->n, in_horizon);
+    CHECK(win_sorted(w));
+    feed(e, "{\"cluster\":\"a\",\"ts\":\"2026-03-02T10:00:00Z\",\"source\":"
+            "\"app\",\"host\":\"h0\",\"line\":\"torch.OutOfMemoryError: "
+            "CUDA out of memory. Tried to allocate 7.50 GiB.\"}");
+    CHECK_INT(w->n, in_horizon + 1);
+    CHECK(win_sorted(w));
+out:
     eng_free(e);
 }
 
@@ -838,7 +979,7 @@ static void test_cut_utf8(void)
     rec r = {0};
     cs_err err;
     engine *e = eng_new(&json_ops, &r, &err);
-    char line[4096], job[256] = "", name[256] = "";
+    char line[4096], jobid[256] = "", name[256] = "";
     const char *oom = "torch.OutOfMemoryError: CUDA out of memory. ";
     size_t o;
 
@@ -859,23 +1000,23 @@ static void test_cut_utf8(void)
     /* a job whose id and name are cut in the text that resolves its
      * incident ("job ID of NAME completed") */
     for (int i = 0; i < 40; i++) {
-        strcat(job, "\xe3\x82\xb8");
+        strcat(jobid, "\xe3\x82\xb8");
         strcat(name, "\xe3\x82\xb8");
     }
     snprintf(line, sizeof line,
              "{\"ts\":\"2026-03-02T08:10:00Z\",\"source\":\"job\",\"job\":"
              "\"xy%s\",\"job_name\":\"%s\",\"state\":\"RUNNING\",\"nodes\":"
-             "[\"g9\"]}", job, name);
+             "[\"g9\"]}", jobid, name);
     feed(e, line);
     snprintf(line, sizeof line,
              "{\"ts\":\"2026-03-02T08:11:00Z\",\"source\":\"app\",\"host\":"
-             "\"g9\",\"job\":\"xy%s\",\"line\":\"%s\"}", job, oom);
+             "\"g9\",\"job\":\"xy%s\",\"line\":\"%s\"}", jobid, oom);
     feed(e, line);
     eng_flush(e, NULL, NULL);
     snprintf(line, sizeof line,
              "{\"ts\":\"2026-03-02T08:12:00Z\",\"source\":\"job\",\"job\":"
              "\"xy%s\",\"job_name\":\"%s\",\"state\":\"COMPLETED\","
-             "\"nodes\":[\"g9\"]}", job, name);
+             "\"nodes\":[\"g9\"]}", jobid, name);
     feed(e, line);
     eng_flush(e, NULL, NULL);
     CHECK(eng_incident_count(e) >= 5);
@@ -919,5 +1060,8 @@ int main(void)
     test_clusters_apart();
     test_cluster_window();
     test_seen_prune();
+    test_window_order();
+    test_prune_jobs_in_slices();
+    test_chatty_window();
     return check_report();
 }

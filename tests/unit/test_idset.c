@@ -170,6 +170,30 @@ static void prepared_rebuilds(void)
     }
 }
 
+/* ids_floor: the next growth drops the ids stamped before the floor as
+ * it moves them, and keeps the rest. */
+static void floor_at_growth(void)
+{
+    idset *s = ids_new();
+    int grew = 0;
+    uint64_t i;
+    size_t stale = 0;
+
+    for (i = 1; i <= 400; i++)
+        ids_put(s, i, (int64_t)i);
+    ids_floor(s, 201);
+    for (; !grew || ids_busy(s); i++) {
+        ids_put(s, i, (int64_t)i);
+        grew |= ids_busy(s);
+    }
+    for (uint64_t k = 1; k <= 200; k++)
+        stale += ids_get(s, k, NULL);
+    CHECK_INT(stale, 0);
+    CHECK_INT(missing_of(s, 201, i), 0);
+    CHECK_INT(ids_len(s), i - 201);
+    ids_free(s);
+}
+
 int main(void)
 {
     basics();
@@ -177,5 +201,6 @@ int main(void)
     growth_in_steps();
     expire_in_steps();
     prepared_rebuilds();
+    floor_at_growth();
     return check_report();
 }
