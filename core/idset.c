@@ -242,12 +242,6 @@ void ids_floor(idset *s, int64_t before)
     s->next_floor = before;
 }
 
-void ids_prepare(idset *s, size_t n)
-{
-    if (!s->old.v)
-        prepare(s, cap_for(n), n > s->n ? n - s->n : 0);
-}
-
 void ids_expire(idset *s, int64_t before)
 {
     if (s->has_zero && s->zero_ts < before)

@@ -27,10 +27,6 @@ void ids_expire(idset *s, int64_t before);
  * (a growth is when the set is half full: its table was made and faulted
  * in ahead, so this costs no pass and no stall of its own). */
 void ids_floor(idset *s, int64_t before);
-/* An ids_expire is coming when the set holds about n ids: the table it
- * will make is made now and faulted in a little at each addition, not all
- * at its first writes. Nothing when a rebuild is moving ids. */
-void ids_prepare(idset *s, size_t n);
 /* 1 while a rebuild (growth or ids_expire) is still moving ids. */
 int ids_busy(const idset *s);
 /* ids_expire, finished at once; returns how many went. */

@@ -694,8 +694,11 @@ size_t eng_prune_step(engine *e, size_t budget, int *done)
 
 size_t eng_prune(engine *e)
 {
-    size_t n = eng_prune_begin(e);
+    size_t n;
     int done = 0;
+
+    e->pruning = 0; /* a whole walk, not the rest of one under way */
+    n = eng_prune_begin(e);
 
     while (!done)
         n += eng_prune_step(e, SIZE_MAX, &done);
