@@ -1,5 +1,5 @@
 /* JSON <-> msgpack for the wire format: signals travel on Kafka as msgpack
- * maps with the same keys as their JSON form (REPLAY.md). */
+ * maps with the same keys as their JSON form (docs/FORMATS.md). */
 #ifndef CS_JMP_H
 #define CS_JMP_H
 

@@ -1,5 +1,5 @@
 /* The normalised signal: what every collector emits and the correlator
- * consumes. Its JSON form is the REPLAY.md line format; on Kafka it is the
+ * consumes. Its JSON form is the docs/FORMATS.md line format; on Kafka it is the
  * same object as msgpack. A sig owns one JSON object (the normalised form);
  * every pointer below borrows from it. */
 #ifndef CS_SIGNAL_H

@@ -10,7 +10,7 @@ static void help(FILE *f)
 {
     fprintf(f,
         "usage: cascade replay [--redis ADDR] [--batch N] [--rules DIR] FILE...\n\n"
-        "Runs signal files (JSON Lines, REPLAY.md) through the same parsers,\n"
+        "Runs signal files (JSON Lines, docs/FORMATS.md) through the same parsers,\n"
         "classifier, Redis windows and rules as the live correlator, driven by\n"
         "each signal's own time, and prints the final state of every incident,\n"
         "one JSON object per line, ordered by opening time then id. FILE '-'\n"

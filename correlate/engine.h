@@ -99,7 +99,7 @@ size_t eng_prune_begin(engine *e);
 size_t eng_prune_step(engine *e, size_t budget, int *done);
 
 /* Calls fn for every incident changed since the last call, in a stable
- * order, with its JSON (REPLAY.md incident format), the same serialised
+ * order, with its JSON (docs/FORMATS.md incident format), the same serialised
  * compactly (what the store got; callers publish it as it is) and the
  * actions not published before. Also writes each to the store, with the
  * correlation states the signals since the last call changed (each once).

@@ -66,7 +66,7 @@ typedef struct job {
     char name[128];
     char team[64];
     char state[16];
-    char priority[16]; /* reserved or elastic (REPLAY.md) */
+    char priority[16]; /* reserved or elastic (docs/FORMATS.md) */
     json_t *nodes;  /* array of host names */
     json_t *config; /* launch parameters */
     json_t *depends_on; /* job ids it waits for, or NULL */

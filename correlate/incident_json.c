@@ -1,4 +1,4 @@
-/* Incident -> REPLAY.md JSON, and the actions each proposes. Part of the
+/* Incident -> docs/FORMATS.md JSON, and the actions each proposes. Part of the
  * engine (shares its private types through engine_internal.h). */
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* `cascade replay`: signals from files, through the live path's parsers,
  * classifier, engine and Redis windows, driven by event time; the final
- * state of every incident on stdout (REPLAY.md). */
+ * state of every incident on stdout (docs/FORMATS.md). */
 #ifndef CS_REPLAY_H
 #define CS_REPLAY_H
 

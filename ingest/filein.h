@@ -1,4 +1,4 @@
-/* Publishes a signal capture (REPLAY.md JSON Lines) to cascade.signals:
+/* Publishes a signal capture (docs/FORMATS.md JSON Lines) to cascade.signals:
  * how recorded incidents and hand-written signals enter a live pipeline. */
 #ifndef CS_FILEIN_H
 #define CS_FILEIN_H
@@ -16,7 +16,7 @@ typedef struct fin_stats {
 struct classifier;
 
 typedef enum {
-    FIN_JSONL,  /* signals, REPLAY.md */
+    FIN_JSONL,  /* signals, docs/FORMATS.md */
     FIN_SYSLOG, /* raw log lines (ingest/syslog.h) */
 } fin_format;
 

@@ -1,5 +1,5 @@
 /* Signals through the whole engine: each line of the input a signal JSON
- * line (REPLAY.md), fed to one engine of the built-in catalog and flushed
+ * line (docs/FORMATS.md), fed to one engine of the built-in catalog and flushed
  * after each, as a batch of one. Everything the engine writes as JSON (the
  * incidents, their state records) must read back as JSON: text from the
  * signals is cut into fixed fields there, and a record that cannot be

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Makes shared scenario streams into clusters of their own.
+"""Makes scenario streams into clusters of their own.
 
 usage: clusterize.py [--collide] OUTDIR CHUNK STREAM...
 
-Stream i becomes cluster c<NN> (NN = i), its hosts (gpu-*) and racks
+Stream i becomes cluster c<NN> (NN = i), its hosts (gpu-*, a100-*) and racks
 (rack-*) renamed into it and its event time moved i days on, written to
 OUTDIR/c<NN>.jsonl. With --collide the clusters share names instead, as
 real clusters do: hosts, racks and event time stay as they are, and job
@@ -44,7 +44,7 @@ def convert(path, i, collide):
         raws = renumber(raws)
     for raw in raws:
         if not collide:
-            raw = re.sub(r"\bgpu-(?=[\d[])", c + "gpu-", raw)  # also gpu-[201-205]
+            raw = re.sub(r"\b(gpu|a100)-(?=[\d[])", c + r"\1-", raw)  # also gpu-[201-205]
             raw = re.sub(r"\brack-(?=\d)", c + "rack-", raw)
         s = json.loads(raw)
         s["cluster"] = c

@@ -4,7 +4,7 @@
 # owns the clusters keyed to its partitions, and a rebalance hands a
 # cluster's state over through Redis.
 #
-#   - eight shared streams and a rack storm, each made a cluster of its
+#   - eight corpus streams and a rack storm, each made a cluster of its
 #     own (clusterize.py --collide: the clusters share host and rack names
 #     and event time, and each numbers its jobs from 100, so a correlator
 #     that holds several clusters holds jobs and hosts of the same name);
@@ -16,19 +16,21 @@
 #   - the last version of each incident on cascade.incidents must equal
 #     the replay of the same stream; no action request lost.
 #
-# CASCADE_SOAK=1: all shared streams and three of ours (a storm, a node
+# CASCADE_SOAK=1: every corpus stream and three of ours (a storm, a node
 # that recovers and flaps, a job's ranks timing out) as clusters, ROUNDS (default 6)
 # kills of a random member at a random moment, with a replacement each
 # time, and Redis SIGKILLed and restarted from its AOF in the second.
 set -uo pipefail
-bin=$1 shared=$2
+bin=$1 corpus=$2
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/live_lib.sh"
+. "$here/corpus.sh"
 redis_killed=
 
 base=$here/../data/fixtures/base
 if [ "${CASCADE_SOAK:-0}" = 1 ]; then
-  streams=("$shared"/scenarios/*.jsonl "$base"/rack_power_storm.jsonl
+  mapfile -t streams < <(corpus_streams "$corpus")
+  streams+=("$base"/rack_power_storm.jsonl
            "$base"/node_down_recovered.jsonl "$base"/nccl_ranks_storm.jsonl)
   rounds=${ROUNDS:-6}
 else
@@ -36,7 +38,7 @@ else
   for s in cascade_node_crash_xid oom_batch_size cascade_node_crash_silent \
            oom_activation cascade_dependency_chain hw_gpu_off_bus job_stalled \
            thermal_straggler; do
-    streams+=("$shared/scenarios/$s.jsonl")
+    streams+=("$(corpus_stream "$corpus" "$s")")
   done
   # a rack storm that forms, grows and recovers
   streams+=("$base/rack_power_storm.jsonl")

@@ -6,14 +6,14 @@
 # exit 1; unit.webhook checks the dead letters) and a second drain that
 # reads only what is new.
 set -euo pipefail
-bin=$1 shared=$2 root=$3
+bin=$1 root=$2
 tmp=$(mktemp -d)
 root=$(cd "$root" && pwd)
 . "$root/bench/lib.sh"
 trap 'stop_all; rm -rf "$tmp"' EXIT
 fail() { echo "ingest_log: $*" >&2; exit 1; }
 
-python3 "$shared/peers/gen_log.py" --lines 30000 --seed 11 --out "$tmp/peer.log" > /dev/null
+python3 "$root/bench/peers/gen_log.py" --lines 30000 --seed 11 --out "$tmp/peer.log" > /dev/null
 start_stack "$tmp" "$bin" || fail "stack did not start"
 printf 'rules:\n  dir: "%s"\nlog:\n  level: info\n' "$root/bench/rules" > "$tmp/c.yaml"
 

@@ -2,9 +2,10 @@
 # A bad line is reported with its line number and reason, the run goes on,
 # the incidents from the good lines still come out, and the exit code is 1.
 set -uo pipefail
-bin=$1 shared=$2
+bin=$1 corpus=$2
+. "$(dirname "$0")/corpus.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-src=$shared/scenarios/hw_gpu_off_bus.jsonl
+src=$(corpus_stream "$corpus" hw_gpu_off_bus)
 { head -n 3 "$src"
   echo '{"ts":"2026-03-02T08:00:00Z","source":"syslog","line":"x"}'
   echo '{"ts":"2026-03-02T08:00:00Z", "source": '

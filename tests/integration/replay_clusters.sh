@@ -2,7 +2,7 @@
 # Clusters keep their own event time and their own names. Kafka keeps
 # each cluster's signals in order on its own partition, but one correlator
 # reads many partitions and they interleave at random:
-#   - moved: every shared stream becomes a cluster of its own, hosts and
+#   - moved: every corpus stream becomes a cluster of its own, hosts and
 #     racks renamed and moved i days on; a cluster days ahead of another
 #     must not make the other's signals look late (fold windows, crash
 #     windows, stall timers, report quiet periods);
@@ -14,12 +14,14 @@
 # file, and the replay of that file must equal the streams replayed one by
 # one.
 set -euo pipefail
-bin=$1 shared=$2
+bin=$1 corpus=$2
+. "$(dirname "$0")/corpus.sh"
+mapfile -t streams < <(corpus_streams "$corpus")
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 want=0
-for f in "$shared"/scenarios/*.expect.json; do
-  want=$((want + $(jq '.incidents | length' "$f")))
+for f in "${streams[@]}"; do
+  want=$((want + $(jq '.incidents | length' "${f%.jsonl}.expect.json")))
 done
 
 for mode in moved collide; do
@@ -27,7 +29,7 @@ for mode in moved collide; do
   mkdir "$dir"
   flag=
   [ "$mode" = collide ] && flag=--collide
-  python3 "$(dirname "$0")/clusterize.py" $flag "$dir" 7 "$shared"/scenarios/*.jsonl
+  python3 "$(dirname "$0")/clusterize.py" $flag "$dir" 7 "${streams[@]}"
   for f in "$dir"/c*.jsonl; do
     "$bin" replay "$f" >> "$dir/alone.jsonl" 2>> "$dir/replay.err"
   done

@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
-# Every shared stream must score exact (and twice the same bytes); the
-# negative streams must open nothing.
+# Replay is deterministic and merges files by event time. (Every corpus
+# stream scoring exact is replay.fixtures.)
+#   usage: replay_scenarios.sh CASCADE_BIN CORPUS_DIR
 set -euo pipefail
-bin=$1 shared=$2
-scen=$shared/scenarios
-[ -x "$shared/tools/score-replay" ] || { echo "no $shared/tools/score-replay"; exit 1; }
-files=("$scen"/*.jsonl)
-[ "${#files[@]}" -ge 30 ] || { echo "only ${#files[@]} shared streams"; exit 1; }
-"$shared/tools/score-replay" --replay "$bin replay" --twice "${files[@]}"
+bin=$1 corpus=$2
+. "$(dirname "$0")/corpus.sh"
 
 # Byte-for-byte determinism across separate runs (separate redis-servers).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$bin" replay "$scen/cascade_node_crash_xid.jsonl" > "$tmp/a"
-"$bin" replay "$scen/cascade_node_crash_xid.jsonl" > "$tmp/b"
+crash=$(corpus_stream "$corpus" cascade_node_crash_xid)
+"$bin" replay "$crash" > "$tmp/a"
+"$bin" replay "$crash" > "$tmp/b"
 cmp "$tmp/a" "$tmp/b"
 [ -s "$tmp/a" ]
 # Several files merge by event time into the same incidents.
-"$bin" replay "$scen/hw_gpu_off_bus.jsonl" "$scen/oom_batch_size.jsonl" > "$tmp/c"
+"$bin" replay "$(corpus_stream "$corpus" hw_gpu_off_bus)" \
+  "$(corpus_stream "$corpus" oom_batch_size)" > "$tmp/c"
 [ "$(wc -l < "$tmp/c")" -eq 2 ]
 grep -q '"scenario":"hw.gpu_off_bus"' "$tmp/c"
 grep -q '"scenario":"oom.batch_size"' "$tmp/c"

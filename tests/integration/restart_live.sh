@@ -14,14 +14,15 @@
 #   - kcat reads cascade.incidents; the last version of each incident must
 #     equal the replay output, line for line.
 set -uo pipefail
-bin=$1 shared=$2
+bin=$1 corpus=$2
 . "$(dirname "$0")/live_lib.sh"
+. "$(dirname "$0")/corpus.sh"
 
 # The streams of the issue's scenarios one after another, each moved to a
 # day of its own, so that incidents open all along the stream.
 day=2
 for s in cascade_node_crash_xid oom_batch_size cascade_node_crash_silent oom_activation; do
-  sed "s/^{\"ts\":\"2026-03-02T/{\"ts\":\"2026-03-0${day}T/" "$shared/scenarios/$s.jsonl"
+  sed "s/^{\"ts\":\"2026-03-02T/{\"ts\":\"2026-03-0${day}T/" "$(corpus_stream "$corpus" "$s")"
   day=$((day + 1))
 done > "$tmp/stream.jsonl"
 "$bin" replay "$tmp/stream.jsonl" > "$tmp/want.jsonl" 2> "$tmp/replay.err" \

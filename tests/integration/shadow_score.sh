@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
-# `cascade shadow`: a shared scenario stream replayed, its proposals scored
+# `cascade shadow`: a corpus stream replayed, its proposals scored
 # against a log of what operators did (tests/fixtures/shadow): the counts,
 # the match rate and coverage, the unmatched on both sides, the JSON form,
 # the window, and a bad operator line named by FILE:LINE (exit 1).
-# usage: shadow_score.sh CASCADE_BIN SHARED_DIR
+# usage: shadow_score.sh CASCADE_BIN CORPUS_DIR
 set -euo pipefail
 bin=$(realpath "$1")
-shared=$(realpath "$2")
+corpus=$(realpath "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/live_lib.sh"
 ops="$here/../fixtures/shadow/node_crash_xid.operators.jsonl"
-stream="$shared/scenarios/cascade_node_crash_xid.jsonl"
+stream="$corpus/cascade_node_crash_xid.versions.jsonl"
 
 "$bin" shadow --operators "$ops" "$stream" > "$tmp/text" 2> "$tmp/shadow.err" ||
   fail "cascade shadow failed: $(cat "$tmp/text")"
 grep -qx "proposals 5, operator actions 6, matched 4" "$tmp/text" || fail "counts: $(cat "$tmp/text")"
 grep -qx "match rate 80.0% (proposals an operator also took)" "$tmp/text" || fail "match rate: $(cat "$tmp/text")"
 grep -qx "coverage   66.7% (operator actions cascade proposed)" "$tmp/text" || fail "coverage: $(cat "$tmp/text")"
-grep -q "^proposed, not taken: job.resubmit job 330616 (inc-" "$tmp/text" || fail "the untaken resubmission is not listed"
-grep -q "^taken, not proposed: node.reboot node gpu-020 (2026-03-02T09:00:00.000Z by alice)" "$tmp/text" ||
+grep -q "^proposed, not taken: job.resubmit job 151056 (inc-" "$tmp/text" || fail "the untaken resubmission is not listed"
+grep -q "^taken, not proposed: node.reboot node a100-020 (2026-03-02T09:00:00.000Z by alice)" "$tmp/text" ||
   fail "the reboot cascade did not propose is not listed: $(cat "$tmp/text")"
-grep -q "^taken, not proposed: node.drain node gpu-031" "$tmp/text" || fail "the unrelated drain is not listed"
+grep -q "^taken, not proposed: node.drain node a100-031" "$tmp/text" || fail "the unrelated drain is not listed"
 
 # the same from replay's own output, as JSON, with a window too short for
 # the 09:00 reboot and the 08:20 resubmissions alike

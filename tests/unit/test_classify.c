@@ -1,4 +1,4 @@
-/* Signatures against verbatim text from ../shared/signals (format history
+/* Signatures against verbatim text from the field (format history
  * included), and the decisions made from it. */
 #include <math.h>
 #include <stdlib.h>

@@ -234,11 +234,36 @@ static void check_stream(const char *dir, const char *name)
     free(lines);
 }
 
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* A folder's streams, in the order readdir gives them. */
+static int check_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int streams = 0;
+
+    if (!d) {
+        fprintf(stderr, "cannot open %s\n", dir);
+        return -1;
+    }
+    while ((de = readdir(d))) {
+        if (has_suffix(de->d_name, ".jsonl")) {
+            check_stream(dir, de->d_name);
+            streams++;
+        }
+    }
+    closedir(d);
+    return streams;
+}
+
+/* usage: test_restart [--rules DIR] (FOLDER | STREAM.jsonl)... */
 int main(int argc, char **argv)
 {
-    const char *dir;
-    DIR *d;
-    struct dirent *de;
     int streams = 0, min = 5;
 
     if (argc > 3 && !strcmp(argv[1], "--rules")) {
@@ -247,21 +272,27 @@ int main(int argc, char **argv)
         argc -= 2;
         min = 1;
     }
-    dir = argc > 1 ? argv[1] : "../shared/scenarios";
-    d = opendir(dir);
-
-    if (!d) {
-        fprintf(stderr, "cannot open %s\n", dir);
-        return 1;
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_restart [--rules DIR] (FOLDER | STREAM.jsonl)...\n");
+        return 2;
     }
-    while ((de = readdir(d))) {
-        size_t len = strlen(de->d_name);
-        if (len > 6 && strcmp(de->d_name + len - 6, ".jsonl") == 0) {
-            check_stream(dir, de->d_name);
+    for (int i = 1; i < argc; i++) {
+        if (has_suffix(argv[i], ".jsonl")) {
+            char dir[1024];
+            const char *slash = strrchr(argv[i], '/');
+            int len = slash ? (int)(slash - argv[i]) : 1;
+
+            snprintf(dir, sizeof dir, "%.*s", len, slash ? argv[i] : ".");
+            check_stream(dir, slash ? slash + 1 : argv[i]);
             streams++;
+        } else {
+            int n = check_dir(argv[i]);
+
+            if (n < 0)
+                return 1;
+            streams += n;
         }
     }
-    closedir(d);
     CHECK(streams >= min);
     printf("%d streams, each restarted at up to 40 points\n", streams);
     return check_report();

@@ -1,0 +1,16 @@
+# The project's scenario corpus (tests/data/fixtures): every scenario in
+# three variants (.hosts, .noise, .versions), mixed pairs, and base/, the
+# streams written for this project. Tests that want one stream a scenario
+# take the .versions variant: it keeps the event time (2026-03-02) and the
+# default cluster of the original, with its own hosts (a100-NNN), job ids
+# and message wordings.
+#   corpus_streams DIR   the .versions stream of every scenario not in base/
+#   corpus_stream DIR NAME   the .versions stream of scenario NAME
+corpus_streams() {
+  local f n
+  for f in "$1"/*.versions.jsonl; do
+    n=$(basename "$f" .versions.jsonl)
+    [ -e "$1/base/$n.jsonl" ] || echo "$f"
+  done
+}
+corpus_stream() { echo "$1/$2.versions.jsonl"; }
