@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "actions/shadow.h"
-#include "core/cli.h"
+#include "cmd/cli.h"
 #include "core/ts.h"
 #include "correlate/replay.h"
 

@@ -1,6 +1,7 @@
-/* Subcommand table shared by main and the command implementations. */
-#ifndef CS_CLI_H
-#define CS_CLI_H
+/* The cascade binary's commands: one file each in cmd/ (cmd_NAME.c), listed
+ * once in main.c's table. The libraries below hold no command. */
+#ifndef CS_CMD_CLI_H
+#define CS_CMD_CLI_H
 
 typedef struct cli_command {
     const char *name;

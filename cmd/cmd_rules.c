@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cli.h"
+#include "cmd/cli.h"
 #include "core/signal.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"

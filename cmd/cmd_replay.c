@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cli.h"
+#include "cmd/cli.h"
 #include "correlate/replay.h"
 
 static void help(FILE *f)
@@ -71,12 +71,4 @@ int cmd_replay(int argc, char **argv)
         return 2;
     }
     return replay_run(argv + optind, argc - optind, &o);
-}
-
-int cmd_version(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    printf("cascade 0.1.0\n");
-    return 0;
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/cli.h"
+#include "cmd/cli.h"
 #include "core/log.h"
 
 static const cli_command commands[] = {

@@ -11,7 +11,7 @@
 
 #include "actions/act.h"
 #include "actions/approvals.h"
-#include "core/cli.h"
+#include "cmd/cli.h"
 #include "core/err.h"
 #include "core/kafka.h"
 #include "core/log.h"

@@ -1,0 +1,12 @@
+/* cascade version: the release this binary was built from. */
+#include <stdio.h>
+
+#include "cmd/cli.h"
+
+int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("cascade %s\n", CASCADE_VERSION);
+    return 0;
+}

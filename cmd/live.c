@@ -1,0 +1,339 @@
+/* The long-running commands' glue (cmd/live.h). */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cli.h"
+#include "cmd/live.h"
+#include "core/log.h"
+#include "core/str.h"
+#include "rules/playbooks.h"
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    live *l = arg;
+    (void)what;
+    log_info("cascade", "%s: stopping", fd >= 0 ? "signal" : "time is up");
+    event_base_loopbreak(l->base);
+}
+
+/* SIGHUP: the rule set, swapped whole or not at all. */
+static void reload_rules(live *l, const char *dir)
+{
+    cs_err err;
+    pb_catalog *c;
+
+    if (!l->corr)
+        return;
+    if (!(c = cli_load_rules(dir, "SIGHUP", &err))) {
+        log_error("cascade", "SIGHUP: rules not reloaded, keeping the running "
+                             "set: %s", err.msg);
+        return;
+    }
+    size_t n = pb_catalog_count(c);
+    if (corr_set_catalog(l->corr, c, &err)) {
+        log_error("cascade", "SIGHUP: rules not reloaded, keeping the running "
+                             "set: %s", err.msg);
+        return;
+    }
+    log_info("cascade", "SIGHUP: rules reloaded from %s: %zu scenarios",
+             dir[0] ? dir : "the built-in set", n);
+}
+
+/* SIGHUP re-reads the config file. What can change in place does (log
+ * level, webhook token: rotating it needs no restart); the rest is
+ * reported and kept until the next start. A bad file changes nothing. */
+static void on_reload(evutil_socket_t fd, short what, void *arg)
+{
+    live *l = arg;
+    cs_config next = l->cfg;
+    cs_err err;
+
+    (void)fd;
+    (void)what;
+    if (!l->config_path) {
+        log_warn("cascade", "SIGHUP: no config file (--config) to reload");
+        return;
+    }
+    if (cfg_load(&next, l->config_path, &err)) {
+        log_error("cascade", "SIGHUP: config not reloaded, keeping the "
+                             "running one: %s", err.msg);
+        return;
+    }
+    if (strcmp(next.brokers, l->cfg.brokers) || strcmp(next.redis, l->cfg.redis) ||
+        strcmp(next.listen, l->cfg.listen) || next.port != l->cfg.port ||
+        strcmp(next.group, l->cfg.group))
+        log_warn("cascade", "SIGHUP: kafka, redis and listen address changes "
+                            "take effect at the next start");
+    log_set_level((enum log_level)next.log_level);
+    l->cfg.log_level = next.log_level;
+    if (l->wh && next.token[0] && strcmp(next.token, l->cfg.token)) {
+        wh_set_token(l->wh, next.token);
+        memcpy(l->cfg.token, next.token, sizeof l->cfg.token);
+        log_info("cascade", "SIGHUP: webhook token replaced");
+    }
+    explicit_bzero(next.token, sizeof next.token);
+    memcpy(l->cfg.rules_dir, next.rules_dir, sizeof l->cfg.rules_dir);
+    reload_rules(l, l->cfg.rules_dir);
+    log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
+}
+
+/* A producer learns a topic's leader from the periodic metadata scan,
+ * once a second: until then its first messages wait (up to 1 s for the
+ * first alert, or a collector's whole file). Asking now costs one round
+ * trip. Not fatal: with the broker away they wait as they would have. */
+void live_warm_topics(kfk_producer *p, const char *who)
+{
+    static const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS,
+                                         KFK_TOPIC_ACTIONS,
+                                         KFK_TOPIC_DEADLETTER, NULL};
+    cs_err err;
+
+    if (kfk_producer_warm(p, topics, 2000, &err))
+        log_warn(who, "topics not ready yet: %s", err.msg);
+}
+
+/* With no broker or Redis configured, start the embedded ones and say
+ * where they are, so other processes (kcat, redis-cli) can look in. */
+int live_start(live *l, cs_err *err)
+{
+    signal(SIGPIPE, SIG_IGN);
+    l->base = event_base_new();
+    if (!l->base) {
+        cs_err_set(err, "cannot create the event loop");
+        return -1;
+    }
+    if (!l->brokers) {
+        if (!(l->broker = kfk_broker_start(0, err)))
+            return -1;
+        if (kfk_broker_attach(l->broker, l->base)) {
+            cs_err_set(err, "cannot schedule the embedded broker's socket sweep");
+            return -1;
+        }
+        l->brokers = kfk_broker_bootstrap(l->broker);
+        printf("kafka: embedded broker at %s (librdkafka mock cluster; "
+               "development only)\n", l->brokers);
+    }
+    if (!l->redis_addr) {
+        if (!(l->redis = rproc_start(err)))
+            return -1;
+        l->redis_addr = rproc_socket(l->redis);
+        printf("redis: private redis-server at %s\n", l->redis_addr);
+    }
+    fflush(stdout);
+    if (!(l->prod = kfk_producer_new_linger(l->brokers, l->cfg.linger_ms,
+                                            err)) ||
+        kfk_producer_attach(l->prod, l->base))
+        return -1;
+    live_warm_topics(l->prod, "kafka");
+    l->sigint = evsignal_new(l->base, SIGINT, on_stop, l);
+    l->sigterm = evsignal_new(l->base, SIGTERM, on_stop, l);
+    l->sighup = evsignal_new(l->base, SIGHUP, on_reload, l);
+    event_add(l->sigint, NULL);
+    event_add(l->sigterm, NULL);
+    event_add(l->sighup, NULL);
+    return 0;
+}
+
+void live_stop_after(live *l, int seconds)
+{
+    struct timeval tv = {seconds, 0};
+
+    if (seconds <= 0)
+        return;
+    l->stop_timer = evtimer_new(l->base, on_stop, l);
+    evtimer_add(l->stop_timer, &tv);
+}
+
+void live_free(live *l)
+{
+    unsigned long s = 0, d = 0, i = 0;
+    unsigned long long lost = 0;
+
+    if (l->corr) {
+        corr_stats(l->corr, &s, &d, &i, &lost);
+        log_info("cascade", "correlated %lu signals, %lu dead letters, %lu "
+                            "incident updates", s, d, i);
+        if (lost)
+            log_error("cascade", "%llu signals were deleted by the broker "
+                                 "before they were read", lost);
+    }
+    wh_free(l->wh);
+    act_printer_free(l->printer);
+    corr_free(l->corr);
+    kfk_producer_free(l->prod);
+    if (l->sigint)
+        event_free(l->sigint);
+    if (l->sigterm)
+        event_free(l->sigterm);
+    if (l->sighup)
+        event_free(l->sighup);
+    if (l->sigusr1)
+        event_free(l->sigusr1);
+    explicit_bzero(l->cfg.token, sizeof l->cfg.token);
+    if (l->stop_timer)
+        event_free(l->stop_timer);
+    if (l->drain_timer)
+        event_free(l->drain_timer);
+    if (l->base)
+        event_base_free(l->base);
+    kfk_broker_stop(l->broker);
+    rproc_stop(l->redis);
+}
+
+int live_fail(live *l, const char *cmd, const cs_err *err)
+{
+    fprintf(stderr, "cascade %s: %s\n", cmd, err->msg);
+    live_free(l);
+    return 2;
+}
+
+/* The rule set first, then the embedded services; o is ready for
+ * corr_start. */
+static int correlator_opts(live *l, const char *who, corr_opts *o,
+                            cs_err *err)
+{
+    memset(o, 0, sizeof *o);
+    o->group = l->cfg.group;
+    o->batch = (size_t)l->cfg.batch;
+    o->fetch_wait_ms = l->cfg.fetch_wait_ms;
+    if (!(o->rules = cli_load_rules(l->cfg.rules_dir, who, err))) {
+        fprintf(stderr, "%s: %s\n", who, err->msg);
+        live_free(l);
+        return 2;
+    }
+    if (live_start(l, err)) {
+        pb_catalog_free(o->rules);
+        return live_fail(l, who, err);
+    }
+    o->brokers = l->brokers;
+    o->redis = l->redis_addr;
+    return 0;
+}
+
+int live_correlator(live *l, const char *who, cs_err *err)
+{
+    corr_opts o;
+    int rc;
+
+    if ((rc = correlator_opts(l, who, &o, err)))
+        return rc;
+    if (!(l->corr = corr_start(l->base, &o, l->prod, err)))
+        return live_fail(l, who, err);
+    return 0;
+}
+
+static const struct option live_opts[] = {
+    {"brokers", required_argument, 0, OPT_BROKERS},
+    {"redis", required_argument, 0, OPT_REDIS},
+    {"group", required_argument, 0, OPT_GROUP},
+    {"for", required_argument, 0, OPT_FOR},
+    {"token", required_argument, 0, OPT_TOKEN},
+    {"listen", required_argument, 0, OPT_LISTEN},
+    {"port", required_argument, 0, OPT_PORT},
+    {"feed", required_argument, 0, OPT_FEED},
+    {"batch", required_argument, 0, OPT_BATCH},
+    {"config", required_argument, 0, OPT_CONFIG},
+    {"drain", no_argument, 0, OPT_DRAIN},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0}};
+
+int live_parse(int argc, char **argv, live_args *a, const char *allowed)
+{
+    int c;
+    char *end;
+
+    memset(a, 0, sizeof *a);
+    a->port = a->batch = -1;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", live_opts, NULL)) != -1) {
+        if (c == 'h' || c == OPT_HELP) {
+            a->help = 1;
+            return 0;
+        }
+        if (c == '?' || !strchr(allowed, c + '0')) {
+            fprintf(stderr, "cascade %s: option not valid here\n", argv[0]);
+            return -1;
+        }
+        switch (c) {
+        case OPT_BROKERS: a->brokers = optarg; break;
+        case OPT_REDIS: a->redis = optarg; break;
+        case OPT_GROUP: a->group = optarg; break;
+        case OPT_TOKEN: a->token = optarg; break;
+        case OPT_LISTEN: a->listen = optarg; break;
+        case OPT_FEED: a->feed = optarg; break;
+        case OPT_CONFIG: a->config = optarg; break;
+        case OPT_DRAIN: a->drain = 1; break;
+        case OPT_FOR:
+        case OPT_BATCH:
+        case OPT_PORT: {
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 65535 ||
+                (c == OPT_BATCH && v == 0)) {
+                fprintf(stderr, "cascade %s: bad number '%s' for --%s\n",
+                        argv[0], optarg,
+                        c == OPT_FOR ? "for" : c == OPT_BATCH ? "batch" : "port");
+                return -1;
+            }
+            *(c == OPT_FOR ? &a->seconds
+              : c == OPT_BATCH ? &a->batch : &a->port) = (int)v;
+            break;
+        }
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "cascade %s: unexpected argument '%s'\n", argv[0],
+                argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+int live_config(live *l, const live_args *a, const char *cmd)
+{
+    const char *path = a->config ? a->config : getenv("CASCADE_CONFIG");
+    const char *env_token = getenv("CASCADE_WEBHOOK_TOKEN");
+    cs_config *c = &l->cfg;
+    cs_err err;
+
+    cfg_defaults(c);
+    if (path && *path) {
+        if (cfg_load(c, path, &err)) {
+            fprintf(stderr, "cascade %s: %s\n", cmd, err.msg);
+            return -1;
+        }
+        l->config_path = path;
+        log_set_level((enum log_level)c->log_level);
+    }
+    if (env_token && *env_token)
+        str_copy(c->token, sizeof c->token, env_token);
+    if (a->brokers)
+        str_copy(c->brokers, sizeof c->brokers, a->brokers);
+    if (a->redis)
+        str_copy(c->redis, sizeof c->redis, a->redis);
+    if (a->group)
+        str_copy(c->group, sizeof c->group, a->group);
+    if (a->token)
+        str_copy(c->token, sizeof c->token, a->token);
+    if (a->listen)
+        str_copy(c->listen, sizeof c->listen, a->listen);
+    if (a->port >= 0)
+        c->port = a->port;
+    if (a->batch > 0)
+        c->batch = a->batch;
+    l->brokers = c->brokers[0] ? c->brokers : NULL;
+    l->redis_addr = c->redis[0] ? c->redis : NULL;
+    return 0;
+}
+
+wh_config live_webhook_config(const live *l)
+{
+    const cs_config *c = &l->cfg;
+    return (wh_config){.listen_addr = c->listen, .port = c->port,
+                       .token = c->token, .max_body = c->max_body,
+                       .max_headers = c->max_headers,
+                       .max_connections = c->max_connections,
+                       .timeout_s = c->timeout_s};
+}

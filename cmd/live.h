@@ -1,0 +1,75 @@
+/* The long-running commands' glue: the event loop, the embedded defaults
+ * (an in-process Kafka-protocol broker, a private redis-server), signals
+ * and reload, and the setup every command that runs a correlator shares.
+ * Part of the cascade binary; the components stay libraries. */
+#ifndef CS_CMD_LIVE_H
+#define CS_CMD_LIVE_H
+
+#include <event2/event.h>
+
+#include "actions/printer.h"
+#include "core/config.h"
+#include "core/err.h"
+#include "core/kafka.h"
+#include "core/redisproc.h"
+#include "correlate/correlator.h"
+#include "ingest/webhook.h"
+
+typedef struct live {
+    cs_config cfg;
+    const char *config_path; /* NULL: embedded defaults only */
+    struct event_base *base;
+    kfk_broker *broker;
+    rproc *redis;
+    const char *brokers, *redis_addr;
+    kfk_producer *prod;
+    correlator *corr;
+    webhook *wh;
+    act_printer *printer;
+    struct event *sigint, *sigterm, *sighup, *stop_timer, *drain_timer;
+    struct event *sigusr1;
+    int drained; /* --drain: the backlog was read and committed */
+} live;
+
+/* The options the long-running commands know; each command allows some. */
+enum { OPT_BROKERS = 1, OPT_REDIS, OPT_GROUP, OPT_FOR, OPT_TOKEN, OPT_LISTEN,
+       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_CONFIG, OPT_DRAIN, OPT_HELP };
+
+typedef struct live_args {
+    const char *brokers, *redis, *group, *token, *listen, *feed, *config;
+    int seconds, port, help, batch; /* port, batch: -1 when not given */
+    int drain;
+} live_args;
+
+#define LIVE_COMMON_HELP                                                           \
+    "  --brokers LIST  Kafka bootstrap servers (default: start an embedded\n" \
+    "                  broker and print its address)\n"                      \
+    "  --redis ADDR    Redis host:port or socket path (default: start a\n"   \
+    "                  private redis-server)\n"                               \
+    "  --for SECONDS   stop after this long (default: until SIGINT/SIGTERM)\n" \
+    "  --config FILE   YAML config (default $CASCADE_CONFIG; flags win;\n"   \
+    "                  SIGHUP reloads it). See 'cascade config --help'.\n"
+
+/* Parses argv; an option not in allowed (OPT_* + '0' each) is refused.
+ * -1: usage error, already reported. */
+int live_parse(int argc, char **argv, live_args *a, const char *allowed);
+/* Embedded defaults, then the config file (--config or $CASCADE_CONFIG),
+ * then $CASCADE_WEBHOOK_TOKEN, then the flags. -1: reported. */
+int live_config(live *l, const live_args *a, const char *cmd);
+/* The loop, the embedded broker and Redis where none is configured, the
+ * producer, and SIGINT/SIGTERM/SIGHUP. */
+int live_start(live *l, cs_err *err);
+/* The rule set (a bad one is a usage error: exit 2, nothing started),
+ * live_start, and the correlator on l->corr. 0, or the exit code with
+ * everything freed and the reason printed. */
+int live_correlator(live *l, const char *who, cs_err *err);
+void live_stop_after(live *l, int seconds);
+wh_config live_webhook_config(const live *l);
+/* Asks for the leaders of cascade's topics now instead of at the next
+ * metadata scan; a failure is logged, not fatal. */
+void live_warm_topics(kfk_producer *p, const char *who);
+/* Prints "cascade CMD: reason", frees l; returns 2. */
+int live_fail(live *l, const char *cmd, const cs_err *err);
+void live_free(live *l);
+
+#endif
