@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "core/signal.h"
 #include "core/ts.h"
-#include "correlate/engine.h"
+#include "engine/engine.h"
 #include "correlate/store.h"
 #include "rules/playbooks.h"
 

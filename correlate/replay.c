@@ -9,7 +9,7 @@
 #include "core/log.h"
 #include "core/redisproc.h"
 #include "core/signal.h"
-#include "correlate/engine.h"
+#include "engine/engine.h"
 #include "correlate/store.h"
 #include "rules/playbooks.h"
 

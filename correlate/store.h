@@ -9,7 +9,7 @@
 #include <event2/event.h>
 
 #include "core/err.h"
-#include "correlate/engine.h"
+#include "engine/engine.h"
 
 typedef struct store store;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "correlate/engine.h"
+#include "engine/engine.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

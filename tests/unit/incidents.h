@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "correlate/engine.h"
+#include "engine/engine.h"
 
 static inline const char *incident_scenarios(engine *e, char *buf, size_t len)
 {

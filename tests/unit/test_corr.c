@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "correlate/engine.h"
+#include "engine/engine.h"
 #include "incidents.h"
 #include "rules/playbooks.h"
 

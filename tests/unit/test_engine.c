@@ -3,8 +3,8 @@
 
 #include "check.h"
 #include "incidents.h"
-#include "correlate/engine.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "rules/playbooks.h"
 #include "rules/rules_embedded.h"
 

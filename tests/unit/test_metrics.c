@@ -8,7 +8,7 @@
 #include "check.h"
 #include "incidents.h"
 #include "core/ts.h"
-#include "correlate/engine.h"
+#include "engine/engine.h"
 
 static void nop_add(void *c, const char *k, int64_t t, const char *m)
 {

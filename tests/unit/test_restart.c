@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "core/strmap.h"
-#include "correlate/engine.h"
+#include "engine/engine.h"
 #include "rules/playbooks.h"
 
 /* --rules DIR: the rule set every engine of the run starts on (set once

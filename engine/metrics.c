@@ -29,7 +29,7 @@
 
 #include "core/hash.h"
 #include "core/str.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 #define STALL_AFTER (30 * TS_MIN) /* SCENARIOS.md: "no progress for 30+ min" */
 #define STALL_RECHECK (5 * TS_MIN)

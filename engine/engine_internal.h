@@ -5,7 +5,7 @@
 #include "core/idset.h"
 #include "core/strmap.h"
 #include "core/ts.h"
-#include "correlate/engine.h"
+#include "engine/engine.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
 

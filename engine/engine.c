@@ -1,4 +1,4 @@
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/str.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 #define STORM_NODES 3
 #define STORM_WINDOW (10 * TS_MIN)

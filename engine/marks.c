@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/str.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 #define NIC_SPREAD (30 * TS_MIN)
 #define PENDING_FOR (10 * TS_MIN)

@@ -14,7 +14,7 @@
 
 #include "core/jw.h"
 #include "core/str.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 #define STATE_VERSION 1
 

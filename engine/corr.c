@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "core/str.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 typedef struct corr_ev {
     int64_t ts;

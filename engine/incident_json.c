@@ -7,7 +7,7 @@
 
 #include "core/str.h"
 #include "core/ts.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 static json_t *ts_json(int64_t ts)
 {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/str.h"
-#include "correlate/engine_internal.h"
+#include "engine/engine_internal.h"
 
 #define SHIFT_ATTEMPTS 3
 #define SHIFT_MAX 16      /* attempts looked at, the latest first */
