@@ -267,19 +267,6 @@ static series *series_take(engine *e, const sig *s, const char *dev)
     return se;
 }
 
-/* A fact a metric rule decided: kind, scenario, where. */
-void eng_rule_fact(fact *f, fact_kind kind, const char *scenario,
-                   const char *host, const char *jobid)
-{
-    memset(f, 0, sizeof *f);
-    f->kind = kind;
-    f->scenario = scenario;
-    f->rank = -1;
-    f->step = f->pid = -1;
-    str_copy(f->host, sizeof f->host, host);
-    str_copy(f->job, sizeof f->job, jobid);
-}
-
 /* ---- progress and stalls --------------------------------------------- */
 
 static void schedule(engine *e, int64_t at)
@@ -730,18 +717,6 @@ static incident *advisory(engine *e, const sig *s, const fact *f,
 
     snprintf(key, sizeof key, "%s:%.170s", kind, id);
     return eng_advisory(e, s, f, key, node);
-}
-
-int eng_own_key(const char *key)
-{
-    static const char *const own[] = {"rack:", "ghost:", "gap:", "driver:",
-                                      "nic:", "storm:", "corr:"};
-    /* (job-scoped keys, "perf:", "cost:", "alloc:", live in open_job) */
-
-    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
-        if (strncmp(key, own[i], strlen(own[i])) == 0)
-            return 1;
-    return 0;
 }
 
 static int advisory_open(engine *e, const char *cluster, const char *kind,

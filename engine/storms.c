@@ -28,11 +28,6 @@ static const char *rack_of_host(engine *e, const char *cluster,
     return ni && ni->rack[0] ? ni->rack : NULL;
 }
 
-int eng_is_storm(const incident *inc)
-{
-    return strncmp(inc->key, "storm:", 6) == 0;
-}
-
 /* "storm:RACK|ROOT" */
 static void storm_key(char *buf, size_t len, const char *rack,
                       const char *root)
