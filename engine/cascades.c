@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/str.h"
+#include "engine/detect.h"
 #include "engine/engine_internal.h"
 
 #define SHIFT_ATTEMPTS 3
@@ -331,3 +332,40 @@ void eng_shifting_check(engine *e, const sig *s, job *j)
     }
     eng_touch(inc, s);
 }
+
+/* ---- the detector ----------------------------------------------------- */
+
+static void cascades_on_job(engine *e, const sig *s, job *j, eng_job_event ev)
+{
+    if (ev == ENG_JOB_FAILED)
+        eng_attempt_add(e, j);
+    else if (ev == ENG_JOB_UNEXPLAINED)
+        eng_shifting_check(e, s, j);
+}
+
+static int cascades_restore_window(engine *e, const char *cluster,
+                                   const char *win, int64_t ts,
+                                   const char *member)
+{
+    if (strncmp(win, "w:name:", 7))
+        return 0;
+    return eng_restore_attempt(e, cluster, win + 7, ts, member) ? -1 : 1;
+}
+
+static void cascades_forget(engine *e)
+{
+    strmap_free(e->names, eng_names_free);
+    e->names = NULL;
+}
+
+static const char *const cascades_scenarios[] = {
+    "cascade.shifting_symptoms", "thermal.straggler", NULL};
+
+const eng_detector eng_det_cascades = {
+    .name = "cascades",
+    .scenarios = cascades_scenarios,
+    .on_job = cascades_on_job,
+    .restore_window = cascades_restore_window,
+    .prune = eng_prune_names,
+    .forget = cascades_forget,
+};

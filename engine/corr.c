@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/str.h"
+#include "engine/detect.h"
 #include "engine/engine_internal.h"
 
 typedef struct corr_ev {
@@ -605,3 +606,61 @@ int eng_corr_restore(engine *e, const char *cluster, const char *rule,
     }
     return *p ? -1 : 0;
 }
+
+/* ---- the detector ----------------------------------------------------- */
+
+static int corr_on_fact(engine *e, const sig *s, const fact *f)
+{
+    eng_corr_feed(e, s, f);
+    return f->kind == FACT_EVENT; /* for the correlation rules only */
+}
+
+static void corr_on_facts(engine *e, const sig *s)
+{
+    eng_corr_prune(e, s->cluster);
+}
+
+static int corr_restore(engine *e, const char *cluster, const char *kind,
+                        const char *field, const char *value, cs_err *err)
+{
+    if (strncmp(kind, "cw:", 3))
+        return 0;
+    if (eng_corr_restore(e, cluster, kind + 3, field, value) == 0)
+        return 1;
+    cs_err_set(err, "cascade:{%s}:%s %s: unreadable correlation state '%.80s'",
+               cluster, kind, field, value);
+    return -1;
+}
+
+/* Every cluster's states go with the changes queued for them. */
+static void corr_forget(engine *e)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    eng_corr_forget(e);
+    while (strmap_next(e->clusters, &pos, &k, &v)) {
+        cstate *cs = v;
+        strmap_free(cs->corr, eng_corr_state_free);
+        cs->corr = NULL;
+    }
+}
+
+static void corr_free(engine *e)
+{
+    eng_corr_index_free(e);
+    free(e->corr_dirty);
+    e->corr_dirty = NULL;
+    e->ncorr_dirty = e->capcorr_dirty = 0;
+}
+
+const eng_detector eng_det_corr = {
+    .name = "correlation",
+    .on_fact = corr_on_fact,
+    .on_facts = corr_on_facts,
+    .restore = corr_restore,
+    .flush = eng_corr_save,
+    .forget = corr_forget,
+    .free = corr_free,
+};

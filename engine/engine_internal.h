@@ -3,6 +3,7 @@
 #ifndef CS_ENGINE_INTERNAL_H
 #define CS_ENGINE_INTERNAL_H
 
+#include "engine/faults.h"
 #include "engine/state.h"
 
 /* Correlation rules (corr.c): a fact from a signature that a rule lists
@@ -29,11 +30,6 @@ int eng_corr_restore(engine *e, const char *cluster, const char *rule,
 
 
 
-/* persist.c: the state records that let a restarted correlator go on. */
-void eng_persist_job(engine *e, const job *j);
-void eng_persist_progress(engine *e, const job *j);
-void eng_persist_incident(engine *e, const incident *inc);
-void eng_persist_tracebacks(engine *e);
 
 /* metrics.c: metric samples as series (gauges and counter rates) and the
  * rules read from them; event-time timers for absent progress. */
@@ -77,8 +73,6 @@ int64_t eng_host_hot(engine *e, const char *cluster, const char *host,
 /* A job held back by a queue limit or a full cluster: one more hit for its
  * team at this hour of day (marks.c). */
 void eng_peak_hit(engine *e, const sig *s, const char *jobid);
-incident *eng_advisory(engine *e, const sig *s, const fact *f,
-                       const char *key, int node);
 /* Start of the common idle run of a host's GPUs, 0 when one is busy. */
 int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host);
 /* The job's GPUs were computing at ts and its network was clean. */
@@ -94,8 +88,6 @@ void eng_on_mark(engine *e, const sig *s, const fact *f);
 const char *eng_oom_context(engine *e, const sig *s, const fact *f);
 size_t eng_prune_series(engine *e);
 
-/* storms.c: into takes m in (evidence, failed jobs, its node and key); m is published once more, merged, then gone. */
-void eng_merge(engine *e, incident *into, incident *m);
 /* After a node incident opened or changed. */
 void eng_storm_check(engine *e, const sig *s, incident *inc);
 incident *eng_storm_of(engine *e, const char *cluster, const char *host,
@@ -105,10 +97,6 @@ void eng_storm_recovered(engine *e, const sig *s, const char *host,
                          const char *what);
 void eng_storm_relink(engine *e, incident *storm);
 
-/* engine.c handlers that metric rules reuse. */
-void eng_on_job_fault(engine *e, const sig *s, const fact *f);
-void eng_on_node_fault(engine *e, const sig *s, const fact *f,
-                       const char *host);
 
 json_t *eng_incident_json(engine *e, const incident *inc);
 json_t *eng_actions(engine *e, const incident *inc);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/str.h"
+#include "engine/detect.h"
 #include "engine/engine_internal.h"
 
 #define NIC_SPREAD (30 * TS_MIN)
@@ -269,3 +270,64 @@ void eng_on_mark(engine *e, const sig *s, const fact *f)
         eng_peak_hit(e, s, f->job);
     }
 }
+
+/* ---- the detectors ---------------------------------------------------- */
+
+/* A CUDA OOM of a Serve replica that failed to start nearby is that
+ * scenario's, not a batch size's: taken before the jobs detector. */
+static int serve_on_fact(engine *e, const sig *s, const fact *f)
+{
+    const char *ctx;
+
+    if (f->kind != FACT_CUDA_OOM || !f->job[0] ||
+        !(ctx = eng_oom_context(e, s, f)))
+        return 0;
+    fact g = *f;
+    g.scenario = ctx;
+    eng_on_job_fault(e, s, &g);
+    return 1;
+}
+
+static const char *const serve_scenarios[] = {"ray.serve_model_oom", NULL};
+
+const eng_detector eng_det_serve = {
+    .name = "serve",
+    .scenarios = serve_scenarios,
+    .on_fact = serve_on_fact,
+};
+
+/* A job held back by a full cluster: one more hit for its team's hour. */
+static int peak_on_fact(engine *e, const sig *s, const fact *f)
+{
+    if ((f->kind == FACT_JOB_FAULT || f->kind == FACT_CUDA_OOM) &&
+        f->job[0] && pb_find(e->cat, f->scenario) &&
+        !strcmp(f->scenario, "sched.capacity_exhausted"))
+        eng_peak_hit(e, s, f->job);
+    return 0;
+}
+
+static const char *const peak_scenarios[] = {"capacity.peak_demand", NULL};
+
+const eng_detector eng_det_peak = {
+    .name = "peak",
+    .scenarios = peak_scenarios,
+    .on_fact = peak_on_fact,
+};
+
+static int marks_on_fact(engine *e, const sig *s, const fact *f)
+{
+    if (f->kind == FACT_MARK)
+        eng_on_mark(e, s, f);
+    return 0;
+}
+
+static const char *const marks_scenarios[] = {
+    "hw.driver_dstate", "fabric.nic_flaky", "mig.config_lost",
+    "ray.serve_model_oom", "ray.job_pending", "ray.data_backpressure",
+    "heartbeat.false_positive", "capacity.peak_demand", NULL};
+
+const eng_detector eng_det_marks = {
+    .name = "marks",
+    .scenarios = marks_scenarios,
+    .on_fact = marks_on_fact,
+};

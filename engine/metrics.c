@@ -29,6 +29,7 @@
 
 #include "core/hash.h"
 #include "core/str.h"
+#include "engine/detect.h"
 #include "engine/engine_internal.h"
 
 #define STALL_AFTER (30 * TS_MIN) /* SCENARIOS.md: "no progress for 30+ min" */
@@ -675,40 +676,6 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
 }
 
 /* ---- advisories: their own incidents ----------------------------------- */
-
-/* Incidents that describe a condition rather than a failure (a GPU idle,
- * a host's telemetry gone stale) live under their own key, "<kind>:<id>",
- * so that they never absorb a job's or a node's later failure and a
- * failure's incident never absorbs them. NULL when one is open already
- * (the sample that still shows the condition is its evidence). */
-incident *eng_advisory(engine *e, const sig *s, const fact *f,
-                       const char *key, int node)
-{
-    cstate *cs = eng_cs(e, s->cluster);
-    strmap *open = node ? cs->open_node : cs->open_job;
-    incident *inc = strmap_get(open, key);
-
-    if (eng_fresh(e, inc)) {
-        eng_touch(inc, s); /* the condition holds: it stays open */
-        return NULL;
-    }
-    if (!pb_find(e->cat, f->scenario))
-        return NULL;
-    inc = eng_open_incident(e, s, f->scenario, node ? "node" : "job", key);
-    str_copy(inc->key, sizeof inc->key, key);
-    str_copy(inc->node, sizeof inc->node, f->host);
-    str_copy(inc->root_node, sizeof inc->root_node, f->host);
-    str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
-    if (!node) {
-        inc->job_scope = 1;
-        str_copy(inc->job, sizeof inc->job, f->job);
-        str_copy(inc->root_job, sizeof inc->root_job, f->job);
-    }
-    inc->cause = *f;
-    strmap_put(open, key, inc);
-    eng_touch(inc, s);
-    return inc;
-}
 
 static incident *advisory(engine *e, const sig *s, const fact *f,
                           const char *kind, const char *id, int node)
@@ -1377,3 +1344,120 @@ size_t eng_prune_series(engine *e)
     free(old);
     return n;
 }
+
+/* ---- the detectors ---------------------------------------------------- */
+
+/* A host OOM kill that a checkpoint save or a memory ramp explains opens
+ * that incident and is taken; else the jobs detector keeps it as context. */
+static int hostmem_on_fact(engine *e, const sig *s, const fact *f)
+{
+    return f->kind == FACT_HOST_OOM && eng_host_oom(e, s, f);
+}
+
+static const char *const hostmem_scenarios[] = {
+    "oom.host_checkpoint", "oom.host_leak", NULL};
+
+const eng_detector eng_det_hostmem = {
+    .name = "host memory",
+    .scenarios = hostmem_scenarios,
+    .on_fact = hostmem_on_fact,
+};
+
+static int progress_on_fact(engine *e, const sig *s, const fact *f)
+{
+    if (f->kind != FACT_PROGRESS)
+        return 0;
+    if (f->step >= 0)
+        eng_progress(e, s->cluster, f->job, s->ts, (double)f->step);
+    return 1;
+}
+
+const eng_detector eng_det_progress = {
+    .name = "progress",
+    .on_fact = progress_on_fact,
+};
+
+/* A job that began to wait for capacity (the jobs detector opened its
+ * incident): other teams' idle allocations. */
+static int capacity_on_fact(engine *e, const sig *s, const fact *f)
+{
+    if ((f->kind == FACT_JOB_FAULT || f->kind == FACT_CUDA_OOM) &&
+        f->job[0] && pb_find(e->cat, f->scenario) &&
+        !strcmp(f->scenario, "sched.capacity_exhausted"))
+        eng_capacity_waiting(e, s);
+    return 0;
+}
+
+static const char *const capacity_scenarios[] = {
+    "sched.capacity_exhausted", "capacity.idle_allocation", "cost.idle_gpu",
+    "gpu.idle_input_bound", NULL};
+
+const eng_detector eng_det_capacity = {
+    .name = "capacity",
+    .scenarios = capacity_scenarios,
+    .on_fact = capacity_on_fact,
+};
+
+/* A throttle alert is a hot host: its rack may be the cause. */
+static int thermal_on_fact(engine *e, const sig *s, const fact *f)
+{
+    if (f->kind == FACT_MARK && f->host[0] && f->scenario &&
+        strcmp(f->scenario, "thermal.fleet_throttle") == 0)
+        eng_rack_evidence(e, s, f->host);
+    return 0;
+}
+
+static const char *const thermal_scenarios[] = {
+    "thermal.fleet_throttle", "thermal.straggler", NULL};
+
+const eng_detector eng_det_thermal = {
+    .name = "thermal",
+    .scenarios = thermal_scenarios,
+    .on_fact = thermal_on_fact,
+};
+
+static void metrics_on_signal(engine *e, const sig *s)
+{
+    (void)s;
+    eng_gap_timer(e);
+}
+
+static void metrics_on_job(engine *e, const sig *s, job *j, eng_job_event ev)
+{
+    (void)s;
+    if (ev == ENG_JOB_STARTING)
+        eng_job_started(e, j);
+}
+
+static int metrics_restore(engine *e, const char *cluster, const char *kind,
+                           const char *field, const char *value, cs_err *err)
+{
+    if (strcmp(kind, "series"))
+        return 0;
+    return eng_restore_series(e, cluster, field, value, err) ? -1 : 1;
+}
+
+static void metrics_forget(engine *e)
+{
+    strmap_free(e->series, eng_series_free);
+    e->series = NULL;
+}
+
+static const char *const metrics_scenarios[] = {
+    "hw.driver_dstate", "hw.ecc_correctable_rising", "job.stalled",
+    "nccl.hang_busy_wait", "nccl.hang_network", "net.rdma_degraded",
+    "telemetry.gap", "telemetry.ghost_data", "train.throughput_regression",
+    NULL};
+
+const eng_detector eng_det_metrics = {
+    .name = "metrics",
+    .scenarios = metrics_scenarios,
+    .on_metric = eng_on_metric,
+    .on_tick = eng_timers,
+    .on_signal = metrics_on_signal,
+    .on_job = metrics_on_job,
+    .restore = metrics_restore,
+    .restored = eng_timers_rearm,
+    .prune = eng_prune_series,
+    .forget = metrics_forget,
+};

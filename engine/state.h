@@ -277,4 +277,26 @@ void eng_clock_move(engine *e, int64_t *t, int64_t ts);
 /* Whether the cluster saw signal s before; if not, it has now. */
 int eng_seen_before(engine *e, const sig *s);
 
+/* ---- records (record.c) ---------------------------------------------- */
+
+/* Writes the record of a job, its training progress, an incident's
+ * internal state, and the classifier's open multi-line assemblies. */
+void eng_persist_job(engine *e, const job *j);
+void eng_persist_progress(engine *e, const job *j);
+void eng_persist_incident(engine *e, const incident *inc);
+void eng_persist_tracebacks(engine *e);
+/* "cascade:{C}:KIND[:NAME]" -> the cluster and what follows "}:". */
+int eng_split_key(const char *key, char *cluster, size_t len,
+                  const char **kind);
+/* One record read back (the hash field and its value): 0, or -1 with
+ * err set. The incident's goes into the engine's list unlinked. */
+int eng_record_job(engine *e, const char *cluster, const char *field,
+                   json_t *o, cs_err *err);
+int eng_record_progress(engine *e, const char *cluster, const char *field,
+                        const char *value, cs_err *err);
+int eng_record_inventory(engine *e, const char *cluster, const char *host,
+                         json_t *o);
+int eng_record_incident(engine *e, const char *field, json_t *o,
+                        cs_err *err);
+
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/str.h"
+#include "engine/detect.h"
 #include "engine/engine_internal.h"
 
 #define STORM_NODES 3
@@ -65,39 +66,6 @@ static void add_member(incident *storm, const incident *m)
         str_copy(storm->root_node, sizeof storm->root_node, m->root_node);
         storm->cause = m->cause;
     }
-}
-
-void eng_merge(engine *e, incident *storm, incident *m)
-{
-    cstate *cs = eng_cs(e, m->cluster);
-    size_t pos = 0;
-    const char *k;
-    void *v;
-
-    storm->count += m->count;
-    storm->sources |= m->sources;
-    if (m->first < storm->first)
-        storm->first = m->first;
-    if (m->last > storm->last)
-        storm->last = m->last;
-    if (m->updated > storm->updated)
-        storm->updated = m->updated;
-    for (size_t i = 0; i < m->nchildren; i++)
-        eng_add_child(storm, m->children[i].job, m->children[i].state,
-                      m->children[i].ts);
-    while (strmap_next(cs->jobs, &pos, &k, &v)) {
-        job *j = v;
-        if (!strcmp(j->incident, m->id)) {
-            str_copy(j->incident, sizeof j->incident, storm->id);
-            eng_persist_job(e, j);
-        }
-    }
-    if (m->node[0] && strmap_get(cs->open_node, m->node) == m)
-        strmap_put(cs->open_node, m->node, storm);
-    if (m->key[0] && strmap_get(cs->open_job, m->key) == m)
-        strmap_del(cs->open_job, m->key);
-    str_copy(m->merged, sizeof m->merged, storm->id);
-    m->dirty = storm->dirty = 1;
 }
 
 /* The fresh storm of host's rack for this root cause, or NULL. */
@@ -218,3 +186,18 @@ void eng_storm_relink(engine *e, incident *storm)
             strmap_put(open, storm->members[i].node, storm);
     }
 }
+
+/* ---- the detector ----------------------------------------------------- */
+
+static void storms_relink(engine *e, incident *inc)
+{
+    if (eng_is_storm(inc))
+        eng_storm_relink(e, inc);
+}
+
+const eng_detector eng_det_storms = {
+    .name = "storms",
+    .on_incident = eng_storm_check,
+    .on_recovered = eng_storm_recovered,
+    .relink = storms_relink,
+};

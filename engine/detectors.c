@@ -1,0 +1,71 @@
+/* The table of detectors (engine/detect.h): the one place that names
+ * them. Facts go through it in this order, and a detector may take a fact
+ * from the ones after it: the correlation rules see every fact first; a
+ * CUDA OOM in a Serve replica's context, a host OOM a checkpoint or a
+ * leak explains, and progress are taken before the jobs detector judges
+ * the rest; the capacity, peak, thermal and mark detectors read what it
+ * left. */
+#include "engine/detect.h"
+
+#include "rules/playbooks.h"
+
+extern const eng_detector eng_det_corr, eng_det_evidence, eng_det_serve,
+    eng_det_hostmem, eng_det_progress, eng_det_jobs, eng_det_capacity,
+    eng_det_peak, eng_det_thermal, eng_det_marks, eng_det_metrics,
+    eng_det_cascades, eng_det_storms;
+
+const eng_detector *const eng_detectors[] = {
+    &eng_det_corr,     /* correlation rules of the rule files (corr.c) */
+    &eng_det_evidence, /* the cluster's window, a job's last error (jobs.c) */
+    &eng_det_serve,    /* an OOM of a Serve replica that did not start (marks.c) */
+    &eng_det_hostmem,  /* host OOM kills: checkpoint or leak (metrics.c) */
+    &eng_det_progress, /* training steps (metrics.c) */
+    &eng_det_jobs,     /* jobs, nodes, Xids, NCCL, spot, recovery (jobs.c) */
+    &eng_det_capacity, /* idle allocations of a waiting job (metrics.c) */
+    &eng_det_peak,     /* a team's recurring peak hours (marks.c) */
+    &eng_det_thermal,  /* a rack's hot hosts (metrics.c) */
+    &eng_det_marks,    /* marks judged with the evidence around them (marks.c) */
+    &eng_det_metrics,  /* metric series and the rules read from them (metrics.c) */
+    &eng_det_cascades, /* a logical job's attempts (cascades.c) */
+    &eng_det_storms,   /* one fault on many nodes of a rack (storms.c) */
+    NULL,
+};
+
+void eng_tell_incident(engine *e, const sig *s, incident *inc)
+{
+    for (const eng_detector *const *d = eng_detectors; *d; d++)
+        if ((*d)->on_incident)
+            (*d)->on_incident(e, s, inc);
+}
+
+void eng_tell_job(engine *e, const sig *s, job *j, eng_job_event ev)
+{
+    for (const eng_detector *const *d = eng_detectors; *d; d++)
+        if ((*d)->on_job)
+            (*d)->on_job(e, s, j, ev);
+}
+
+void eng_tell_recovered(engine *e, const sig *s, const char *host,
+                        const char *what)
+{
+    for (const eng_detector *const *d = eng_detectors; *d; d++)
+        if ((*d)->on_recovered)
+            (*d)->on_recovered(e, s, host, what);
+}
+
+size_t eng_check_scenarios(const pb_catalog *cat,
+                           void (*report)(void *arg, const char *detector,
+                                          const char *id),
+                           void *arg)
+{
+    size_t missing = 0;
+
+    for (const eng_detector *const *d = eng_detectors; *d; d++)
+        for (const char *const *id = (*d)->scenarios; id && *id; id++)
+            if (!pb_find(cat, *id)) {
+                missing++;
+                if (report)
+                    report(arg, (*d)->name, *id);
+            }
+    return missing;
+}
