@@ -10,14 +10,16 @@
  *   attempts are kept in the logical job's own window (w:name:NAME, a
  *   day), which outlives the jobs' records (pruned after the horizon).
  *
- * Part of the engine (shares engine_internal.h). */
+ * A detector (engine/detect.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/str.h"
 #include "engine/detect.h"
-#include "engine/engine_internal.h"
+#include "engine/faults.h"
+#include "engine/series.h"
+#include "engine/state.h"
 
 #define SHIFT_ATTEMPTS 3
 #define SHIFT_MAX 16      /* attempts looked at, the latest first */
@@ -47,7 +49,7 @@ typedef struct name_win {
     size_t n, cap;
 } name_win;
 
-void eng_names_free(void *p)
+static void eng_names_free(void *p)
 {
     name_win *w = p;
 
@@ -115,7 +117,7 @@ static void attempt_member(const attempt *a, char *buf, size_t len)
                                     json_string_value(h));
 }
 
-void eng_attempt_add(engine *e, const job *j)
+static void eng_attempt_add(engine *e, const job *j)
 {
     name_win *w;
     attempt *a;
@@ -138,7 +140,7 @@ void eng_attempt_add(engine *e, const job *j)
     e->ops->window_trim(e->ctx, key, e->now - NAME_WINDOW);
 }
 
-int eng_restore_attempt(engine *e, const char *cluster, const char *name,
+static int eng_restore_attempt(engine *e, const char *cluster, const char *name,
                         int64_t ts, const char *member)
 {
     char jobid[64], state[16], error[64], nodes[800] = "";
@@ -166,7 +168,7 @@ int eng_restore_attempt(engine *e, const char *cluster, const char *name,
 
 /* Windows whose every attempt is older than a day are forgotten, here
  * and in Redis. */
-size_t eng_prune_names(engine *e)
+static size_t eng_prune_names(engine *e)
 {
     size_t pos = 0, n = 0;
     const char *k;
@@ -279,7 +281,7 @@ static void merge_attempt(engine *e, incident *inc, const job *a)
     }
 }
 
-void eng_shifting_check(engine *e, const sig *s, job *j)
+static void eng_shifting_check(engine *e, const sig *s, job *j)
 {
     const pb_scenario *sc = pb_find(e->cat, "cascade.shifting_symptoms");
     job *a[SHIFT_MAX], tmp[SHIFT_MAX];

@@ -19,7 +19,7 @@
 
 #include "core/str.h"
 #include "engine/detect.h"
-#include "engine/engine_internal.h"
+#include "engine/state.h"
 
 typedef struct corr_ev {
     int64_t ts;
@@ -63,7 +63,7 @@ typedef struct corr_refs {
     } v[];
 } corr_refs;
 
-void eng_corr_state_free(void *p)
+static void eng_corr_state_free(void *p)
 {
     corr_st *st = p;
 
@@ -78,7 +78,7 @@ static void free_refs(void *p)
     free(p);
 }
 
-void eng_corr_index_free(engine *e)
+static void eng_corr_index_free(engine *e)
 {
     strmap_free(e->corr_index, free_refs);
     e->corr_index = NULL;
@@ -415,7 +415,7 @@ static int save_group(corr_st *st, const corr_st **heads, int *n)
  * threshold, then its host's group), which made every write a command
  * of its own. Past SAVE_GROUPS hashes the rest go in the order they
  * changed, so the regrouping costs at most that many passes. */
-void eng_corr_save(engine *e)
+static void eng_corr_save(engine *e)
 {
     const corr_st *heads[SAVE_GROUPS];
     int n = 0, last = 0;
@@ -439,7 +439,7 @@ void eng_corr_save(engine *e)
     e->ncorr_dirty = 0;
 }
 
-void eng_corr_forget(engine *e)
+static void eng_corr_forget(engine *e)
 {
     for (size_t i = 0; i < e->ncorr_dirty; i++)
         e->corr_dirty[i]->queued = 0;
@@ -483,7 +483,7 @@ static void feed_one(engine *e, const sig *s, const fact *f,
         queue(e, st);
 }
 
-void eng_corr_feed(engine *e, const sig *s, const fact *f)
+static void eng_corr_feed(engine *e, const sig *s, const fact *f)
 {
     corr_refs *r;
 
@@ -515,7 +515,7 @@ static int prunable(const engine *e, const corr_st *st)
  * one walk over millions of states at a minute's turn held a batch for
  * hundreds of milliseconds. A walk that keys are added under may miss or
  * see twice a few states; the next pass has them. */
-void eng_corr_prune(engine *e, const char *cluster)
+static void eng_corr_prune(engine *e, const char *cluster)
 {
     cstate *cs = eng_cs(e, cluster);
     const char *name;
@@ -569,7 +569,7 @@ static const pb_correlation *rule_of(engine *e, const char *name)
 
 
 /* One field of a cw hash (its format above save()). */
-int eng_corr_restore(engine *e, const char *cluster, const char *rule,
+static int eng_corr_restore(engine *e, const char *cluster, const char *rule,
                      const char *field, const char *value)
 {
     char name[512];

@@ -3,7 +3,8 @@
  * what changed; making, resetting and freeing the engine. Restore and
  * retention are restore.c; rendering is incident_json.c. */
 #include "engine/detect.h"
-#include "engine/engine_internal.h"
+#include "engine/render.h"
+#include "engine/state.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -279,3 +279,42 @@ void eng_merge(engine *e, incident *storm, incident *m)
     str_copy(m->merged, sizeof m->merged, storm->id);
     m->dirty = storm->dirty = 1;
 }
+
+incident *eng_advisory_of(engine *e, const sig *s, const fact *f,
+                          const char *kind, const char *id, int node)
+{
+    char key[192];
+
+    snprintf(key, sizeof key, "%s:%.170s", kind, id);
+    return eng_advisory(e, s, f, key, node);
+}
+
+/* hw.driver_dstate: the kernel reports GPU driver errors on the host (the
+ * exporter's dmesg counter rising, or GPU tools hung in D state) and the
+ * exporter's scrapes alternate between its timeout and success (seed 004:
+ * a fault in the RAS reporting path; compute is unaffected). */
+void eng_driver_evidence(engine *e, const sig *s, const char *host)
+{
+    const series *dm = eng_series_get(e, s->cluster, host, M_DMESG, "");
+    const series *sc = eng_series_get(e, s->cluster, host, M_SCRAPE, "");
+    int errors = dm && dm->up && dm->up >= e->now - WINDOW;
+    int flapping = sc && sc->n >= 2 && sc->lo < SCRAPE_OK &&
+                   sc->ts >= e->now - WINDOW;
+    node_win *w = eng_win_find(e, s->cluster, host);
+    size_t hung = 0;
+    fact f;
+
+    for (size_t i = 0; w && i < w->n; i++)
+        hung += w->v[i].kind == FACT_MARK && w->v[i].scenario &&
+                w->v[i].ts >= e->now - WINDOW &&
+                !strcmp(w->v[i].scenario, "hw.driver_dstate");
+    if (!(errors || hung) || (!flapping && hung < 2) ||
+        eng_advisory_open(e, s->cluster, "driver", host, 1))
+        return;
+    eng_rule_fact(&f, FACT_NODE_FAULT, "hw.driver_dstate", host, NULL);
+    snprintf(f.excerpt, sizeof f.excerpt,
+             "GPU driver errors in the kernel log (%zu hung GPU tools); "
+             "scrapes at the %.0f s timeout %d times", hung, SCRAPE_TIMEOUT,
+             sc ? sc->n : 0);
+    eng_advisory_of(e, s, &f, "driver", host, 1);
+}

@@ -3,6 +3,7 @@
 #ifndef CS_ENGINE_FAULTS_H
 #define CS_ENGINE_FAULTS_H
 
+#include "engine/series.h"
 #include "engine/state.h"
 
 /* A fault on a host: its node incident opened, or the open one touched
@@ -36,6 +37,13 @@ const char *eng_window_of(const fact *f, char *buf, size_t len);
  * holds; NULL when it was open already. */
 incident *eng_advisory(engine *e, const sig *s, const fact *f,
                        const char *key, int node);
+/* The advisory under "KIND:ID". */
+incident *eng_advisory_of(engine *e, const sig *s, const fact *f,
+                          const char *kind, const char *id, int node);
+/* GPU driver trouble on a host (hung GPU tools, driver errors in the
+ * kernel log, scrapes at their timeout): hw.driver_dstate once the
+ * evidence is complete, from marks and from metric samples alike. */
+void eng_driver_evidence(engine *e, const sig *s, const char *host);
 /* into takes m in (evidence, failed jobs, its node and key); m is
  * published once more, merged, then gone. */
 void eng_merge(engine *e, incident *into, incident *m);

@@ -1,5 +1,5 @@
-/* Incident -> docs/FORMATS.md JSON, and the actions each proposes. Part of the
- * engine (shares its private types through engine_internal.h). */
+/* Incident -> docs/FORMATS.md JSON, and the actions each proposes
+ * (engine/render.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,8 @@
 
 #include "core/str.h"
 #include "core/ts.h"
-#include "engine/engine_internal.h"
+#include "engine/render.h"
+#include "engine/state.h"
 
 static json_t *ts_json(int64_t ts)
 {
@@ -466,7 +467,7 @@ static void steps_actions(engine *e, const incident *inc, json_t *out)
         storm_ticket(inc, out);
 }
 
-json_t *eng_actions(engine *e, const incident *inc)
+static json_t *eng_actions(engine *e, const incident *inc)
 {
     json_t *out = json_array();
     const pb_scenario *root = pb_find(e->cat, inc->root_scenario);

@@ -19,13 +19,15 @@
  *   a full cluster (sched.capacity_exhausted) at the same hour of day on
  *   PEAK_DAYS of the last seven days (seed 000, "Capacity Planning").
  *
- * Part of the engine (shares engine_internal.h). */
+ * A detector (engine/detect.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/str.h"
 #include "engine/detect.h"
-#include "engine/engine_internal.h"
+#include "engine/faults.h"
+#include "engine/series.h"
+#include "engine/state.h"
 
 #define NIC_SPREAD (30 * TS_MIN)
 #define PENDING_FOR (10 * TS_MIN)
@@ -175,7 +177,7 @@ static void serve_mark(engine *e, const sig *s, const fact *f)
 
 /* For a CUDA OOM: the scenario a Serve replica failure of the same job
  * close before it makes of it, or NULL. */
-const char *eng_oom_context(engine *e, const sig *s, const fact *f)
+static const char *eng_oom_context(engine *e, const sig *s, const fact *f)
 {
     job *j = eng_job_of(e, s->cluster, f->job);
     mark_span sp;
@@ -201,7 +203,7 @@ static void peak_days(const node_win *w, int64_t now, int days[24])
         days[h] = __builtin_popcount(seen[h]);
 }
 
-void eng_peak_hit(engine *e, const sig *s, const char *jobid)
+static void eng_peak_hit(engine *e, const sig *s, const char *jobid)
 {
     job *j = eng_job_of(e, s->cluster, jobid);
     int hour = (int)((s->ts / TS_HOUR) % 24), days[24], most = 0, counted = 0;
@@ -239,7 +241,7 @@ void eng_peak_hit(engine *e, const sig *s, const char *jobid)
         str_copy(inc->team, sizeof inc->team, j->team);
 }
 
-void eng_on_mark(engine *e, const sig *s, const fact *f)
+static void eng_on_mark(engine *e, const sig *s, const fact *f)
 {
     job *j = eng_job_of(e, s->cluster, f->job);
     const char *scen = f->scenario;

@@ -16,13 +16,13 @@
  *   at RACK_HOT, or a thermal-throttle alert) within RACK_WINDOW: cooling,
  *   one incident for the rack.
  *
- * Only the metrics a rule reads get a series (kept()). A series keeps its
+ * Only the metrics a rule reads get a series (eng_metric_kept()). A series keeps its
  * last sample and what the rules need (extremes of a gauge, the start of a
  * counter's current run of increases). It is stored whole after every
  * sample, so a restarted engine goes on from it; a sample not newer than
  * the series' last is a redelivery and changes nothing. The step counter
  * (tb_step) is no series: it is the job's progress. Part of the engine
- * (shares engine_internal.h). */
+ * (a detector: engine/detect.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +30,11 @@
 #include "core/hash.h"
 #include "core/str.h"
 #include "engine/detect.h"
-#include "engine/engine_internal.h"
+#include "engine/faults.h"
+#include "engine/series.h"
+#include "engine/state.h"
 
 #define STALL_AFTER (30 * TS_MIN) /* SCENARIOS.md: "no progress for 30+ min" */
-#define STALL_RECHECK (5 * TS_MIN)
-#define UTIL_BUSY 50.0  /* % GPU utilisation that counts as busy */
-#define UTIL_IDLE 10.0
-#define POWER_IDLE 0.5  /* below half its peak, a busy GPU computes nothing */
 #define RDMA_SUSTAIN (5 * TS_MIN) /* seed 004: "any sustained > 0" */
 #define GPU_HOT 92.0    /* SCENARIOS.md thermal.straggler */
 #define RACK_HOT 85.0   /* SCENARIOS.md thermal.fleet_throttle */
@@ -44,14 +42,11 @@
 #define RACK_WINDOW (15 * TS_MIN)
 #define SLOWER 1.15     /* step time 15% over the job's best */
 #define CLOCK_DOWN 0.9  /* SM clock 10% under the GPU's peak */
-#define MAX_GPUS 16     /* GPU indexes looked up per node ("0".."15") */
-#define WINDOW TS_HOUR  /* counters are compared as increases over this */
 #define ECC_CE_RISE 10  /* correctable ECC errors per WINDOW on one GPU */
 /* Seed 004: a flat scrape duration for 5 min is a hung collection loop; a
  * GPU under load never holds the same wattage for long. Thirty minutes of
  * an unchanged value on a host with a job is ghost data. */
 #define GHOST_AFTER (30 * TS_MIN)
-#define UTIL_LOW 5.0          /* SCENARIOS.md cost.idle_gpu: "< 5%" */
 #define COST_AFTER TS_HOUR    /* ... "for an hour" */
 #define ALLOC_IDLE (30 * TS_MIN) /* idle this long while another team waits */
 #define INPUT_AFTER (10 * TS_MIN) /* idle GPUs while the job still moves */
@@ -60,213 +55,12 @@
 #define GAP_AFTER (10 * TS_MIN) /* a host silent this long while its job runs */
 #define LEAK_SPAN (30 * TS_MIN) /* seed 004: "gradual ramp -> memory leak" */
 #define LEAK_GROWTH 1.2       /* ... by a fifth at least */
-#define LEAK_DIP 0.01         /* a fall under 1% does not end a ramp */
 #define CKPT_OOM (15 * TS_MIN) /* a host OOM this soon after a checkpoint save */
-#define BURST_QUIET (10 * TS_MIN) /* a counter at rest this long, then rising */
-#define BURST_BEFORE (10 * TS_MIN) /* a burst this close to a hang caused it */
-#define SCRAPE_TIMEOUT 10.0   /* seed 004: ~12 s is the plugin timing out */
-#define SCRAPE_OK 3.0         /* ... under 3 s a scrape that worked */
 #define REGRESS 1.10          /* SCENARIOS.md: "> 10% below steady state" */
-#define REGRESS_SAMPLES 3
-#define THERMAL_SKEW 5.0      /* C: one node this much hotter than the coolest */     /* slow samples in a row: not one spike */
+#define REGRESS_SAMPLES 3     /* slow samples in a row: not one spike */
+#define THERMAL_SKEW 5.0      /* C: one node this much hotter than the coolest */
 #define REGRESS_CKPT (5 * TS_MIN) /* step times this close to a save are
                                    * checkpoint steps */
-
-struct series {
-    char cluster[64], host[128], name[64], dev[64];
-    int64_t ts;    /* last sample */
-    double v;      /* its value */
-    double lo, hi; /* gauge extremes since the series started */
-    int64_t since; /* counter: start of the current run of increases;
-                    * gauge: start of its current run without a real fall */
-    int64_t first;   /* the first sample */
-    int64_t changed; /* the last sample whose value differed from the one
-                      * before (first when it never did) */
-    int64_t anchor_ts; /* counter: a sample about WINDOW ago, and its value, */
-    double anchor_v;   /* so that v - anchor_v is the increase over it */
-    int64_t low_since; /* utilisation: start of its run under UTIL_LOW */
-    int64_t burst;     /* counter: first increase after BURST_QUIET of none */
-    int64_t up;        /* counter: the last increase */
-    double run_v;      /* gauge: its value when `since` began */
-    int n;             /* step time: slow samples in a row; scrape
-                        * duration: samples at the timeout */
-};
-
-static const char *M_UTIL = "DCGM_FI_DEV_GPU_UTIL";
-static const char *M_POWER = "DCGM_FI_DEV_POWER_USAGE";
-static const char *M_TEMP = "DCGM_FI_DEV_GPU_TEMP";
-static const char *M_CLOCK = "DCGM_FI_DEV_SM_CLOCK";
-static const char *M_THROTTLE = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS";
-/* Its SW (32) and HW (64) thermal slowdown bits. */
-#define THROTTLE_THERMAL 96
-static const char *M_STEP = "tb_step";
-static const char *M_STEP_TIME = "tb_perf_step_time_seconds";
-static const char *M_RETX = "hw_rdma_tx_retx_pkts_total";
-static const char *M_ACK = "hw_rdma_tx_ack_timeout_total";
-static const char *M_TCP_RETX = "hw_tcp_retransmits_total";
-/* Correctable ECC counters: DCGM's volatile and aggregate single-bit
- * totals, and the AMD exporter's HBM correctable count (seed 004). */
-static const char *M_SBE_VOL = "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL";
-static const char *M_SBE_AGG = "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL";
-static const char *M_RAS_CE = "hw_gpu_ras_umc_ce_total";
-static const char *M_HW_POWER = "hw_gpu_power_watts";
-static const char *M_SCRAPE = "hw_scrape_duration_seconds";
-static const char *M_DMESG = "hw_dmesg_gpu_errors_total";
-static const char *M_CPU = "ray_node_cpu_utilization";
-static const char *M_IO = "hw_io_pressure_full_pct";
-static const char *M_MEM_RAY = "ray_node_mem_used";
-static const char *M_MEM_HW = "hw_mem_used_bytes";
-
-void eng_series_free(void *p)
-{
-    free(p);
-}
-
-static int is_counter(const char *name)
-{
-    size_t n = strlen(name);
-    return n > 6 && (strcmp(name + n - 6, "_total") == 0 ||
-                     strcmp(name + n - 6, "_TOTAL") == 0);
-}
-
-static int is_util(const char *name)
-{
-    return strcmp(name, M_UTIL) == 0;
-}
-
-/* The device a sample is about: a GPU, a NIC, or for training metrics
- * the job. */
-static const char *dev_of(const sig *s)
-{
-    static const char *const keys[] = {"gpu", "device", "job"};
-
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        const char *v = json_string_value(json_object_get(s->labels, keys[i]));
-        if (v)
-            return v;
-    }
-    return "";
-}
-
-static void series_key(char *buf, size_t len, const char *cluster,
-                       const char *host, const char *name, const char *dev)
-{
-    snprintf(buf, len, "%s|%s|%s|%s", cluster, host, name, dev);
-}
-
-static series *series_get(engine *e, const char *cluster, const char *host,
-                          const char *name, const char *dev)
-{
-    char key[400];
-
-    series_key(key, sizeof key, cluster, host, name, dev);
-    return strmap_get(e->series, key);
-}
-
-static void series_persist(engine *e, const series *se)
-{
-    char key[320], field[300], val[400];
-
-    eng_key(key, sizeof key, se->cluster, "series", NULL);
-    snprintf(field, sizeof field, "%s|%s|%s", se->host, se->name, se->dev);
-    snprintf(val, sizeof val,
-             "%lld %.17g %.17g %.17g %lld %lld %lld %lld %.17g %lld %lld %lld "
-             "%.17g %d", (long long)se->ts, se->v, se->lo, se->hi,
-             (long long)se->since, (long long)se->first,
-             (long long)se->changed, (long long)se->anchor_ts, se->anchor_v,
-             (long long)se->low_since, (long long)se->burst,
-             (long long)se->up, se->run_v, se->n);
-    e->ops->hash_put(e->ctx, key, field, val);
-}
-
-/* Takes one sample into its series; NULL when it is not newer than the
- * series' last (a redelivery or a late sample: the rules saw its time). */
-/* What a counter's new sample changes: its run of increases, its burst
- * start, and the window anchor its increase is measured from. A decrease
- * is a counter reset (exporter restart): no evidence either way. */
-static void counter_step(series *se, int64_t ts, double v)
-{
-    if (v > se->v) {
-        se->since = se->since ? se->since : se->ts;
-        if (!se->up || ts - se->up >= BURST_QUIET)
-            se->burst = ts;
-        se->up = ts;
-    } else if (v < se->v) {
-        se->since = 0;
-        se->anchor_ts = ts;
-        se->anchor_v = v;
-        return;
-    } else {
-        se->since = 0;
-    }
-    /* The anchor moves to the previous sample once it is older than the
-     * window: the increase is over WINDOW to WINDOW plus one interval. */
-    if (ts - se->anchor_ts > WINDOW) {
-        se->anchor_ts = se->ts;
-        se->anchor_v = se->v;
-    }
-}
-
-/* A gauge's run without a real fall (memory ramps), and for utilisation
- * how long it has been under UTIL_LOW. */
-static void gauge_step(series *se, int64_t ts, double v)
-{
-    if (v < se->v - LEAK_DIP * (se->v > 0 ? se->v : -se->v)) {
-        se->since = ts;
-        se->run_v = v;
-    }
-    if (is_util(se->name)) {
-        if (v >= UTIL_LOW)
-            se->low_since = 0;
-        else if (!se->low_since)
-            se->low_since = ts;
-    }
-}
-
-/* Takes one sample into its series; NULL when it is not newer than the
- * series' last (a redelivery or a late sample: the rules saw its time). */
-static series *series_take(engine *e, const sig *s, const char *dev)
-{
-    char key[400];
-    series *se;
-
-    series_key(key, sizeof key, s->cluster, s->host, s->name, dev);
-    se = strmap_get(e->series, key);
-    if (!se) {
-        se = calloc(1, sizeof *se);
-        if (!se)
-            abort();
-        str_copy(se->cluster, sizeof se->cluster, s->cluster);
-        str_copy(se->host, sizeof se->host, s->host);
-        str_copy(se->name, sizeof se->name, s->name);
-        str_copy(se->dev, sizeof se->dev, dev);
-        se->lo = se->hi = se->anchor_v = se->run_v = s->value;
-        se->first = se->changed = se->anchor_ts = se->since = s->ts;
-        if (is_counter(se->name))
-            se->since = 0;
-        if (is_util(se->name) && s->value < UTIL_LOW)
-            se->low_since = s->ts;
-        strmap_put(e->series, key, se);
-    } else if (s->ts <= se->ts) {
-        return NULL;
-    } else {
-        if (is_counter(se->name))
-            counter_step(se, s->ts, s->value);
-        else
-            gauge_step(se, s->ts, s->value);
-        if (s->value != se->v)
-            se->changed = s->ts;
-    }
-    if (s->value < se->lo)
-        se->lo = s->value;
-    if (s->value > se->hi)
-        se->hi = s->value;
-    if (!strcmp(se->name, M_SCRAPE) && s->value >= SCRAPE_TIMEOUT)
-        se->n++;
-    se->ts = s->ts;
-    se->v = s->value;
-    return se;
-}
 
 /* ---- progress and stalls --------------------------------------------- */
 
@@ -286,7 +80,7 @@ static int watched(const job *j)
     return j->progress_ts && !j->incident[0] && strcmp(j->state, "RUNNING") == 0;
 }
 
-int eng_progress(engine *e, const char *cluster, const char *jobid, int64_t ts,
+static int eng_progress(engine *e, const char *cluster, const char *jobid, int64_t ts,
                  double step)
 {
     job *j = eng_job_of(e, cluster, jobid);
@@ -310,7 +104,7 @@ int eng_progress(engine *e, const char *cluster, const char *jobid, int64_t ts,
 }
 
 /* A new attempt of a job: its progress starts over. */
-void eng_job_started(engine *e, job *j)
+static void eng_job_started(engine *e, job *j)
 {
     if (!j->progress_ts && !j->stall_check)
         return; /* nothing to forget */
@@ -320,43 +114,6 @@ void eng_job_started(engine *e, job *j)
 }
 
 /* What the GPUs of a job's nodes did since its last progress. */
-typedef struct gpu_census {
-    int busy_wait, idle, working, other;
-} gpu_census;
-
-static int untrusted(engine *e, const char *cluster, const char *host);
-
-/* The GPUs of the job's nodes sampled after `since`. */
-static gpu_census census(engine *e, const job *j, int64_t since)
-{
-    gpu_census c = {0, 0, 0, 0};
-    size_t i;
-    json_t *n;
-
-    json_array_foreach(j->nodes, i, n) {
-        if (untrusted(e, j->cluster, json_string_value(n)))
-            continue; /* ghost data: its values carry no information */
-        for (int g = 0; g < MAX_GPUS; g++) {
-            char dev[8];
-            const series *u, *p;
-            snprintf(dev, sizeof dev, "%d", g);
-            u = series_get(e, j->cluster, json_string_value(n), M_UTIL, dev);
-            p = series_get(e, j->cluster, json_string_value(n), M_POWER, dev);
-            if (!u || u->ts <= since)
-                continue;
-            if (u->v < UTIL_IDLE)
-                c.idle++;
-            else if (u->v >= UTIL_BUSY && p && p->ts > since &&
-                     p->v < POWER_IDLE * p->hi)
-                c.busy_wait++;
-            else if (u->v >= UTIL_BUSY)
-                c.working++;
-            else
-                c.other++;
-        }
-    }
-    return c;
-}
 
 /* A synthetic signal for a decision made by a timer: its id and time come
  * from the job and the progress that stopped, so the incident is the same
@@ -413,7 +170,7 @@ static const char *network_trigger(engine *e, const job *j)
 
 static void stall_eval(engine *e, job *j, int64_t now)
 {
-    gpu_census c = census(e, j, j->progress_ts);
+    gpu_census c = eng_census(e, j, j->progress_ts);
     const char *scen, *where = json_string_value(json_array_get(j->nodes, 0));
     const char *net;
     fact f;
@@ -453,7 +210,7 @@ static void stall_eval(engine *e, job *j, int64_t now)
     }
 }
 
-void eng_timers_rearm(engine *e)
+static void eng_timers_rearm(engine *e)
 {
     eng_iter it = {0};
     job *j;
@@ -464,7 +221,7 @@ void eng_timers_rearm(engine *e)
             schedule(e, stall_due(j));
 }
 
-void eng_timers(engine *e)
+static void eng_timers(engine *e)
 {
     int64_t high = e->live_clock > e->high ? e->live_clock : e->high;
     eng_iter it = {0};
@@ -495,8 +252,8 @@ static int rising_for(const series *se, int64_t now, int64_t span)
 
 static void rdma_check(engine *e, const sig *s, const char *dev)
 {
-    const series *retx = series_get(e, s->cluster, s->host, M_RETX, dev);
-    const series *ack = series_get(e, s->cluster, s->host, M_ACK, dev);
+    const series *retx = eng_series_get(e, s->cluster, s->host, M_RETX, dev);
+    const series *ack = eng_series_get(e, s->cluster, s->host, M_ACK, dev);
     fact f;
 
     if (!rising_for(retx, s->ts, RDMA_SUSTAIN) ||
@@ -524,7 +281,7 @@ static double host_temp(engine *e, const char *cluster, const char *host)
         char dev[8];
         const series *se;
         snprintf(dev, sizeof dev, "%d", g);
-        se = series_get(e, cluster, host, M_TEMP, dev);
+        se = eng_series_get(e, cluster, host, M_TEMP, dev);
         if (se && se->ts >= e->now - RACK_WINDOW && se->v > best)
             best = se->v;
     }
@@ -539,7 +296,7 @@ static int slowed(engine *e, const job *j, const char *host)
     json_t *n;
 
     json_array_foreach(j->nodes, i, n) {
-        const series *se = series_get(e, j->cluster, json_string_value(n),
+        const series *se = eng_series_get(e, j->cluster, json_string_value(n),
                                       M_STEP_TIME, j->id);
         if (se && se->lo > 0 && se->v >= SLOWER * se->lo)
             return 1;
@@ -548,7 +305,7 @@ static int slowed(engine *e, const job *j, const char *host)
         char dev[8];
         const series *se;
         snprintf(dev, sizeof dev, "%d", g);
-        se = series_get(e, j->cluster, host, M_CLOCK, dev);
+        se = eng_series_get(e, j->cluster, host, M_CLOCK, dev);
         if (se && se->hi > 0 && se->v <= CLOCK_DOWN * se->hi)
             return 1;
     }
@@ -586,31 +343,10 @@ static void straggler_check(engine *e, const sig *s, const char *gpu)
     eng_on_job_fault(e, s, &f);
 }
 
-/* The time of the host's earliest mark of scen since `since`, or 0. */
-static int64_t first_mark(engine *e, const char *cluster, const char *host,
-                          const char *scen, int64_t since)
-{
-    node_win *w = eng_win_find(e, cluster, host);
-    int64_t at = 0;
-
-    for (size_t i = 0; w && i < w->n; i++)
-        if (w->v[i].kind == FACT_MARK && w->v[i].ts >= since &&
-            w->v[i].scenario && strcmp(w->v[i].scenario, scen) == 0 &&
-            (!at || w->v[i].ts < at))
-            at = w->v[i].ts;
-    return at;
-}
-
-int64_t eng_host_hot(engine *e, const char *cluster, const char *host,
-                     int64_t since)
-{
-    return first_mark(e, cluster, host, "thermal.fleet_throttle", since);
-}
-
 /* A hot host (a GPU at RACK_HOT, or a throttle alert, already in its
  * window as a mark): with enough hot hosts in its rack, the rack's
  * incident opens or absorbs it. */
-void eng_rack_evidence(engine *e, const sig *s, const char *host)
+static void eng_rack_evidence(engine *e, const sig *s, const char *host)
 {
     const char *scen = "thermal.fleet_throttle";
     cstate *cs = eng_cs(e, s->cluster);
@@ -634,7 +370,7 @@ void eng_rack_evidence(engine *e, const sig *s, const char *host)
         const node_info *o = v;
         int64_t at = strcmp(o->rack, ni->rack)
                          ? 0
-                         : first_mark(e, s->cluster, k, scen,
+                         : eng_first_mark(e, s->cluster, k, scen,
                                       e->now - RACK_WINDOW);
         if (!at)
             continue;
@@ -665,7 +401,7 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
                   : s->value >= RACK_HOT;
 
     if (hot &&
-        !first_mark(e, s->cluster, s->host, "thermal.fleet_throttle",
+        !eng_first_mark(e, s->cluster, s->host, "thermal.fleet_throttle",
                     e->now - RACK_WINDOW / 3)) {
         eng_win_add(e, s, s->host, FACT_MARK, NULL, "thermal.fleet_throttle",
                     NULL);
@@ -676,25 +412,6 @@ static void temp_sample(engine *e, const sig *s, const char *gpu)
 }
 
 /* ---- advisories: their own incidents ----------------------------------- */
-
-static incident *advisory(engine *e, const sig *s, const fact *f,
-                          const char *kind, const char *id, int node)
-{
-    char key[192];
-
-    snprintf(key, sizeof key, "%s:%.170s", kind, id);
-    return eng_advisory(e, s, f, key, node);
-}
-
-static int advisory_open(engine *e, const char *cluster, const char *kind,
-                         const char *id, int node)
-{
-    cstate *cs = eng_cs(e, cluster);
-    char key[192];
-
-    snprintf(key, sizeof key, "%s:%.170s", kind, id);
-    return eng_fresh(e, strmap_get(node ? cs->open_node : cs->open_job, key));
-}
 
 /* A synthetic signal for a decision no single sample makes (a host gone
  * silent): id from what was decided, so a restart decides the same. */
@@ -769,68 +486,11 @@ static void ghost_check(engine *e, const sig *s, const series *se)
              "%.40s%s%.16s = %.10g unchanged for %lld min while job %.24s runs", se->name,
              se->dev[0] ? " gpu " : "", se->dev, se->v,
              (long long)((s->ts - se->changed) / TS_MIN), j->id);
-    advisory(e, s, &f, "ghost", s->host, 1);
-}
-
-/* Whether the host's metrics are stale (an open ghost-data incident):
- * the stall rule does not read them. */
-static int untrusted(engine *e, const char *cluster, const char *host)
-{
-    return advisory_open(e, cluster, "ghost", host, 1);
-}
-
-/* The most recent value of a host-level gauge, if sampled lately. */
-static const series *host_gauge(engine *e, const char *cluster,
-                                const char *host, const char *name)
-{
-    const series *se = series_get(e, cluster, host, name, "");
-
-    return se && se->ts >= e->now - STALL_RECHECK ? se : NULL;
+    eng_advisory_of(e, s, &f, "ghost", s->host, 1);
 }
 
 /* The start of the host's GPUs' common idle run (every GPU sampled under
  * UTIL_LOW), or 0 when one of them is busy. */
-/* The host's GPUs that report utilisation: how many are under UTIL_LOW
- * now (*idle), and since when all of them are (0: not all, or none
- * reports). */
-static int64_t host_idle(engine *e, const char *cluster, const char *host,
-                         int *idle)
-{
-    int64_t since = 0;
-    int seen = 0;
-
-    *idle = 0;
-    for (int g = 0; g < MAX_GPUS; g++) {
-        char dev[8];
-        const series *se;
-        snprintf(dev, sizeof dev, "%d", g);
-        se = series_get(e, cluster, host, M_UTIL, dev);
-        if (!se || se->ts < e->now - STALL_RECHECK)
-            continue;
-        seen++;
-        if (!se->low_since)
-            continue;
-        ++*idle;
-        if (se->low_since > since)
-            since = se->low_since;
-    }
-    return seen && *idle == seen ? since : 0;
-}
-
-static int idle_gpus(engine *e, const char *cluster, const char *host)
-{
-    int n;
-
-    host_idle(e, cluster, host, &n);
-    return n;
-}
-
-int64_t eng_host_idle_since(engine *e, const char *cluster, const char *host)
-{
-    int n;
-
-    return host_idle(e, cluster, host, &n);
-}
 
 /* A fresh sched.capacity_exhausted incident in the cluster of a job of
  * another team than `team`, or NULL. */
@@ -875,7 +535,7 @@ static void idle_allocation(engine *e, const sig *s, job *j, int64_t since)
 }
 
 /* A job now waits for capacity: the idle allocations of other teams. */
-void eng_capacity_waiting(engine *e, const sig *s)
+static void eng_capacity_waiting(engine *e, const sig *s)
 {
     const strmap *jobs = eng_cs(e, s->cluster)->jobs;
     size_t pos = 0;
@@ -918,8 +578,8 @@ static void idle_check(engine *e, const sig *s)
         eng_fresh(e, strmap_get(eng_cs(e, s->cluster)->open_job, j->id)))
         return;
     idle_allocation(e, s, j, since);
-    cpu = host_gauge(e, s->cluster, s->host, M_CPU);
-    io = host_gauge(e, s->cluster, s->host, M_IO);
+    cpu = eng_host_gauge(e, s->cluster, s->host, M_CPU);
+    io = eng_host_gauge(e, s->cluster, s->host, M_IO);
     if (s->ts - since >= INPUT_AFTER && j->progress_ts >= s->ts - INPUT_AFTER &&
         j->progress_ts > since && ((cpu && cpu->v >= CPU_SATURATED) ||
                                    (io && io->v >= IO_SATURATED)) &&
@@ -930,49 +590,19 @@ static void idle_check(engine *e, const sig *s)
                  "(step %.0f); host CPU %.0f%%, I/O stall %.0f%%", UTIL_LOW,
                  (long long)((s->ts - since) / TS_MIN), j->step,
                  cpu ? cpu->v : -1, io ? io->v : -1);
-        advisory(e, s, &f, "perf", j->id, 0);
+        eng_advisory_of(e, s, &f, "perf", j->id, 0);
         return;
     }
-    if (s->ts - since >= COST_AFTER && !advisory_open(e, s->cluster, "perf", j->id, 0)) {
+    if (s->ts - since >= COST_AFTER && !eng_advisory_open(e, s->cluster, "perf", j->id, 0)) {
         eng_rule_fact(&f, FACT_JOB_FAULT, "cost.idle_gpu", s->host, j->id);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "every GPU of %s under %.0f%% for %lld min", s->host, UTIL_LOW,
                  (long long)((s->ts - since) / TS_MIN));
         /* how many: the notification prices them (fix idle_cost) */
         snprintf(f.detail, sizeof f.detail, "%d",
-                 idle_gpus(e, s->cluster, s->host));
-        advisory(e, s, &f, "cost", j->id, 0);
+                 eng_idle_gpus(e, s->cluster, s->host));
+        eng_advisory_of(e, s, &f, "cost", j->id, 0);
     }
-}
-
-/* hw.driver_dstate: the kernel reports GPU driver errors on the host (the
- * exporter's dmesg counter rising, or GPU tools hung in D state) and the
- * exporter's scrapes alternate between its timeout and success (seed 004:
- * a fault in the RAS reporting path; compute is unaffected). */
-void eng_driver_evidence(engine *e, const sig *s, const char *host)
-{
-    const series *dm = series_get(e, s->cluster, host, M_DMESG, "");
-    const series *sc = series_get(e, s->cluster, host, M_SCRAPE, "");
-    int errors = dm && dm->up && dm->up >= e->now - WINDOW;
-    int flapping = sc && sc->n >= 2 && sc->lo < SCRAPE_OK &&
-                   sc->ts >= e->now - WINDOW;
-    node_win *w = eng_win_find(e, s->cluster, host);
-    size_t hung = 0;
-    fact f;
-
-    for (size_t i = 0; w && i < w->n; i++)
-        hung += w->v[i].kind == FACT_MARK && w->v[i].scenario &&
-                w->v[i].ts >= e->now - WINDOW &&
-                !strcmp(w->v[i].scenario, "hw.driver_dstate");
-    if (!(errors || hung) || (!flapping && hung < 2) ||
-        advisory_open(e, s->cluster, "driver", host, 1))
-        return;
-    eng_rule_fact(&f, FACT_NODE_FAULT, "hw.driver_dstate", host, NULL);
-    snprintf(f.excerpt, sizeof f.excerpt,
-             "GPU driver errors in the kernel log (%zu hung GPU tools); "
-             "scrapes at the %.0f s timeout %d times", hung, SCRAPE_TIMEOUT,
-             sc ? sc->n : 0);
-    advisory(e, s, &f, "driver", host, 1);
 }
 
 /* The job a host's kernel line is about: the one running there, or one
@@ -996,34 +626,12 @@ static job *job_at(engine *e, const char *cluster, const char *host,
     return best;
 }
 
-/* Whether the job's GPUs were computing at `ts` (busy at load power on
- * every node that reported within STALL_RECHECK; ghost-data hosts are not
- * read) and its nodes' network clean (no retransmit burst in the
- * BURST_BEFORE before): seed 004's heartbeat false positive. */
-int eng_job_computing(engine *e, const job *j, int64_t ts)
-{
-    gpu_census c = census(e, j, ts - STALL_RECHECK - 1);
-    size_t pos = 0;
-    const char *k;
-    void *v;
-
-    if (!c.working || c.busy_wait || c.idle || c.other)
-        return 0;
-    while (strmap_next(e->series, &pos, &k, &v)) {
-        const series *se = v;
-        if ((!strcmp(se->name, M_RETX) || !strcmp(se->name, M_TCP_RETX)) &&
-            se->up >= ts - BURST_BEFORE && se->burst && eng_ran_on(j, se->host))
-            return 0;
-    }
-    return 1;
-}
-
 /* oom.host_checkpoint / oom.host_leak: what the host's memory did before
  * the kernel's OOM killer struck (seed 004, "Host OOM"). A save of the
  * job's checkpoint just before: the save's copy of the parameters. A
  * steady ramp for LEAK_SPAN or more: a leak. 0: neither (the kill stays
  * evidence for what the job's own lines say). */
-int eng_host_oom(engine *e, const sig *s, const fact *f)
+static int eng_host_oom(engine *e, const sig *s, const fact *f)
 {
     const char *host = f->host;
     job *j = host[0] ? job_at(e, s->cluster, host, s->ts) : NULL;
@@ -1042,7 +650,7 @@ int eng_host_oom(engine *e, const sig *s, const fact *f)
         return 1;
     }
     for (size_t i = 0; i < sizeof mems / sizeof *mems; i++) {
-        const series *se = series_get(e, s->cluster, host, mems[i], "");
+        const series *se = eng_series_get(e, s->cluster, host, mems[i], "");
         if (!se || se->ts < s->ts - STALL_RECHECK || s->ts - se->since < LEAK_SPAN ||
             se->run_v <= 0 || se->hi < LEAK_GROWTH * se->run_v ||
             !pb_find(e->cat, "oom.host_leak"))
@@ -1092,7 +700,7 @@ static void regress_check(engine *e, const sig *s, series *se)
     snprintf(f.excerpt, sizeof f.excerpt,
              "step time %.3g s, %.0f%% over the job's steady %.3g s, %d samples "
              "in a row", se->v, 100 * (se->v / se->lo - 1), se->lo, se->n);
-    advisory(e, s, &f, "perf", j->id, 0);
+    eng_advisory_of(e, s, &f, "perf", j->id, 0);
 }
 
 /* Whether a step-time sample falls on a checkpoint step: its step is a
@@ -1157,14 +765,14 @@ static void gap_job(engine *e, const job *j, strmap *last)
         if (!t || *t < j->updated || now - *t < GAP_AFTER ||
             newest - *t < GAP_AFTER ||
             eng_fresh(e, strmap_get(eng_cs(e, j->cluster)->open_node, host)) ||
-            advisory_open(e, j->cluster, "gap", host, 1))
+            eng_advisory_open(e, j->cluster, "gap", host, 1))
             continue;
         rule_sig(&s, "gap", j->cluster, host, *t + GAP_AFTER);
         eng_rule_fact(&f, FACT_NODE_FAULT, "telemetry.gap", host, NULL);
         snprintf(f.excerpt, sizeof f.excerpt,
                  "%s sent no metrics for %d min while job %s runs", host,
                  (int)(GAP_AFTER / TS_MIN), j->id);
-        incident *inc = advisory(e, &s, &f, "gap", host, 1);
+        incident *inc = eng_advisory_of(e, &s, &f, "gap", host, 1);
         if (inc)
             inc->root_ts = inc->first = *t;
     }
@@ -1194,7 +802,7 @@ static void gap_scan(engine *e)
     strmap_free(last, free);
 }
 
-void eng_gap_timer(engine *e)
+static void eng_gap_timer(engine *e)
 {
     int64_t high = e->live_clock > e->high ? e->live_clock : e->high;
 
@@ -1206,23 +814,7 @@ void eng_gap_timer(engine *e)
 
 /* ---- samples in -------------------------------------------------------- */
 
-/* The metrics a rule reads back later; samples of any other name are not
- * kept (no memory, no Redis write). */
-static int kept(const char *name)
-{
-    const char *const names[] = {
-        M_UTIL,    M_POWER,   M_TEMP,     M_CLOCK,  M_THROTTLE, M_STEP_TIME,
-        M_RETX,    M_ACK,     M_TCP_RETX, M_SBE_VOL, M_SBE_AGG, M_RAS_CE,
-        M_HW_POWER, M_SCRAPE, M_DMESG,    M_CPU,    M_IO,       M_MEM_RAY,
-        M_MEM_HW};
-
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(name, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
-int eng_on_metric(engine *e, const sig *s)
+static int eng_on_metric(engine *e, const sig *s)
 {
     const char *dev;
     series *se;
@@ -1232,15 +824,15 @@ int eng_on_metric(engine *e, const sig *s)
     /* The step counter is progress, kept in the job (redeliveries of it
      * change nothing there). */
     if (!strcmp(s->name, M_STEP)) {
-        dev = dev_of(s);
+        dev = eng_dev_of(s);
         return eng_progress(e, s->cluster, *dev ? dev : s->job, s->ts, s->value);
     }
-    if (!kept(s->name))
+    if (!eng_metric_kept(s->name))
         return 0;
-    dev = dev_of(s);
+    dev = eng_dev_of(s);
     if (!strcmp(s->name, M_STEP_TIME) && checkpoint_step(e, s, dev))
         return 0; /* a checkpoint step's time says nothing of the job's pace */
-    if (!(se = series_take(e, s, dev)))
+    if (!(se = eng_series_take(e, s, dev)))
         return 0;
     if (!strcmp(s->name, M_TEMP) || !strcmp(s->name, M_THROTTLE))
         temp_sample(e, s, dev);
@@ -1253,97 +845,18 @@ int eng_on_metric(engine *e, const sig *s)
         eng_driver_evidence(e, s, s->host);
     else if (!strcmp(s->name, M_STEP_TIME))
         regress_check(e, s, se);
-    else if (is_util(s->name))
+    else if (eng_is_util(s->name))
         idle_check(e, s);
     if (!strcmp(s->name, M_POWER) || !strcmp(s->name, M_HW_POWER) ||
         !strcmp(s->name, M_SCRAPE))
         ghost_check(e, s, se);
     /* Stored once, after the rules: what they changed (the step-time run)
      * is part of what a restart goes on from. */
-    series_persist(e, se);
+    eng_series_persist(e, se);
     return 1;
 }
 
 /* ---- state ------------------------------------------------------------- */
-
-int eng_restore_series(engine *e, const char *cluster, const char *field,
-                       const char *value, cs_err *err)
-{
-    char host[128], name[64], dev[64], key[400];
-    long long ts, since, first = 0, changed = 0, anchor_ts = 0, low = 0,
-              burst = 0, up = 0;
-    double v, lo, hi, anchor_v = 0, run_v = 0;
-    int n = 0, got;
-    const char *a = strchr(field, '|'), *b = a ? strchr(a + 1, '|') : NULL;
-    series *se;
-
-    if (!a || !b || (size_t)(a - field) >= sizeof host ||
-        (size_t)(b - a - 1) >= sizeof name || strlen(b + 1) >= sizeof dev ||
-        ((got = sscanf(value, "%lld %lg %lg %lg %lld %lld %lld %lld %lg %lld "
-                            "%lld %lld %lg %d", &ts, &v, &lo, &hi, &since,
-                       &first, &changed, &anchor_ts, &anchor_v, &low, &burst,
-                       &up, &run_v, &n)) != 5 && got != 14)) {
-        cs_err_set(err, "series %s: malformed record '%s'", field, value);
-        return -1;
-    }
-    snprintf(host, sizeof host, "%.*s", (int)(a - field), field);
-    snprintf(name, sizeof name, "%.*s", (int)(b - a - 1), a + 1);
-    snprintf(dev, sizeof dev, "%s", b + 1);
-    se = calloc(1, sizeof *se);
-    if (!se)
-        abort();
-    str_copy(se->cluster, sizeof se->cluster, cluster);
-    str_copy(se->host, sizeof se->host, host);
-    str_copy(se->name, sizeof se->name, name);
-    str_copy(se->dev, sizeof se->dev, dev);
-    se->ts = ts;
-    se->v = v;
-    se->lo = lo;
-    se->hi = hi;
-    se->since = since;
-    /* A record of an older version has no more: the rules start afresh. */
-    se->first = got == 14 ? first : ts;
-    se->changed = got == 14 ? changed : ts;
-    se->anchor_ts = got == 14 ? anchor_ts : ts;
-    se->anchor_v = got == 14 ? anchor_v : v;
-    se->low_since = low;
-    se->burst = burst;
-    se->up = up;
-    se->run_v = got == 14 ? run_v : v;
-    se->n = n;
-    series_key(key, sizeof key, cluster, host, name, dev);
-    free(strmap_put(e->series, key, se));
-    eng_clock_advance(e, se->cluster, se->ts);
-    return 0;
-}
-
-/* Series silent for the horizon are forgotten, here and in Redis. */
-size_t eng_prune_series(engine *e)
-{
-    size_t pos = 0, n = 0;
-    const char *k;
-    void *v;
-    char **old = NULL;
-
-    while (strmap_next(e->series, &pos, &k, &v))
-        if (((series *)v)->ts <
-            eng_clock(e, ((series *)v)->cluster) - HORIZON) {
-            old = realloc(old, (n + 1) * sizeof *old);
-            if (!old || !(old[n++] = strdup(k)))
-                abort();
-        }
-    for (size_t i = 0; i < n; i++) {
-        series *se = strmap_del(e->series, old[i]);
-        char key[320], field[300];
-        eng_key(key, sizeof key, se->cluster, "series", NULL);
-        snprintf(field, sizeof field, "%s|%s|%s", se->host, se->name, se->dev);
-        e->ops->hash_del(e->ctx, key, field);
-        free(se);
-        free(old[i]);
-    }
-    free(old);
-    return n;
-}
 
 /* ---- the detectors ---------------------------------------------------- */
 

@@ -9,7 +9,7 @@
 
 #include "core/str.h"
 #include "engine/detect.h"
-#include "engine/engine_internal.h"
+#include "engine/state.h"
 
 /* ---- reading back ---------------------------------------------------- */
 

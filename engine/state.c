@@ -496,3 +496,13 @@ void eng_rule_fact(fact *f, fact_kind kind, const char *scenario,
     str_copy(f->host, sizeof f->host, host);
     str_copy(f->job, sizeof f->job, jobid);
 }
+
+int eng_advisory_open(engine *e, const char *cluster, const char *kind,
+                         const char *id, int node)
+{
+    cstate *cs = eng_cs(e, cluster);
+    char key[192];
+
+    snprintf(key, sizeof key, "%s:%.170s", kind, id);
+    return eng_fresh(e, strmap_get(node ? cs->open_node : cs->open_job, key));
+}

@@ -269,6 +269,9 @@ int64_t eng_fold_window(const incident *inc);
  * rack's, or an advisory's: "ghost:", "gap:", "driver:") rather than
  * under its host. */
 int eng_own_key(const char *key);
+/* Whether an incident under the own key "KIND:ID" is open and fresh. */
+int eng_advisory_open(engine *e, const char *cluster, const char *kind,
+                      const char *id, int node);
 
 /* The cluster's clock, set to ts when it has none yet; eng_clock_move
  * moves it (and the newest of all) forward to ts. One lookup a signal. */

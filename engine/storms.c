@@ -17,7 +17,8 @@
 
 #include "core/str.h"
 #include "engine/detect.h"
-#include "engine/engine_internal.h"
+#include "engine/faults.h"
+#include "engine/state.h"
 
 #define STORM_NODES 3
 #define STORM_WINDOW (10 * TS_MIN)
@@ -69,7 +70,7 @@ static void add_member(incident *storm, const incident *m)
 }
 
 /* The fresh storm of host's rack for this root cause, or NULL. */
-incident *eng_storm_of(engine *e, const char *cluster, const char *host,
+static incident *eng_storm_of(engine *e, const char *cluster, const char *host,
                        const char *root)
 {
     const char *rack = rack_of_host(e, cluster, host);
@@ -120,7 +121,7 @@ static size_t storm_candidates(engine *e, const sig *s, const incident *inc,
     return n;
 }
 
-void eng_storm_check(engine *e, const sig *s, incident *inc)
+static void eng_storm_check(engine *e, const sig *s, incident *inc)
 {
     incident *cand[64], *storm;
     const char *rack;
@@ -149,7 +150,7 @@ void eng_storm_check(engine *e, const sig *s, incident *inc)
     }
 }
 
-void eng_storm_recovered(engine *e, const sig *s, const char *host,
+static void eng_storm_recovered(engine *e, const sig *s, const char *host,
                          const char *what)
 {
     for (size_t i = 0; i < e->ninc; i++) {
@@ -176,7 +177,7 @@ void eng_storm_recovered(engine *e, const sig *s, const char *host,
 }
 
 /* After a restart: the storm's nodes lead to it again. */
-void eng_storm_relink(engine *e, incident *storm)
+static void eng_storm_relink(engine *e, incident *storm)
 {
     strmap *open = eng_cs(e, storm->cluster)->open_node;
 

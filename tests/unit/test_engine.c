@@ -4,7 +4,7 @@
 #include "check.h"
 #include "incidents.h"
 #include "engine/engine.h"
-#include "engine/engine_internal.h"
+#include "engine/state.h"
 #include "rules/playbooks.h"
 #include "rules/rules_embedded.h"
 
