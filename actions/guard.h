@@ -1,4 +1,4 @@
-/* Guardrails (ARCHITECTURE.md, seed 003): whether an action request may
+/* Guardrails (docs/ACTIONS.md): whether an action request may
  * run now, must wait for a human, or is only proposed; and whether a
  * playbook's checks hold on what an executor read from the scheduler.
  * Decisions only: the executor acts and audits. The budget ledger lives

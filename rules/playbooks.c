@@ -1173,7 +1173,7 @@ static void read_verify(reader *r, yaml_node_t *n, pb_playbook *p)
         problem(r, n, "verify: checks must name at least one check");
 }
 
-/* The guardrails a playbook's own data must keep (ARCHITECTURE.md). */
+/* The guardrails a playbook's own data must keep (docs/ACTIONS.md). */
 static void check_guardrails(reader *r, yaml_node_t *n, const char *id,
                              const pb_playbook *p)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two correlators in one consumer group share the partitions and produce
-# the incidents one would (ARCHITECTURE.md, "State and delivery"): each
+# the incidents one would (docs/ARCHITECTURE.md, "State and delivery"): each
 # owns the clusters keyed to its partitions, and a rebalance hands a
 # cluster's state over through Redis.
 #

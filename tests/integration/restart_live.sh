@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Kill the correlator at any moment and its replacement goes on
-# (ARCHITECTURE.md, "State and delivery"), and Redis may go away and come
+# (docs/ARCHITECTURE.md, "State and delivery"), and Redis may go away and come
 # back. The live path must end with exactly the incidents that `cascade
 # replay` computes for the same stream, with nothing lost:
 #

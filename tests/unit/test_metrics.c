@@ -1,4 +1,4 @@
-/* Rules read from metric series (correlate/metrics.c): rates, not values;
+/* Rules read from metric series (engine/metrics.c): rates, not values;
  * stalls by event-time timers and by the wall clock; thermal by node and
  * by rack. Each rule is checked on the case that must fire and on the
  * near misses that must not. */
@@ -605,7 +605,7 @@ static void test_driver(void)
     }
 }
 
-/* ---- marks (correlate/marks.c) ---------------------------------------- */
+/* ---- marks (engine/marks.c) ---------------------------------------- */
 
 static void app_line(engine *e, int sec, const char *host, const char *jobid,
                      const char *source, const char *text)
