@@ -1193,8 +1193,12 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
     if (!(a->jr = jr_new(base, o->redis, err)))
         goto fail;
     a->commit_timer = evtimer_new(base, on_commit_timer, a);
-    a->cons = kfk_consumer_new(base, o->brokers, a->group, KFK_TOPIC_ACTIONS,
-                               64, on_batch, a, err);
+    kfk_consumer_opts co = kfk_consumer_defaults(o->brokers, a->group,
+                                                 KFK_TOPIC_ACTIONS);
+    co.max_batch = 64;
+    co.on_batch = on_batch;
+    co.arg = a;
+    a->cons = kfk_consumer_open(base, &co, err);
     if (!a->cons)
         goto fail;
     kfk_consumer_pause(a->cons, 1); /* until the journal is read */

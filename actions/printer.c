@@ -60,9 +60,13 @@ act_printer *act_printer_start(struct event_base *base, const char *brokers,
         return NULL;
     }
     p->out = out;
-    p->cons = kfk_consumer_new_wait(base, brokers, "cascade-actions-dry-run",
-                                    KFK_TOPIC_ACTIONS, 256, on_batch, p,
-                                    fetch_wait_ms, err);
+    kfk_consumer_opts co = kfk_consumer_defaults(
+        brokers, "cascade-actions-dry-run", KFK_TOPIC_ACTIONS);
+    co.max_batch = 256;
+    co.fetch_wait_ms = fetch_wait_ms;
+    co.on_batch = on_batch;
+    co.arg = p;
+    p->cons = kfk_consumer_open(base, &co, err);
     if (!p->cons) {
         free(p);
         return NULL;

@@ -258,15 +258,21 @@ int main(int argc, char **argv)
     r->ac->data = r;
     redisLibeventAttach(r->ac, r->base);
     redisAsyncSetDisconnectCallback(r->ac, on_disconnect);
-    if (!(r->out = kfk_producer_new_linger(brokers, linger, &err)) ||
+    kfk_producer_opts po = kfk_producer_defaults(brokers);
+    kfk_consumer_opts co = kfk_consumer_defaults(brokers, "bench-relay",
+                                                 KFK_TOPIC_SIGNALS);
+    po.linger_ms = linger;
+    co.max_batch = (size_t)batch;
+    co.fetch_wait_ms = fetch_wait;
+    co.on_batch = on_batch;
+    co.arg = r;
+    if (!(r->out = kfk_producer_open(&po, &err)) ||
         kfk_producer_attach(r->out, r->base) ||
         !(r->trk = kfk_tracker_new()) ||
         kfk_producer_warm(r->out, (const char *const[]){KFK_TOPIC_INCIDENTS,
                                                         NULL},
                           10000, &err) ||
-        !(r->cons = kfk_consumer_new_wait(r->base, brokers, "bench-relay",
-                                          KFK_TOPIC_SIGNALS, (size_t)batch,
-                                          on_batch, r, fetch_wait, &err))) {
+        !(r->cons = kfk_consumer_open(r->base, &co, &err))) {
         fprintf(stderr, "bench_relay: kafka: %s\n", err.msg);
         goto out;
     }

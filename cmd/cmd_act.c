@@ -211,7 +211,8 @@ int cmd_act(int argc, char **argv)
         goto out;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (!(base = event_base_new()) || !(prod = kfk_producer_new(a.brokers, &err)) ||
+    kfk_producer_opts po = kfk_producer_defaults(a.brokers);
+    if (!(base = event_base_new()) || !(prod = kfk_producer_open(&po, &err)) ||
         kfk_producer_attach(prod, base)) {
         fprintf(stderr, "cascade act: %s\n", base ? err.msg : "no event loop");
         goto out;

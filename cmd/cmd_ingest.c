@@ -42,7 +42,8 @@ static int ingest_file(int argc, char **argv)
         fprintf(stderr, "cascade ingest file: needs --brokers and one FILE\n");
         return 2;
     }
-    if (!(p = kfk_producer_new(brokers, &err))) {
+    kfk_producer_opts po = kfk_producer_defaults(brokers);
+    if (!(p = kfk_producer_open(&po, &err))) {
         fprintf(stderr, "cascade ingest file: %s\n", err.msg);
         return 2;
     }
@@ -140,8 +141,9 @@ static int ingest_log(int argc, char **argv)
                  !(cls = cls_new(cat, &err))))
         goto out;
     fo.edge = cls;
-    if (!(p = kfk_producer_new_codec(brokers, KFK_DEFAULT_LINGER_MS, "zstd",
-                                     &err)))
+    kfk_producer_opts po = kfk_producer_defaults(brokers);
+    po.codec = "zstd";
+    if (!(p = kfk_producer_open(&po, &err)))
         goto out;
     live_warm_topics(p, "ingest log");
     for (int i = optind; i < argc; i++) {

@@ -123,8 +123,9 @@ int live_start(live *l, cs_err *err)
         printf("redis: private redis-server at %s\n", l->redis_addr);
     }
     fflush(stdout);
-    if (!(l->prod = kfk_producer_new_linger(l->brokers, l->cfg.linger_ms,
-                                            err)) ||
+    kfk_producer_opts po = kfk_producer_defaults(l->brokers);
+    po.linger_ms = l->cfg.linger_ms;
+    if (!(l->prod = kfk_producer_open(&po, err)) ||
         kfk_producer_attach(l->prod, l->base))
         return -1;
     live_warm_topics(l->prod, "kafka");

@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/kafka.h"
+#include "core/kafka_broker.h"
 #include "core/redisproc.h"
 #include "correlate/correlator.h"
 #include "ingest/webhook.h"

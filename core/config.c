@@ -8,7 +8,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "core/kafka.h"
+#include "core/topics.h"
 #include "core/log.h"
 #include "core/str.h"
 

@@ -1,8 +1,9 @@
 /* Kafka plumbing shared by collectors, the correlator and the executors:
- * an embedded broker for development, a producer that never blocks the
- * event loop, and a consumer-group reader driven by libevent that hands out
- * one batch at a time and commits only when the caller says the batch is
- * durable elsewhere (at-least-once). */
+ * a producer that never blocks the event loop, and a consumer-group reader
+ * driven by libevent that hands out one batch at a time and commits only
+ * when the caller says the batch is durable elsewhere (at-least-once).
+ * Each is made from an options struct. The embedded broker for
+ * development is kafka_broker.h. */
 #ifndef CS_KAFKA_H
 #define CS_KAFKA_H
 
@@ -11,52 +12,30 @@
 #include <stddef.h>
 
 #include "core/err.h"
+#include "core/topics.h"
 
 struct event_base;
 
-#define KFK_TOPIC_SIGNALS "cascade.signals"
-#define KFK_TOPIC_INCIDENTS "cascade.incidents"
-#define KFK_TOPIC_ACTIONS "cascade.actions"
-#define KFK_TOPIC_DEADLETTER "cascade.deadletter"
-#define KFK_TOPIC_AUDIT "cascade.audit"
 
 /* The record a message that cannot be used becomes on the dead-letter
  * topic: where it was read, why it was refused, and its bytes as hex
  * (capped at 4 KiB; raw bytes may not be text). */
 json_t *kfk_dead_letter(const rd_kafka_message_t *m, const char *reason);
 
-/* Embedded Kafka-protocol broker: librdkafka's mock cluster, one broker on
- * 127.0.0.1 so other processes (kcat) can connect. Creates the five topics
- * above with `partitions` partitions each (64 when 0). Development and
- * tests only: no disk, and about 5 MiB kept per partition. */
-typedef struct kfk_broker kfk_broker;
-kfk_broker *kfk_broker_start(int partitions, cs_err *err);
-/* "127.0.0.1:PORT" */
-const char *kfk_broker_bootstrap(const kfk_broker *b);
-/* Turns Nagle off on the broker's sockets, now and every 100 ms from the
- * loop (the mock cluster leaves it on: 40 ms per pipelined response). */
-int kfk_broker_attach(kfk_broker *b, struct event_base *base);
-void kfk_broker_stop(kfk_broker *b);
-
-/* Latency against throughput (kafka.linger_ms, kafka.fetch_wait_ms): how
- * long a producer waits to fill a batch, and how long a fetch waits for
- * data at the broker. A real broker answers a waiting fetch as soon as
- * data arrives; the embedded one only when the wait is over, so with it
- * the fetch wait bounds detection latency (bench/latency.sh sets 1, or 0:
- * a fetch that answers at once, polling). */
-#define KFK_DEFAULT_LINGER_MS 5
-#define KFK_DEFAULT_FETCH_WAIT_MS 100
 
 /* Idempotent producer; delivery failures are logged and counted. */
 typedef struct kfk_producer kfk_producer;
-kfk_producer *kfk_producer_new(const char *brokers, cs_err *err);
-kfk_producer *kfk_producer_new_linger(const char *brokers, int linger_ms,
-                                      cs_err *err);
-/* codec: lz4 for the live producers (the cheapest: 15 % more alerts/s
- * through the webhook than zstd), zstd for a collector's backlog (about
- * 4x, against lz4's 3x: more of it fits the embedded broker). */
-kfk_producer *kfk_producer_new_codec(const char *brokers, int linger_ms,
-                                     const char *codec, cs_err *err);
+typedef struct kfk_producer_opts {
+    const char *brokers; /* bootstrap servers */
+    int linger_ms;       /* kafka.linger_ms */
+    /* lz4 for the live producers (the cheapest: 15 % more alerts/s
+     * through the webhook than zstd), zstd for a collector's backlog
+     * (about 4x, against lz4's 3x: more of it fits the embedded broker). */
+    const char *codec;
+} kfk_producer_opts;
+/* brokers, KFK_DEFAULT_LINGER_MS, lz4. */
+kfk_producer_opts kfk_producer_defaults(const char *brokers);
+kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err);
 
 /* kfk_produce returns one of these, or -1 on any other error (err set). */
 enum { KFK_OK = 0, KFK_QUEUE_FULL = 1 };
@@ -113,16 +92,18 @@ void kfk_producer_free(kfk_producer *p);
  * broker evict the consumer from the group. */
 typedef struct kfk_consumer kfk_consumer;
 typedef void (*kfk_batch_fn)(void *arg, rd_kafka_message_t **msgs, size_t n);
-kfk_consumer *kfk_consumer_new(struct event_base *base, const char *brokers,
-                               const char *group, const char *topic,
-                               size_t max_batch, kfk_batch_fn fn, void *arg,
-                               cs_err *err);
-/* The same with fetch.wait.max.ms given (kafka.fetch_wait_ms). */
-kfk_consumer *kfk_consumer_new_wait(struct event_base *base,
-                                    const char *brokers, const char *group,
-                                    const char *topic, size_t max_batch,
-                                    kfk_batch_fn fn, void *arg,
-                                    int fetch_wait_ms, cs_err *err);
+typedef struct kfk_consumer_opts {
+    const char *brokers, *group, *topic;
+    size_t max_batch;  /* messages a batch at most, at least 1 */
+    int fetch_wait_ms; /* kafka.fetch_wait_ms */
+    kfk_batch_fn on_batch;
+    void *arg;         /* on_batch's */
+} kfk_consumer_opts;
+/* brokers, group and topic, KFK_DEFAULT_FETCH_WAIT_MS; the rest zero. */
+kfk_consumer_opts kfk_consumer_defaults(const char *brokers, const char *group,
+                                        const char *topic);
+kfk_consumer *kfk_consumer_open(struct event_base *base,
+                                const kfk_consumer_opts *o, cs_err *err);
 /* Stores and asynchronously commits the offsets of the held batch, then
  * releases it. A commit failure surfaces later in the log; -1 only when the
  * offsets could not be stored (e.g. partitions revoked meanwhile). */
@@ -157,5 +138,12 @@ int kfk_consumer_commit_wait(kfk_consumer *c, int timeout_ms, cs_err *err);
 unsigned long long kfk_consumer_lost(const kfk_consumer *c);
 /* Leaves the group (blocking, shutdown only). NULL is fine. */
 void kfk_consumer_free(kfk_consumer *c);
+
+/* For core's Kafka files: a configuration from key/value pairs (NULL
+ * last), logging through core/log.h, and a client made from it (the
+ * configuration is consumed either way). */
+rd_kafka_conf_t *kfk_conf_new(const char *const *kv, cs_err *err);
+rd_kafka_t *kfk_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
+                           cs_err *err);
 
 #endif

@@ -681,11 +681,15 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
      * says which clusters are ours (on_assign). */
     if (store_ping(o->redis, err))
         goto fail;
-    c->cons = kfk_consumer_new_wait(
-        base, o->brokers, o->group ? o->group : "cascade-correlate",
-        KFK_TOPIC_SIGNALS, o->batch ? o->batch : 10000, on_batch, c,
-        o->fetch_wait_ms >= 0 ? o->fetch_wait_ms : KFK_DEFAULT_FETCH_WAIT_MS,
-        err);
+    kfk_consumer_opts co = kfk_consumer_defaults(
+        o->brokers, o->group ? o->group : "cascade-correlate",
+        KFK_TOPIC_SIGNALS);
+    co.max_batch = o->batch ? o->batch : 10000;
+    if (o->fetch_wait_ms >= 0)
+        co.fetch_wait_ms = o->fetch_wait_ms;
+    co.on_batch = on_batch;
+    co.arg = c;
+    c->cons = kfk_consumer_open(base, &co, err);
     if (!c->cons)
         goto fail;
     kfk_consumer_on_assign(c->cons, on_assign, c);

@@ -2,7 +2,7 @@
 # need no services. Included from tests/CMakeLists.txt.
 
 add_executable(test_kafka ${CMAKE_CURRENT_LIST_DIR}/test_kafka.c)
-target_link_libraries(test_kafka PRIVATE cs_core)
+target_link_libraries(test_kafka PRIVATE cs_clients cs_core)
 add_test(NAME unit.kafka COMMAND test_kafka)
 
 add_executable(test_webhook ${CMAKE_CURRENT_LIST_DIR}/test_webhook.c)

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "core/kafka.h"
+#include "core/kafka_broker.h"
 #include "core/log.h"
 
 
@@ -82,8 +83,12 @@ static void consume(run *r, const char *bootstrap, int timeout_s)
     cs_err err = {{0}};
 
     r->commit_later = evtimer_new(r->base, commit_now, r);
-    r->c = kfk_consumer_new(r->base, bootstrap, "unit-group",
-                            KFK_TOPIC_SIGNALS, 100, on_batch, r, &err);
+    kfk_consumer_opts co = kfk_consumer_defaults(bootstrap, "unit-group",
+                                                 KFK_TOPIC_SIGNALS);
+    co.max_batch = 100;
+    co.on_batch = on_batch;
+    co.arg = r;
+    r->c = kfk_consumer_open(r->base, &co, &err);
     if (!r->c)
         fprintf(stderr, "consumer: %s\n", err.msg);
     REQUIRE(r->c != NULL);
@@ -99,7 +104,8 @@ static void produce_all(const char *bootstrap)
     cs_err err = {{0}};
     char key[16], val[32];
 
-    p = kfk_producer_new(bootstrap, &err);
+    kfk_producer_opts po = kfk_producer_defaults(bootstrap);
+    p = kfk_producer_open(&po, &err);
     REQUIRE(p != NULL);
     for (int i = 0; i < NMSG; i++) {
         int klen = snprintf(key, sizeof key, "k%d", i % 37);
@@ -115,7 +121,8 @@ static void produce_all(const char *bootstrap)
 static void produce_sentinel(const char *bootstrap)
 {
     cs_err err = {{0}};
-    kfk_producer *p = kfk_producer_new(bootstrap, &err);
+    kfk_producer_opts po = kfk_producer_defaults(bootstrap);
+    kfk_producer *p = kfk_producer_open(&po, &err);
 
     REQUIRE(p != NULL);
     REQUIRE(kfk_produce(p, KFK_TOPIC_SIGNALS, NULL, 0, "sentinel", 8, &err) ==
@@ -198,7 +205,8 @@ static void produce_storm(const char *bootstrap)
     unsigned x = 12345;
 
     REQUIRE(val != NULL);
-    p = kfk_producer_new(bootstrap, &err);
+    kfk_producer_opts po = kfk_producer_defaults(bootstrap);
+    p = kfk_producer_open(&po, &err);
     REQUIRE(p != NULL);
     for (int i = 0; i < STORM; i++) {
         /* letters that do not compress: lz4 would shrink repeats below
@@ -226,8 +234,12 @@ static long drain_all(const char *bootstrap, int live, unsigned long long *lost)
     struct timeval every = {0, 50000}, limit = {30, 0};
 
     d.base = event_base_new();
-    d.c = kfk_consumer_new(d.base, bootstrap, "gap", KFK_TOPIC_SIGNALS, 1000,
-                           drain_batch, &d, &err);
+    kfk_consumer_opts co = kfk_consumer_defaults(bootstrap, "gap",
+                                                 KFK_TOPIC_SIGNALS);
+    co.max_batch = 1000;
+    co.on_batch = drain_batch;
+    co.arg = &d;
+    d.c = kfk_consumer_open(d.base, &co, &err);
     REQUIRE(d.c != NULL);
     d.check = event_new(d.base, -1, EV_PERSIST, drain_check, &d);
     REQUIRE(event_add(d.check, &every) == 0);

@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "core/kafka.h"
+#include "core/kafka_broker.h"
 #include "core/signal.h"
 #include "core/ts.h"
 #include "ingest/filein.h"
@@ -184,8 +185,11 @@ static void read_topic(got *g, struct event_base *base, const char *bootstrap,
     memset(g, 0, sizeof *g);
     g->base = base;
     g->want = want;
-    g->c = kfk_consumer_new(base, bootstrap, group, topic, 64, on_batch, g,
-                            &err);
+    kfk_consumer_opts co = kfk_consumer_defaults(bootstrap, group, topic);
+    co.max_batch = 64;
+    co.on_batch = on_batch;
+    co.arg = g;
+    g->c = kfk_consumer_open(base, &co, &err);
     REQUIRE(g->c != NULL);
     run_until(base, &g->done, 20000);
     run_until(base, &never, 1000);
@@ -318,7 +322,8 @@ static void test_routes(struct event_base *base, int port, webhook *w)
 static void test_queue_full(struct event_base *base)
 {
     cs_err err = {{0}};
-    kfk_producer *dead = kfk_producer_new("127.0.0.1:1", &err);
+    kfk_producer_opts po = kfk_producer_defaults("127.0.0.1:1");
+    kfk_producer *dead = kfk_producer_open(&po, &err);
     wh_config cfg = {.token = TOKEN};
     webhook *w;
     int rc = KFK_OK;
@@ -494,7 +499,8 @@ int main(void)
      * kill the process (the daemon ignores SIGPIPE the same way). */
     signal(SIGPIPE, SIG_IGN);
     REQUIRE(base && b);
-    p = kfk_producer_new(kfk_broker_bootstrap(b), &err);
+    kfk_producer_opts po = kfk_producer_defaults(kfk_broker_bootstrap(b));
+    p = kfk_producer_open(&po, &err);
     REQUIRE(p && kfk_producer_attach(p, base) == 0);
     REQUIRE(wh_start(base, &cfg, p, &err) == NULL);
     REQUIRE(strstr(err.msg, "token") != NULL);
