@@ -111,9 +111,9 @@ static int run_example(classifier *cls, const pb_signature *g,
         return 1;
     }
     got_sc = n > 0 ? f[0].scenario : NULL;
-    if (ex->fact && (n == 0 || strcmp(cls_fact_name(f[0].kind), ex->fact))) {
+    if (ex->fact && (n == 0 || strcmp(fact_name(f[0].kind), ex->fact))) {
         snprintf(msg, sizeof msg, "want fact %s, got %s", ex->fact,
-                 n ? cls_fact_name(f[0].kind) : "nothing");
+                 n ? fact_name(f[0].kind) : "nothing");
         why = msg;
     } else if (ex->fact && f[0].sig_id != g->id) {
         snprintf(msg, sizeof msg, "matched by signature %s, not this one",

@@ -66,44 +66,6 @@ static const char *const re_src[RE__COUNT] = {
     [RE_ALLOC_OLD] = SIZE " already allocated",
 };
 
-static const char *const fact_names[FACT__COUNT] = {
-    [FACT_XID] = "xid",
-    [FACT_NODE_DOWN] = "node_down",
-    [FACT_CUDA_OOM] = "cuda_oom",
-    [FACT_APP_ERROR] = "app_error",
-    [FACT_JOB_STATE] = "job_state",
-    [FACT_INVENTORY] = "inventory",
-    [FACT_CHECKPOINT] = "checkpoint",
-    [FACT_JOB_FAULT] = "job_fault",
-    [FACT_NODE_FAULT] = "node_fault",
-    [FACT_MARK] = "mark",
-    [FACT_NCCL_TIMEOUT] = "nccl_timeout",
-    [FACT_SPOT] = "spot",
-    [FACT_HOST_OOM] = "host_oom",
-    [FACT_PROGRESS] = "progress",
-    [FACT_RECOVERY] = "recovery",
-    [FACT_EVENT] = "event",
-};
-
-const char *cls_fact_name(fact_kind k)
-{
-    return (unsigned)k < FACT__COUNT ? fact_names[k] : "?";
-}
-
-int cls_fact_parse(const char *name)
-{
-    for (int i = 0; name && i < FACT__COUNT; i++)
-        if (!strcmp(name, fact_names[i]))
-            return i;
-    return -1;
-}
-
-int cls_fact_from_text(int kind)
-{
-    return kind >= 0 && kind < FACT__COUNT && kind != FACT_JOB_STATE &&
-           kind != FACT_INVENTORY;
-}
-
 /* An open multi-line assembly: a Python traceback (frames tell the pass),
  * a wrapped kernel message, a report whose fact waits for its lines, or
  * what a finished report read (to recognise its lines if they come back). */

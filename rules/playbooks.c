@@ -12,7 +12,7 @@
 
 #include "core/hash.h"
 #include "core/signal.h"
-#include "rules/classify.h"
+#include "rules/fact.h"
 #include "rules/prefilter.h"
 #include "rules/rules_embedded.h"
 
@@ -515,7 +515,7 @@ static int read_example(reader *r, yaml_node_t *n, int source,
     if (!sc && !kind)
         problem(r, n, "an example needs 'scenario' (or 'fact'): what it must "
                       "produce ('none' for a line that must open nothing)");
-    if (kind && cls_fact_parse(kind) < 0)
+    if (kind && fact_parse(kind) < 0)
         problem(r, get(r, n, "fact"), "fact '%s' is not a fact kind", kind);
     if (esrc && sources &&
         (sig_source_parse(esrc, &es) || !(sources & (1u << es))))
@@ -626,7 +626,7 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
         problem(r, get(r, n, "report"), "signature %s: report: only app "
                 "lines head reports (their indented lines follow per rank)",
                 id ? id : "?");
-    if (!kind || !cls_fact_from_text(cls_fact_parse(kind)))
+    if (!kind || !fact_from_text(fact_parse(kind)))
         problem(r, node_or(get(r, n, "fact"), n), "signature %s: fact '%s' is "
                 "not a fact kind a signature can make", id ? id : "?",
                 kind ? kind : "");
@@ -667,7 +667,7 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
     g.source = (int)source;
     g.sources = sources;
     g.fact = strdup(kind);
-    g.kind = cls_fact_parse(kind);
+    g.kind = fact_parse(kind);
     g.scenario = sc ? strdup(sc) : NULL;
     g.match = strdup(pat);
     g.report = rep && !strcmp(rep, "true");
