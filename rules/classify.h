@@ -74,8 +74,5 @@ const char *cls_text(const sig *s, char *buf, size_t len);
 /* One alert given by its labels (a JSON object), as `rules test` runs an
  * alert example; returns the number of facts (0 or 1). */
 int cls_classify_labels(classifier *c, const char *labels_json, fact *out);
-/* Expands a SLURM hostlist ("gpu-[001-003,007],cpu-1") into at most max
- * names of at most 128 bytes; returns the count or -1 when malformed. */
-int cls_expand_hostlist(const char *list, char names[][128], int max);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "rules/classify.h"
+#include "rules/hostlist.h"
 #include "rules/playbooks.h"
 
 static classifier *c;
@@ -212,18 +213,18 @@ static void test_hostlist(void)
 {
     char n[16][128];
 
-    CHECK_INT(cls_expand_hostlist("gpu-058", n, 16), 1);
+    CHECK_INT(hostlist_expand("gpu-058", n, 16), 1);
     CHECK_STR(n[0], "gpu-058");
-    CHECK_INT(cls_expand_hostlist("gpu-[007-009,012],cpu1", n, 16), 5);
+    CHECK_INT(hostlist_expand("gpu-[007-009,012],cpu1", n, 16), 5);
     CHECK_STR(n[0], "gpu-007");
     CHECK_STR(n[2], "gpu-009");
     CHECK_STR(n[3], "gpu-012");
     CHECK_STR(n[4], "cpu1");
-    CHECK_INT(cls_expand_hostlist("gpu-[9-3]", n, 16), -1);
-    CHECK_INT(cls_expand_hostlist("gpu-[1-2", n, 16), -1);
+    CHECK_INT(hostlist_expand("gpu-[9-3]", n, 16), -1);
+    CHECK_INT(hostlist_expand("gpu-[1-2", n, 16), -1);
     /* found by fuzzing: signs and overflowing bounds are malformed */
-    CHECK_INT(cls_expand_hostlist("zpu[-002-0555555555555555555555015]", n, 16), -1);
-    CHECK_INT(cls_expand_hostlist("g[1-4000]", n, 16), 16); /* capped at max */
+    CHECK_INT(hostlist_expand("zpu[-002-0555555555555555555555015]", n, 16), -1);
+    CHECK_INT(hostlist_expand("g[1-4000]", n, 16), 16); /* capped at max */
     CHECK_STR(n[15], "g16");
 }
 
