@@ -1,41 +1,17 @@
+/* The classifier (rules/classify.h): a signal's text against the
+ * catalog's signatures, the values a fact takes from it, and what a line
+ * does to the multi-line assemblies (rules/assembly.h). */
 #include "rules/classify.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>
 #include <pcre2.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/hash.h"
 #include "core/str.h"
-#include "core/strmap.h"
-#include "core/ts.h"
-
-/* An assembly's key ("CLUSTER|HOST|JOB|RANK", "CLUSTER|HOST|kernel") is
- * cut to fit this. */
-#define TB_KEY_LEN 400
-
-/* A traceback older than this (event time) is abandoned: its exception line
- * was lost or the job printed something else. */
-#define TB_MAX_AGE (60 * TS_SEC)
-/* The kernel prints a wrapped message in one burst ("NVRM: The NVIDIA GPU
- * 0000:b3:00.0" / "NVRM: (PCI ID: 10de:26b5) installed in this system has"
- * / "NVRM: fallen off the bus and is not responding to commands."): lines
- * of one host this close together and this few are read as one. */
-#define KMSG_MAX_AGE (2 * TS_SEC)
-#define KMSG_MAX_LINES 4
-/* A report (a signature with `report: true`, such as the desync report
- * of TORCH_NCCL_DESYNC_DEBUG) heads indented lines printed in one burst:
- * it is complete when its rank prints something else, or when this long
- * passes without a line of it. */
-#define REPORT_QUIET (2 * TS_SEC)
-#define REPORT_MAX_LINES 32
-/* How long a finished report's lines are remembered, so that a redelivered
- * line of it (after a restart) is not read as a message of its own. */
-#define REPORT_KEEP (10 * TS_MIN)
-
+#include "rules/assembly.h"
 #include "rules/hostlist.h"
 #include "rules/playbooks.h"
 #include "rules/prefilter.h"
@@ -67,47 +43,6 @@ static const char *const re_src[RE__COUNT] = {
     [RE_ALLOC_OLD] = SIZE " already allocated",
 };
 
-/* An open multi-line assembly: a Python traceback (frames tell the pass),
- * a wrapped kernel message, a report whose fact waits for its lines, or
- * what a finished report read (to recognise its lines if they come back). */
-enum tb_kind { TB_TRACE, TB_KMSG, TB_REPORT, TB_REPORTED };
-
-struct traceback {
-    enum tb_kind kind;
-    int64_t started;
-    int64_t last; /* report: its latest line */
-    int forward, backward;
-    int dirty;
-    int lines;
-    json_t *head; /* open report: the signal whose fact waits */
-    int slot;     /* its host's counter in open_hosts, -1: none (key_slot) */
-    char text[480];
-};
-
-static int64_t tb_max_age(const struct traceback *tb)
-{
-    switch (tb->kind) {
-    case TB_KMSG:
-        return KMSG_MAX_AGE;
-    case TB_REPORT: /* ended by cls_report_next, never by age */
-        return INT64_MAX;
-    case TB_REPORTED:
-        return REPORT_KEEP;
-    case TB_TRACE:
-        break;
-    }
-    return TB_MAX_AGE;
-}
-
-static void tb_free(void *p)
-{
-    struct traceback *tb = p;
-
-    if (tb)
-        json_decref(tb->head);
-    free(tb);
-}
-
 /* The named groups a fact takes, in the pattern's name table order (the
  * order in which a later group of one name overwrites an earlier one). */
 enum named_field {
@@ -126,15 +61,7 @@ struct classifier {
     pcre2_match_data *md;
     pfl_ctx *pf;      /* NULL: the catalog has no prefilter */
     int no_prefilter; /* cls_prefilter(c, 0): every signature tried */
-    strmap *tracebacks; /* "cluster|host|job|rank" -> struct traceback */
-    strmap *tb_gone;    /* keys ended since the last cls_tb_changes */
-    int reports;        /* 0: no open report (a hint, recounted lazily) */
-    /* Open assemblies per hash of their host (OPEN_SLOTS counters), and
-     * those whose key did not say its host: a line whose host has none
-     * (the usual case, even with assemblies open elsewhere) needs no key
-     * built and looked up. A counter never misses an open one. */
-    uint32_t *open_hosts;
-    size_t unslotted;
+    assemblies *asb; /* the open multi-line assemblies */
     /* Signature i's named groups are named[i] .. named[i + 1]. */
     struct named **named;
     struct named *named_all;
@@ -143,92 +70,13 @@ struct classifier {
     size_t nby_src[SRC__COUNT];
 };
 
-#define OPEN_SLOTS 4096
-
-static int host_slot(const char *host)
-{
-    const char *h = host ? host : "";
-
-    return (int)(hash_fnv1a(HASH_FNV_SEED, h, strlen(h)) % OPEN_SLOTS);
-}
-
-/* The slot of the host in a stored key ("CLUSTER|HOST|JOB|RANK" or
- * "CLUSTER|HOST|kernel"), for an assembly read back at start-up. -1 when
- * the host is not certain: a '|' inside a part, or a key that may have
- * been cut at the key buffer's size. Such an assembly is looked up on
- * every line. */
-static int key_slot(const char *key)
-{
-    const char *a = strchr(key, '|'), *b = a ? strchr(a + 1, '|') : NULL;
-    const char *c = b ? strchr(b + 1, '|') : NULL;
-    size_t n = strlen(key);
-    int kernel = n >= 7 && !strcmp(key + n - 7, "|kernel");
-    char host[256];
-
-    if (!b || n >= TB_KEY_LEN - 1 ||
-        (kernel ? b != key + n - 7 : !c || strchr(c + 1, '|')) ||
-        (size_t)(b - a - 1) >= sizeof host)
-        return -1;
-    memcpy(host, a + 1, (size_t)(b - a - 1));
-    host[b - a - 1] = '\0';
-    return host_slot(host);
-}
-
-static void slot_count(classifier *c, const struct traceback *tb, int d)
-{
-    if (tb->slot < 0)
-        c->unslotted += (size_t)d;
-    else
-        c->open_hosts[tb->slot] += (uint32_t)d;
-}
-
-/* Whether a line of host may continue an open assembly. */
-static int host_may_be_open(const classifier *c, const char *host)
-{
-    return strmap_len(c->tracebacks) &&
-           (c->unslotted || c->open_hosts[host_slot(host)]);
-}
-
-/* Every change to the assembly map goes through these two, which keep the
- * counters. slot: host_slot of the line's host, or key_slot. */
-static void tb_insert(classifier *c, const char *key, struct traceback *tb,
-                      int slot)
-{
-    struct traceback *old;
-
-    tb->slot = slot;
-    slot_count(c, tb, 1);
-    if ((old = strmap_put(c->tracebacks, key, tb))) {
-        slot_count(c, old, -1);
-        tb_free(old);
-    }
-}
-
-static void tb_remove(classifier *c, const char *key)
-{
-    struct traceback *tb = strmap_del(c->tracebacks, key);
-
-    if (tb) {
-        slot_count(c, tb, -1);
-        tb_free(tb);
-    }
-}
 
 void cls_take_state(classifier *to, classifier *from)
 {
-    strmap *tb = to->tracebacks, *gone = to->tb_gone;
-    uint32_t *open = to->open_hosts;
-    size_t unslotted = to->unslotted;
+    assemblies *a = to->asb;
 
-    to->tracebacks = from->tracebacks;
-    to->tb_gone = from->tb_gone;
-    to->open_hosts = from->open_hosts;
-    to->unslotted = from->unslotted;
-    from->tracebacks = tb;
-    from->tb_gone = gone;
-    from->open_hosts = open;
-    from->unslotted = unslotted;
-    to->reports = from->reports;
+    to->asb = from->asb;
+    from->asb = a;
 }
 
 /* Fills by_src: the prefilter answers for all signatures, but a line is
@@ -327,10 +175,8 @@ classifier *cls_new(const pb_catalog *cat, cs_err *err)
         cls_free(c);
         return NULL;
     }
-    c->tracebacks = strmap_new();
-    c->tb_gone = strmap_new();
-    if (!(c->open_hosts = calloc(OPEN_SLOTS, sizeof *c->open_hosts)) ||
-        by_source(c) || named_fields(c)) {
+    c->asb = asb_new();
+    if (by_source(c) || named_fields(c)) {
         cs_err_set(err, "out of memory");
         cls_free(c);
         return NULL;
@@ -351,9 +197,7 @@ void cls_free(classifier *c)
         pcre2_code_free(c->re[i]);
     pcre2_match_data_free(c->md);
     pfl_ctx_free(c->pf);
-    strmap_free(c->tracebacks, tb_free);
-    strmap_free(c->tb_gone, NULL);
-    free(c->open_hosts);
+    asb_free(c->asb);
     free(c->named);
     free(c->named_all);
     for (int s = 0; s < SRC__COUNT; s++)
@@ -777,37 +621,6 @@ static void frame_pass(struct traceback *tb, const char *l)
         tb->forward = 1;
 }
 
-/* Forgets an assembly and remembers to delete its stored copy. */
-static void tb_end(classifier *c, const char *key)
-{
-    tb_remove(c, key);
-    strmap_put(c->tb_gone, key, (void *)1);
-}
-
-/* Starts (or restarts) the assembly under key at ts, empty and due to be
- * stored. */
-static struct traceback *tb_open(classifier *c, const char *key,
-                                 const sig *s)
-{
-    struct traceback *tb = strmap_get(c->tracebacks, key);
-    int64_t ts = s->ts;
-    int slot;
-
-    if (!tb) {
-        if (!(tb = calloc(1, sizeof *tb)))
-            abort();
-        tb_insert(c, key, tb, host_slot(s->host));
-    }
-    slot = tb->slot;
-    json_decref(tb->head);
-    memset(tb, 0, sizeof *tb);
-    tb->slot = slot;
-    tb->started = ts;
-    tb->dirty = 1;
-    strmap_del(c->tb_gone, key);
-    return tb;
-}
-
 /* An app line without torchrun's rank prefix ("[rank3]: ..."); *rank
  * gets the prefix's rank, else the signal's. */
 static const char *app_line(const sig *s, int *rank)
@@ -912,7 +725,7 @@ static void report_add(struct traceback *tb, const char *line, int64_t ts)
 /* A report's head opens an assembly instead of giving its fact now. */
 static void report_open(classifier *c, const char *key, const sig *s)
 {
-    struct traceback *tb = tb_open(c, key, s);
+    struct traceback *tb = asb_open(c->asb, key, s->host, s->ts);
 
     tb->kind = TB_REPORT;
     tb->last = s->ts;
@@ -920,7 +733,7 @@ static void report_open(classifier *c, const char *key, const sig *s)
      * recoverable here, as everywhere in the engine */
     if (!(tb->head = sig_json(s)))
         abort();
-    c->reports++;
+    asb_set_reports(c->asb, asb_reports(c->asb) + 1);
 }
 
 static int classify_app(classifier *c, const sig *s, fact *out)
@@ -932,10 +745,10 @@ static int classify_app(classifier *c, const sig *s, fact *out)
     struct traceback *tb = NULL;
 
     /* Most lines arrive with no assembly open anywhere: no key to build. */
-    if (host_may_be_open(c, s->host) ||
+    if (asb_may_be_open(c->asb, s->host) ||
         strncmp(line, "Traceback (most recent call last)", 33) == 0) {
         app_key_of(s, rank, key, sizeof key);
-        tb = strmap_get(c->tracebacks, key);
+        tb = asb_get(c->asb, key);
     } else {
         key[0] = '\0';
     }
@@ -956,11 +769,11 @@ static int classify_app(classifier *c, const sig *s, fact *out)
     if (tb && tb->kind != TB_TRACE)
         tb = NULL;
     if (tb && s->ts - tb->started > TB_MAX_AGE) {
-        tb_end(c, key);
+        asb_end(c->asb, key);
         tb = NULL;
     }
     if (strncmp(line, "Traceback (most recent call last)", 33) == 0) {
-        tb_open(c, key, s);
+        asb_open(c->asb, key, s->host, s->ts);
         return 0;
     }
     if (tb && is_frame_line(line)) {
@@ -990,7 +803,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         out = NULL;
     }
     if (tb)
-        tb_end(c, key); /* the exception line ends it */
+        asb_end(c->asb, key); /* the exception line ends it */
     return out ? 1 : 0;
 }
 
@@ -1038,15 +851,14 @@ int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
     char key[TB_KEY_LEN] = "";
     const char *line = NULL, *k;
     size_t pos = 0;
-    void *v;
+    struct traceback *tb;
     int rank, open = 0;
 
-    if (!c->reports)
+    if (!asb_reports(c->asb))
         return 0;
     if (s && s->source == SRC_APP && s->line)
         line = app_key(s, key, sizeof key, &rank);
-    while (strmap_next(c->tracebacks, &pos, &k, &v)) {
-        struct traceback *tb = v;
+    while (asb_next(c->asb, &pos, &k, &tb)) {
         if (tb->kind != TB_REPORT)
             continue;
         /* Clusters keep their own event time: another cluster's signal
@@ -1066,175 +878,10 @@ int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
         if (report_fact(c, tb, head, out))
             return 1;
     }
-    c->reports = open;
+    asb_set_reports(c->asb, open);
     return 0;
 }
 
-/* printf into a new buffer; -1 when out of memory. */
-static int asprintf_like(char **out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int asprintf_like(char **out, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || !(*out = malloc((size_t)n + 1)))
-        return -1;
-    va_start(ap, fmt);
-    vsnprintf(*out, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return n;
-}
-
-/* The stored form of an assembly (cls_tb_restore reads it back); NULL
- * when there is nothing worth keeping. malloc'd. */
-static char *tb_value(const struct traceback *tb)
-{
-    char *head = NULL, *out = NULL;
-    int n = -1;
-
-    switch (tb->kind) {
-    case TB_TRACE:
-        n = asprintf_like(&out, "%lld %d %d", (long long)tb->started,
-                          tb->forward, tb->backward);
-        break;
-    case TB_KMSG:
-        n = asprintf_like(&out, "%lld K %d %s", (long long)tb->started,
-                          tb->lines, tb->text);
-        break;
-    case TB_REPORT:
-        if (!(head = json_dumps(tb->head, JSON_COMPACT)))
-            return NULL;
-        n = asprintf_like(&out, "%lld R %lld %d %s\t%s",
-                          (long long)tb->started, (long long)tb->last,
-                          tb->lines, tb->text, head);
-        free(head);
-        break;
-    case TB_REPORTED:
-        n = asprintf_like(&out, "%lld Z %s", (long long)tb->started,
-                          tb->text);
-        break;
-    }
-    return n < 0 ? NULL : out;
-}
-
-/* The event time of the cluster an assembly key ("CLUSTER|...") is in. */
-static int64_t key_clock(const char *key, cls_clock_fn now_of, void *arg)
-{
-    char cluster[128];
-    const char *bar = strchr(key, '|');
-
-    if (!now_of || !bar)
-        return INT64_MIN;
-    snprintf(cluster, sizeof cluster, "%.*s", (int)(bar - key), key);
-    return now_of(arg, cluster);
-}
-
-void cls_tb_changes(classifier *c, cls_clock_fn now_of, cls_tb_fn fn,
-                    void *arg)
-{
-    size_t pos = 0, nold = 0;
-    const char *k;
-    void *v;
-    char **old = NULL;
-
-    while (strmap_next(c->tracebacks, &pos, &k, &v)) {
-        struct traceback *tb = v;
-        int64_t now = tb->kind == TB_REPORT ? INT64_MIN
-                                            : key_clock(k, now_of, arg);
-        if (now != INT64_MIN && now - tb->started > tb_max_age(tb)) {
-            old = realloc(old, (nold + 1) * sizeof *old);
-            if (!old || !(old[nold++] = strdup(k)))
-                abort();
-        } else if (tb->dirty) {
-            char *val = tb_value(tb);
-            tb->dirty = 0;
-            if (val)
-                fn(arg, k, val);
-            free(val);
-        }
-    }
-    for (size_t i = 0; i < nold; i++) {
-        tb_end(c, old[i]);
-        free(old[i]);
-    }
-    free(old);
-    pos = 0;
-    while (strmap_next(c->tb_gone, &pos, &k, &v))
-        fn(arg, k, NULL);
-    strmap_free(c->tb_gone, NULL);
-    c->tb_gone = strmap_new();
-}
-
-/* "R" and "Z": a report open ("STARTED R LAST LINES TEXT<tab>SIGNAL") or
- * finished ("STARTED Z TEXT"). */
-static int report_restore(struct traceback *tb, const char *value)
-{
-    long long started, last;
-    const char *tab;
-    int at = 0;
-
-    if (sscanf(value, "%lld Z %n", &started, &at) == 1 && at) {
-        tb->kind = TB_REPORTED;
-        tb->started = started;
-        str_copy(tb->text, sizeof tb->text, value + at);
-        return 0;
-    }
-    at = 0;
-    if (sscanf(value, "%lld R %lld %d %n", &started, &last, &tb->lines,
-               &at) != 3 || !at || !(tab = strchr(value + at, '\t')))
-        return -1;
-    tb->kind = TB_REPORT;
-    tb->started = started;
-    tb->last = last;
-    snprintf(tb->text, sizeof tb->text, "%.*s", (int)(tab - value - at),
-             value + at);
-    tb->head = json_loads(tab + 1, 0, NULL);
-    return json_is_object(tb->head) ? 0 : -1;
-}
-
-int cls_tb_restore(classifier *c, const char *key, const char *value)
-{
-    long long started;
-    int f, b, at = 0;
-    char mark = 0;
-    struct traceback *tb;
-
-    if (!strchr(key, '|'))
-        return -1;
-    tb = calloc(1, sizeof *tb);
-    if (!tb)
-        abort();
-    if (sscanf(value, "%lld %c", &started, &mark) == 2 &&
-        (mark == 'R' || mark == 'Z')) {
-        if (report_restore(tb, value)) {
-            tb_free(tb);
-            return -1;
-        }
-        if (tb->kind == TB_REPORT)
-            c->reports++;
-        tb_insert(c, key, tb, key_slot(key));
-        return 0;
-    }
-    if (sscanf(value, "%lld K %d %n", &started, &tb->lines, &at) == 2 && at &&
-        value[at]) {
-        tb->kind = TB_KMSG;
-        str_copy(tb->text, sizeof tb->text, value + at);
-    } else if (sscanf(value, "%lld %d %d", &started, &f, &b) == 3) {
-        tb->forward = f != 0;
-        tb->backward = b != 0;
-    } else {
-        free(tb);
-        return -1;
-    }
-    tb->started = started;
-    tb_insert(c, key, tb, key_slot(key));
-    return 0;
-}
 
 static int ends_sentence(const char *l)
 {
@@ -1272,18 +919,18 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
         return classify_text(c, s, s->line, out);
     /* the key is needed only where the host may have a message open, or
      * when this line opens one */
-    open = host_may_be_open(c, s->host);
+    open = asb_may_be_open(c->asb, s->host);
     if (open || nv)
         kernel_key(s, key, sizeof key);
     if (open)
-        tb = strmap_get(c->tracebacks, key);
+        tb = asb_get(c->asb, key);
     if (tb && (s->ts - tb->started > KMSG_MAX_AGE || s->ts < tb->started)) {
-        tb_end(c, key);
+        asb_end(c->asb, key);
         tb = NULL;
     }
     if ((n = classify_text(c, s, s->line, out)) || !nv) {
         if (tb && (n || !aside))
-            tb_end(c, key);
+            asb_end(c->asb, key);
         return n;
     }
     if (tb) {
@@ -1293,12 +940,12 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
         tb->dirty = 1;
         n = classify_text(c, s, tb->text, out);
         if (n || ends_sentence(nv) || tb->lines >= KMSG_MAX_LINES)
-            tb_end(c, key);
+            asb_end(c->asb, key);
         return n;
     }
     if (ends_sentence(nv))
         return 0;
-    tb = tb_open(c, key, s);
+    tb = asb_open(c->asb, key, s->host, s->ts);
     tb->kind = TB_KMSG;
     tb->lines = 1;
     snprintf(tb->text, sizeof tb->text, "NVRM: %s", nv);
@@ -1333,4 +980,15 @@ int cls_classify(classifier *c, const sig *s, fact *out)
         /* metrics are read as rates over windows by the engine */
         return 0;
     }
+}
+
+void cls_tb_changes(classifier *c, cls_clock_fn now_of, cls_tb_fn fn,
+                    void *arg)
+{
+    asb_changes(c->asb, now_of, fn, arg);
+}
+
+int cls_tb_restore(classifier *c, const char *key, const char *value)
+{
+    return asb_restore(c->asb, key, value);
 }
