@@ -68,11 +68,11 @@ struct act {
     kfk_tracker *btrk; /* the held batch's dead letters */
     journal *jr;
     guard *g;
-    slurm *slurm;
     httpc *http;  /* the HTTP executors' client; NULL without a config */
-    vendors *vn;
-    k8s *k8s;
-    srest *srest; /* SLURM reads and cancels through slurmrestd */
+    /* The executors configured here, in the order a step's operation is
+     * offered to them (act_start). */
+    executor ex[8];
+    size_t nex;
     run *runs;
     size_t batch_left, nruns;
     int holding, ready, closing, throttled;
@@ -387,13 +387,14 @@ static int running_here(const act *a, const run *self)
 
 /* ---- facts ---- */
 
-static void on_facts(void *arg, int ok, const char *detail, json_t *out)
+static void on_facts(void *arg, exec_outcome oc, const char *detail,
+                     json_t *out)
 {
     run *r = arg;
     run_fn fn = r->facts_fn;
 
     (void)out;
-    if (!ok)
+    if (oc != EXEC_OK)
         json_object_set_new(r->facts, "error", json_string(detail));
     r->facts_fn = NULL;
     fn(r);
@@ -405,24 +406,25 @@ static void facts_then(run *r, run_fn fn)
 {
     cs_err err;
 
+    exec_query q = {node_of(r), job_of(r), target_str(r, "namespace"), NULL,
+                    on_facts, r};
+    size_t readers = 0;
+
     json_decref(r->facts);
-    r->facts = json_object();
+    r->facts = q.out = json_object();
     r->facts_fn = fn;
-    if (!r->a->slurm && !r->a->k8s)
+    for (size_t i = 0; i < r->a->nex; i++)
+        readers += r->a->ex[i].facts != NULL;
+    if (!readers)
         cs_err_set(&err, "no executor reads this scheduler's state here");
-    else if (!node_of(r) && !job_of(r))
+    else if (!q.node && !q.job)
         cs_err_set(&err, "the target names no node and no job");
-    else if (r->a->srest && !srest_facts(r->a->srest, node_of(r), job_of(r),
-                                         r->facts, on_facts, r, &err))
-        return;
-    else if (!r->a->srest && r->a->slurm &&
-             !slurm_facts(r->a->slurm, node_of(r), job_of(r), r->facts,
-                          on_facts, r, &err))
-        return;
-    else if (r->a->k8s && !k8s_facts(r->a->k8s, node_of(r), job_of(r),
-                                     target_str(r, "namespace"), r->facts,
-                                     on_facts, r, &err))
-        return;
+    else
+        for (size_t i = 0; i < r->a->nex; i++) {
+            executor *x = &r->a->ex[i];
+            if (x->facts && !x->facts(x->self, &q, &err))
+                return;
+        }
     json_object_set_new(r->facts, "error", json_string(err.msg));
     r->facts_fn = NULL;
     after(r, fn); /* from the loop, never re-entered */
@@ -482,9 +484,11 @@ static json_t *fill_args(const run *r, const json_t *args)
     return out;
 }
 
-static void on_step(void *arg, int ok, const char *detail, json_t *out)
+static void on_step(void *arg, exec_outcome oc, const char *detail,
+                    json_t *out)
 {
     run *r = arg;
+    int ok = oc == EXEC_OK;
     char step[16];
     const char *job = json_string_value(json_object_get(out, "job"));
 
@@ -515,17 +519,16 @@ static void start_step(run *r)
     cs_err err;
     int rc = -1, skipped = 0;
 
-    if (r->a->srest && srest_knows(c->op))
-        rc = srest_call(r->a->srest, c->op, r->target, on_step, r, &err);
-    else if (slurm_knows(c->op) && r->a->slurm)
-        rc = slurm_call(r->a->slurm, c->op, args, r->target, r->params,
-                        on_step, r, &err);
-    else if (vn_ready(r->a->vn, c->op))
-        rc = vn_call(r->a->vn, c->op, args, r->req, on_step, r, &err);
-    else if (k8s_knows(c->op) && r->a->k8s)
-        rc = k8s_call(r->a->k8s, c->op, args, r->target, r->params,
-                      req_str(r, "incident"), r->id, on_step, r, &err);
-    else if (json_is_true(json_object_get(args, "optional")))
+    executor *x = NULL;
+
+    for (size_t i = 0; i < r->a->nex && !x; i++)
+        if (r->a->ex[i].knows(r->a->ex[i].self, c->op))
+            x = &r->a->ex[i];
+    if (x) {
+        exec_call call = {c->op,   args, r->target, r->params, r->req,
+                          req_str(r, "incident"), r->id, on_step, r};
+        rc = x->call(x->self, &call, &err);
+    } else if (json_is_true(json_object_get(args, "optional")))
         skipped = 1; /* a channel this site does not use */
     else
         cs_err_set(&err, "no executor for %s is configured here", c->op);
@@ -1158,6 +1161,33 @@ static void load_state(act *a)
     jr_cmd(a->jr, on_active, a, 4, active);
 }
 
+/* The table of executors, one row each, in the order a step's operation
+ * is offered to them: slurmrestd before SLURM's own tools (it reads and
+ * cancels for them), then the vendors' HTTP APIs, then Kubernetes. */
+static int executors(act *a, struct event_base *base, const act_opts *o,
+                     cs_err *err)
+{
+    slurm *sl = o->scheduler == PB_ON_SLURM
+                    ? slurm_new(base, o->slurm_bin, 30000) : NULL;
+    srest *sr = NULL;
+
+    if (o->ex && !(a->http = httpc_new(base, err))) {
+        slurm_free(sl);
+        return -1;
+    }
+    if (o->ex && o->scheduler == PB_ON_SLURM && o->ex->slurmrestd.set)
+        sr = srest_new(a->http, o->ex);
+    if (sr)
+        a->ex[a->nex++] = srest_executor(sr);
+    if (sl)
+        a->ex[a->nex++] = slurm_executor(sl, !sr);
+    if (o->ex)
+        a->ex[a->nex++] = vn_executor(vn_new(a->http, o->ex));
+    if (o->ex && o->scheduler == PB_ON_K8S && o->ex->k8s.set)
+        a->ex[a->nex++] = k8s_executor(k8s_new(a->http, o->ex));
+    return 0;
+}
+
 act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                cs_err *err)
 {
@@ -1179,17 +1209,8 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
     a->prod = prod;
     a->btrk = kfk_tracker_new();
     a->g = guard_new();
-    if (o->scheduler == PB_ON_SLURM)
-        a->slurm = slurm_new(base, o->slurm_bin, 30000);
-    if (o->ex && !(a->http = httpc_new(base, err)))
+    if (executors(a, base, o, err))
         goto fail;
-    if (o->ex) {
-        a->vn = vn_new(a->http, o->ex);
-        if (o->scheduler == PB_ON_K8S && o->ex->k8s.set)
-            a->k8s = k8s_new(a->http, o->ex);
-        if (o->scheduler == PB_ON_SLURM && o->ex->slurmrestd.set)
-            a->srest = srest_new(a->http, o->ex);
-    }
     if (!(a->jr = jr_new(base, o->redis, err)))
         goto fail;
     a->commit_timer = evtimer_new(base, on_commit_timer, a);
@@ -1222,11 +1243,16 @@ void act_free(act *a)
         return;
     a->closing = 1;
     kfk_consumer_free(a->cons);
-    slurm_free(a->slurm); /* cancels the programs in flight */
-    httpc_free(a->http);  /* drops requests in flight, then their calls */
-    vn_free(a->vn);
-    k8s_free(a->k8s);
-    srest_free(a->srest);
+    /* The tools' programs in flight are cancelled first; the HTTP client
+     * then drops its requests in flight, calling back through the
+     * executors that made them, which go last. */
+    for (size_t i = 0; i < a->nex; i++)
+        if (!a->ex[i].http)
+            a->ex[i].free(a->ex[i].self);
+    httpc_free(a->http);
+    for (size_t i = 0; i < a->nex; i++)
+        if (a->ex[i].http)
+            a->ex[i].free(a->ex[i].self);
     jr_free(a->jr);       /* pending replies come back NULL */
     while (a->runs)
         run_free(a->runs);

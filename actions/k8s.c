@@ -60,13 +60,14 @@ void k8s_free(k8s *k)
     free(k);
 }
 
-static void kop_end(kop *o, int ok, const char *detail, json_t *out)
+static void kop_end(kop *o, exec_outcome oc, const char *detail,
+                    json_t *out)
 {
     exec_done_fn fn = o->fn;
     void *arg = o->arg;
 
     kop_free(o);
-    fn(arg, ok, detail, out);
+    fn(arg, oc, detail, out);
     json_decref(out);
 }
 
@@ -80,7 +81,7 @@ static void on_http(void *arg, long status, const char *body, size_t len,
     (void)len;
     if (!status) {
         snprintf(detail, sizeof detail, "%s: %s", o->what, error);
-        kop_end(o, 0, detail, NULL);
+        kop_end(o, EXEC_RETRY, detail, NULL);
         return;
     }
     if ((status < 200 || status > 299) && !(status == 404 && o->allow404)) {
@@ -92,7 +93,7 @@ static void on_http(void *arg, long status, const char *body, size_t len,
         ex[n] = 0;
         json_decref(js);
         snprintf(detail, sizeof detail, "%s: HTTP %ld: %s", o->what, status, ex);
-        kop_end(o, 0, detail, NULL);
+        kop_end(o, exec_http_outcome(status), detail, NULL);
         return;
     }
     o->then(o, status, body);
@@ -125,7 +126,7 @@ static void done_ok(kop *o, long status, const char *body)
 
     (void)body;
     snprintf(detail, sizeof detail, "%s: HTTP %ld", o->what, status);
-    kop_end(o, 1, detail, NULL);
+    kop_end(o, EXEC_OK, detail, NULL);
 }
 
 static void node_path(const kop *o, char *buf, size_t len)
@@ -195,7 +196,7 @@ static void taint_patch(kop *o, long status, const char *body)
              json_pack("{s:{s:s}, s:{s:o}}", "metadata", "resourceVersion",
                        resource_version(node), "spec", "taints", taints),
              done_ok, &err))
-        kop_end(o, 0, err.msg, NULL);
+        kop_end(o, EXEC_FAIL, err.msg, NULL);
     json_decref(node);
 }
 
@@ -220,7 +221,7 @@ static void uncordon_patch(kop *o, long status, const char *body)
                        K8S_OWNER, "spec", "unschedulable", 0, "taints",
                        json_array_size(keep) ? keep : (json_decref(keep), json_null())),
              done_ok, &err))
-        kop_end(o, 0, err.msg, NULL);
+        kop_end(o, EXEC_FAIL, err.msg, NULL);
     json_decref(node);
 }
 
@@ -399,7 +400,7 @@ static void recreated(kop *o, long status, const char *body)
 
     snprintf(detail, sizeof detail, "%s: HTTP %ld, created Job %.100s", o->what,
              status, name ? name : "?");
-    kop_end(o, name != NULL, name ? detail : "k8s.recreate_job: the answer "
+    kop_end(o, name ? EXEC_OK : EXEC_FAIL, name ? detail : "k8s.recreate_job: the answer "
             "names no Job", name ? json_pack("{s:s}", "job", name) : NULL);
     json_decref(js);
 }
@@ -414,13 +415,13 @@ static void recreate_post(kop *o, long status, const char *body)
     (void)status;
     json_decref(job);
     if (!copy) {
-        kop_end(o, 0, "k8s.recreate_job: the Job has no name or pod template",
+        kop_end(o, EXEC_FAIL, "k8s.recreate_job: the Job has no name or pod template",
                 NULL);
         return;
     }
     ns_path(o, "/apis/batch/v1", "jobs", "", path, sizeof path);
     if (send(o, "POST", path, "application/json", copy, recreated, &err))
-        kop_end(o, 0, err.msg, NULL);
+        kop_end(o, EXEC_FAIL, err.msg, NULL);
 }
 
 static void gone_ok(kop *o, long status, const char *body)
@@ -430,7 +431,7 @@ static void gone_ok(kop *o, long status, const char *body)
     (void)body;
     snprintf(detail, sizeof detail, "%s: %s", o->what,
              status == 404 ? "already gone" : "deleted");
-    kop_end(o, 1, detail, NULL);
+    kop_end(o, EXEC_OK, detail, NULL);
 }
 
 static int job_call(kop *o, cs_err *err)
@@ -585,13 +586,13 @@ static void facts_next_job(kop *o)
     cs_err err;
 
     if (!o->job[0]) {
-        kop_end(o, 1, "facts read", NULL);
+        kop_end(o, EXEC_OK, "facts read", NULL);
         return;
     }
     ns_path(o, "/apis/batch/v1", "jobs", o->job, path, sizeof path);
     o->allow404 = 1;
     if (send(o, "GET", path, NULL, NULL, facts_job, &err))
-        kop_end(o, 0, err.msg, NULL);
+        kop_end(o, EXEC_FAIL, err.msg, NULL);
 }
 
 static void facts_job(kop *o, long status, const char *body)
@@ -603,7 +604,7 @@ static void facts_job(kop *o, long status, const char *body)
     else
         k8s_job_facts(js, o->facts);
     json_decref(js);
-    kop_end(o, 1, "facts read", NULL);
+    kop_end(o, EXEC_OK, "facts read", NULL);
 }
 
 static void facts_pods(kop *o, long status, const char *body)
@@ -639,7 +640,7 @@ static void facts_node(kop *o, long status, const char *body)
     httpc_escape(sel, q, sizeof q);
     snprintf(path, sizeof path, "/api/v1/pods?fieldSelector=%s", q);
     if (send(o, "GET", path, NULL, NULL, facts_pods, &err))
-        kop_end(o, 0, err.msg, NULL);
+        kop_end(o, EXEC_FAIL, err.msg, NULL);
 }
 
 int k8s_facts(k8s *k, const char *node, const char *job, const char *ns,
@@ -663,4 +664,36 @@ int k8s_facts(k8s *k, const char *node, const char *job, const char *ns,
         return -1;
     }
     return 0;
+}
+
+/* ---- the executor contract (actions/exec.h) ---- */
+
+static int ex_knows(const void *self, const char *op)
+{
+    (void)self;
+    return k8s_knows(op);
+}
+
+static int ex_call(void *self, const exec_call *c, cs_err *err)
+{
+    return k8s_call(self, c->op, c->args, c->target, c->params, c->incident,
+                    c->action, c->done, c->arg, err);
+}
+
+static int ex_facts(void *self, const exec_query *q, cs_err *err)
+{
+    return k8s_facts(self, q->node, q->job, q->ns, q->out, q->done, q->arg,
+                     err);
+}
+
+static void ex_free(void *self)
+{
+    k8s_free(self);
+}
+
+executor k8s_executor(k8s *k)
+{
+    return (executor){.name = "kubernetes", .self = k, .http = 1,
+                      .knows = ex_knows, .call = ex_call, .facts = ex_facts,
+                      .free = ex_free};
 }

@@ -42,6 +42,8 @@ int k8s_call(k8s *k, const char *op, const json_t *args, const json_t *target,
              exec_done_fn fn, void *arg, cs_err *err);
 int k8s_facts(k8s *k, const char *node, const char *job, const char *ns,
               json_t *facts, exec_done_fn fn, void *arg, cs_err *err);
+/* As an executor (its calls go through h: free h first). */
+executor k8s_executor(k8s *k);
 
 /* Exposed for tests: the facts a Node and a Job object give, and the Job
  * a recreation posts. */

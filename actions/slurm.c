@@ -290,9 +290,10 @@ static void sreq_free(sreq *r)
     free(r);
 }
 
-static void finish(sreq *r, int ok, const char *detail, json_t *out)
+static void finish(sreq *r, exec_outcome oc, const char *detail,
+                   json_t *out)
 {
-    r->fn(r->arg, ok, detail, out);
+    r->fn(r->arg, oc, detail, out);
     json_decref(out);
     sreq_free(r);
 }
@@ -363,19 +364,19 @@ static void on_proc(void *arg, const proc_result *res)
     if (res->status != 0 || res->timed_out) {
         char why[512];
         snprintf(why, sizeof why, "%s: %s", r->what, msg);
-        finish(r, 0, why, NULL);
+        finish(r, EXEC_FAIL, why, NULL);
         return;
     }
     switch (r->kind) {
     case SR_CALL:
         snprintf(msg, sizeof msg, "%s: ok", r->what);
-        finish(r, 1, msg, NULL);
+        finish(r, EXEC_OK, msg, NULL);
         return;
     case SR_RESUBMIT_SHOW:
         r->jobinfo = json_object();
         if (slurm_parse_job(res->out, res->outlen, r->jobinfo, &err)) {
             snprintf(msg, sizeof msg, "job %s: %.200s", r->job, err.msg);
-            finish(r, 0, msg, NULL);
+            finish(r, EXEC_FAIL, msg, NULL);
             return;
         }
         r->kind = SR_RESUBMIT_SCRIPT;
@@ -390,13 +391,13 @@ static void on_proc(void *arg, const proc_result *res)
         json_t *out = json_pack("{s:s%}", "job", res->out, n);
         snprintf(msg, sizeof msg, "sbatch: job %s resubmitted as %.*s", r->job,
                  (int)n, res->out);
-        finish(r, 1, msg, out);
+        finish(r, EXEC_OK, msg, out);
         return;
     }
     case SR_FACTS_NODE:
         if (slurm_parse_node(res->out, res->outlen, r->facts, &err)) {
             snprintf(msg, sizeof msg, "node %s: %.200s", r->node, err.msg);
-            finish(r, 0, msg, NULL);
+            finish(r, EXEC_FAIL, msg, NULL);
             return;
         }
         r->kind = SR_FACTS_JOBS;
@@ -408,7 +409,7 @@ static void on_proc(void *arg, const proc_result *res)
         json_object_set_new(r->facts, "node.jobs", json_integer(n));
         r->kind = r->job[0] ? SR_FACTS_JOB : -1;
         if (r->kind < 0) {
-            finish(r, 1, "facts read", NULL);
+            finish(r, EXEC_OK, "facts read", NULL);
             return;
         }
         break;
@@ -416,14 +417,14 @@ static void on_proc(void *arg, const proc_result *res)
     case SR_FACTS_JOB:
         if (slurm_parse_job(res->out, res->outlen, r->facts, &err)) {
             snprintf(msg, sizeof msg, "job %s: %.200s", r->job, err.msg);
-            finish(r, 0, msg, NULL);
+            finish(r, EXEC_FAIL, msg, NULL);
             return;
         }
-        finish(r, 1, "facts read", NULL);
+        finish(r, EXEC_OK, "facts read", NULL);
         return;
     }
     if (next_program(r, &err))
-        finish(r, 0, err.msg, NULL);
+        finish(r, EXEC_FAIL, err.msg, NULL);
 }
 
 /* sbatch's options from the job's record and the incident's patch: the
@@ -643,4 +644,35 @@ int slurm_facts(slurm *s, const char *node, const char *job, json_t *facts,
     if (rc)
         sreq_free(r);
     return rc;
+}
+
+/* ---- the executor contract (actions/exec.h) ---- */
+
+static int ex_knows(const void *self, const char *op)
+{
+    (void)self;
+    return slurm_knows(op);
+}
+
+static int ex_call(void *self, const exec_call *c, cs_err *err)
+{
+    return slurm_call(self, c->op, c->args, c->target, c->params, c->done,
+                      c->arg, err);
+}
+
+static int ex_facts(void *self, const exec_query *q, cs_err *err)
+{
+    return slurm_facts(self, q->node, q->job, q->out, q->done, q->arg, err);
+}
+
+static void ex_free(void *self)
+{
+    slurm_free(self);
+}
+
+executor slurm_executor(slurm *s, int reads)
+{
+    return (executor){.name = "slurm", .self = s, .knows = ex_knows,
+                      .call = ex_call, .facts = reads ? ex_facts : NULL,
+                      .free = ex_free};
 }

@@ -33,6 +33,9 @@ int slurm_call(slurm *s, const char *op, const json_t *args,
  * into facts; fn's ok is 0 when the controller could not be asked. */
 int slurm_facts(slurm *s, const char *node, const char *job, json_t *facts,
                 slurm_done_fn fn, void *arg, cs_err *err);
+/* As an executor; reads: whether it reads the facts too (not when
+ * slurmrestd reads them). */
+executor slurm_executor(slurm *s, int reads);
 
 /* Parsers of the controllers' one-line output, exposed for tests and
  * fuzzing. `scontrol show node -o` -> node.state, node.drained_by,

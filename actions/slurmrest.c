@@ -63,13 +63,13 @@ void srest_free(srest *s)
     free(s);
 }
 
-static void sop_end(sop *o, int ok, const char *detail)
+static void sop_end(sop *o, exec_outcome oc, const char *detail)
 {
     exec_done_fn fn = o->fn;
     void *arg = o->arg;
 
     sop_free(o);
-    fn(arg, ok, detail, NULL);
+    fn(arg, oc, detail, NULL);
 }
 
 /* slurmrestd answers {"errors": [{"error": ..., "description": ...}]}:
@@ -84,14 +84,15 @@ static void on_http(void *arg, long status, const char *body, size_t len,
 
     if (!status) {
         snprintf(detail, sizeof detail, "%s: %s", o->what, error);
-        sop_end(o, 0, detail);
+        sop_end(o, EXEC_RETRY, detail);
     } else if (e || status < 200 || status > 299 || !js) {
         const char *why = json_string_value(json_object_get(e, "description"));
         if (!why)
             why = json_string_value(json_object_get(e, "error"));
         snprintf(detail, sizeof detail, "%s: HTTP %ld: %.200s", o->what, status,
                  why ? why : js ? "error" : "the answer is not JSON");
-        sop_end(o, 0, detail);
+        sop_end(o, e || status < 300 ? EXEC_FAIL : exec_http_outcome(status),
+                detail);
     } else {
         o->then(o, js);
     }
@@ -150,7 +151,7 @@ static void cancelled(sop *o, const json_t *answer)
 
     (void)answer;
     snprintf(detail, sizeof detail, "%s: cancelled", o->what);
-    sop_end(o, 1, detail);
+    sop_end(o, EXEC_OK, detail);
 }
 
 int srest_call(srest *s, const char *op, const json_t *target,
@@ -275,7 +276,7 @@ static void facts_job_read(sop *o, const json_t *answer)
     const char *st = json_string_value(json_object_get(j, "job_state"));
 
     json_object_set_new(o->facts, "job.state", json_string(st ? st : "UNKNOWN"));
-    sop_end(o, 1, "facts read");
+    sop_end(o, EXEC_OK, "facts read");
 }
 
 static void facts_job(sop *o)
@@ -284,13 +285,13 @@ static void facts_job(sop *o)
     cs_err err;
 
     if (!o->job[0]) {
-        sop_end(o, 1, "facts read");
+        sop_end(o, EXEC_OK, "facts read");
         return;
     }
     httpc_escape(o->job, id, sizeof id);
     snprintf(path, sizeof path, API "/job/%s", id);
     if (send(o, "GET", path, facts_job_read, &err))
-        sop_end(o, 0, err.msg);
+        sop_end(o, EXEC_FAIL, err.msg);
 }
 
 static void facts_jobs_read(sop *o, const json_t *answer)
@@ -318,11 +319,11 @@ static void facts_node_read(sop *o, const json_t *answer)
     if (srest_node_facts(node, o->facts, &err)) {
         char detail[700];
         snprintf(detail, sizeof detail, "%s: %s", o->what, err.msg);
-        sop_end(o, 0, detail);
+        sop_end(o, EXEC_FAIL, detail);
         return;
     }
     if (send(o, "GET", API "/jobs", facts_jobs_read, &err))
-        sop_end(o, 0, err.msg);
+        sop_end(o, EXEC_FAIL, err.msg);
 }
 
 int srest_facts(srest *s, const char *node, const char *job, json_t *facts,
@@ -347,4 +348,34 @@ int srest_facts(srest *s, const char *node, const char *job, json_t *facts,
         return -1;
     }
     return 0;
+}
+
+/* ---- the executor contract (actions/exec.h) ---- */
+
+static int ex_knows(const void *self, const char *op)
+{
+    (void)self;
+    return srest_knows(op);
+}
+
+static int ex_call(void *self, const exec_call *c, cs_err *err)
+{
+    return srest_call(self, c->op, c->target, c->done, c->arg, err);
+}
+
+static int ex_facts(void *self, const exec_query *q, cs_err *err)
+{
+    return srest_facts(self, q->node, q->job, q->out, q->done, q->arg, err);
+}
+
+static void ex_free(void *self)
+{
+    srest_free(self);
+}
+
+executor srest_executor(srest *s)
+{
+    return (executor){.name = "slurmrestd", .self = s, .http = 1,
+                      .knows = ex_knows, .call = ex_call, .facts = ex_facts,
+                      .free = ex_free};
 }

@@ -34,6 +34,8 @@ int srest_call(srest *s, const char *op, const json_t *target,
                exec_done_fn fn, void *arg, cs_err *err);
 int srest_facts(srest *s, const char *node, const char *job, json_t *facts,
                 exec_done_fn fn, void *arg, cs_err *err);
+/* As an executor (its calls go through h: free h first). */
+executor srest_executor(srest *s);
 
 /* Exposed for tests: a v0.0.38 node object as facts (the same rules as
  * scontrol's record), and whether a hostlist ("gpu-[001-003,007]") names

@@ -229,13 +229,14 @@ void vn_free(vendors *v)
     free(v);
 }
 
-static void vop_end(vop *o, int ok, const char *detail, json_t *out)
+static void vop_end(vop *o, exec_outcome oc, const char *detail,
+                    json_t *out)
 {
     exec_done_fn fn = o->fn;
     void *arg = o->arg;
 
     vop_free(o);
-    fn(arg, ok, detail, out);
+    fn(arg, oc, detail, out);
     json_decref(out);
 }
 
@@ -258,13 +259,13 @@ static void on_http(void *arg, long status, const char *body, size_t len,
     (void)len;
     if (!status) {
         snprintf(detail, sizeof detail, "%s: %s", o->what, error);
-        vop_end(o, 0, detail, NULL);
+        vop_end(o, EXEC_RETRY, detail, NULL);
         return;
     }
     if (status < 200 || status > 299) {
         excerpt(body, ex, sizeof ex);
         snprintf(detail, sizeof detail, "%s: HTTP %ld: %s", o->what, status, ex);
-        vop_end(o, 0, detail, NULL);
+        vop_end(o, exec_http_outcome(status), detail, NULL);
         return;
     }
     o->then(o, status, body);
@@ -301,7 +302,7 @@ static void done_ok(vop *o, long status, const char *body)
 
     (void)body;
     snprintf(detail, sizeof detail, "%s: HTTP %ld", o->what, status);
-    vop_end(o, 1, detail, NULL);
+    vop_end(o, EXEC_OK, detail, NULL);
 }
 
 /* ---- Jira: search by label, then update or create ---- */
@@ -315,11 +316,11 @@ static void jira_created(vop *o, long status, const char *body)
     (void)status;
     if (!key) {
         json_decref(js);
-        vop_end(o, 0, "jira: the create answer has no issue key", NULL);
+        vop_end(o, EXEC_FAIL, "jira: the create answer has no issue key", NULL);
         return;
     }
     snprintf(detail, sizeof detail, "jira: created %.60s", key);
-    vop_end(o, 1, detail, json_pack("{s:s, s:b}", "issue", key, "created", 1));
+    vop_end(o, EXEC_OK, detail, json_pack("{s:s, s:b}", "issue", key, "created", 1));
     json_decref(js);
 }
 
@@ -332,7 +333,7 @@ static void jira_updated(vop *o, long status, const char *body)
     (void)body;
     key = key ? key + 1 : "";
     snprintf(detail, sizeof detail, "jira: updated %.60s", key);
-    vop_end(o, 1, detail, json_pack("{s:s, s:b}", "issue", key, "created", 0));
+    vop_end(o, EXEC_OK, detail, json_pack("{s:s, s:b}", "issue", key, "created", 0));
 }
 
 static const char *arg_str(const vop *o, const char *k, const char *dflt)
@@ -355,7 +356,7 @@ static void jira_found(vop *o, long status, const char *body)
     (void)status;
     if (!json_is_array(issues)) {
         json_decref(js);
-        vop_end(o, 0, "jira: the search answer has no issues list", NULL);
+        vop_end(o, EXEC_FAIL, "jira: the search answer has no issues list", NULL);
         return;
     }
     if (key) {
@@ -371,7 +372,7 @@ static void jira_found(vop *o, long status, const char *body)
     }
     json_decref(js);
     if (rc)
-        vop_end(o, 0, err.msg, NULL);
+        vop_end(o, EXEC_FAIL, err.msg, NULL);
 }
 
 static int jira_upsert(vop *o, cs_err *err)
@@ -467,4 +468,27 @@ int vn_call(vendors *v, const char *op, const json_t *args, const json_t *req,
         return -1;
     }
     return 0;
+}
+
+/* ---- the executor contract (actions/exec.h) ---- */
+
+static int ex_knows(const void *self, const char *op)
+{
+    return vn_ready(self, op);
+}
+
+static int ex_call(void *self, const exec_call *c, cs_err *err)
+{
+    return vn_call(self, c->op, c->args, c->req, c->done, c->arg, err);
+}
+
+static void ex_free(void *self)
+{
+    vn_free(self);
+}
+
+executor vn_executor(vendors *v)
+{
+    return (executor){.name = "vendors", .self = v, .http = 1,
+                      .knows = ex_knows, .call = ex_call, .free = ex_free};
 }

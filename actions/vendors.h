@@ -36,6 +36,9 @@ int vn_ready(const vendors *v, const char *op);
  * templates filled. -1 (err set) when it cannot start; else fn once. */
 int vn_call(vendors *v, const char *op, const json_t *args, const json_t *req,
             exec_done_fn fn, void *arg, cs_err *err);
+/* As an executor: it knows the operations whose section is configured
+ * (its calls go through the HTTP client: free that first). */
+executor vn_executor(vendors *v);
 
 /* The request bodies, for tests. */
 json_t *vn_slack_message(const json_t *req, const char *text,
