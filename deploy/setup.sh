@@ -3,8 +3,10 @@
 # Idempotent: re-running installs nothing new. Needs root (or sudo).
 set -euo pipefail
 
+# libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes, which
+# Debian 12 packages apart from clang (the fuzz build links them).
 PKGS=(
-  build-essential cmake pkg-config clang
+  build-essential cmake pkg-config clang libclang-rt-14-dev
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
   libcurl4-openssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
   redis-server redis-tools kcat jq prometheus-alertmanager python3 curl openssl
