@@ -1,12 +1,40 @@
 /* Helpers every command may use (cmd/cli.h). */
+#include <stdio.h>
+#include <string.h>
+
 #include "cmd/cli.h"
 #include "core/log.h"
+#include "engine/engine.h"
 #include "rules/playbooks.h"
 
 /* Problems of a rule folder go to the log, one per line, FILE:LINE:COL. */
 static void rules_problem(void *arg, const char *where, const char *msg)
 {
     log_error("cascade", "%s: %s: %s", (const char *)arg, where, msg);
+}
+
+/* The scenario ids a rule set lacks that a detector opens by name (two
+ * detectors may name one), and the first few of them for one log line. */
+typedef struct missing {
+    const char *ids[128];
+    size_t n;
+    char text[200];
+} missing;
+
+static void note_missing(void *arg, const char *detector, const char *id)
+{
+    missing *m = arg;
+    size_t len = strlen(m->text);
+
+    (void)detector;
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->ids[i], id))
+            return;
+    if (m->n < sizeof m->ids / sizeof *m->ids)
+        m->ids[m->n++] = id;
+    if (len < 160)
+        snprintf(m->text + len, sizeof m->text - len, "%s%s", len ? ", " : "",
+                 id);
 }
 
 /* The rule set of rules.dir, or NULL (with the problems logged and counted
@@ -30,5 +58,12 @@ pb_catalog *cli_load_rules(const char *dir, const char *who, cs_err *err)
         pb_catalog_free(c);
         return NULL;
     }
+    /* A rule folder of its own may leave out scenarios the built-in
+     * detectors open by name: they then open nothing of them. Said once. */
+    missing m = {.n = 0};
+    if (eng_check_scenarios(c, note_missing, &m))
+        log_info(who, "rules.dir %s: %zu scenarios the detectors open by name "
+                 "are not in this rule set (they open nothing of them): %s%s",
+                 dir, m.n, m.text, strlen(m.text) >= 160 ? ", ..." : "");
     return c;
 }

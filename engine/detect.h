@@ -83,15 +83,4 @@ void eng_tell_job(engine *e, const sig *s, job *j, eng_job_event ev);
 void eng_tell_recovered(engine *e, const sig *s, const char *host,
                         const char *what);
 
-/* Calls report(arg, detector, id) for every scenario id a detector opens
- * by name that cat lacks; returns how many. With the built-in catalog
- * there must be none (eng_new fails otherwise: a typo in a detector is
- * caught the moment an engine is made); a rule folder of its own may
- * lack some, and those detectors then open nothing of them. */
-struct pb_catalog;
-size_t eng_check_scenarios(const struct pb_catalog *cat,
-                           void (*report)(void *arg, const char *detector,
-                                          const char *id),
-                           void *arg);
-
 #endif

@@ -6,6 +6,7 @@
  * the rest; the capacity, peak, thermal and mark detectors read what it
  * left. */
 #include "engine/detect.h"
+#include "engine/engine.h"
 
 #include "rules/playbooks.h"
 

@@ -113,4 +113,15 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg);
 json_t *eng_incidents(engine *e);
 size_t eng_incident_count(const engine *e);
 
+/* Calls report(arg, detector, id) for every scenario id a detector opens
+ * by name that cat lacks; returns how many. With the built-in catalog
+ * there must be none (eng_new fails otherwise: a typo in a detector is
+ * caught the moment an engine is made); a rule folder of its own may
+ * lack some, and those detectors then open nothing of them. */
+size_t eng_check_scenarios(const struct pb_catalog *cat,
+                           void (*report)(void *arg, const char *detector,
+                                          const char *id),
+                           void *arg);
+
+
 #endif

@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "engine/detect.h"
+#include "engine/engine.h"
 #include "rules/playbooks.h"
 
 typedef struct seen {
