@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/secret.h"
 #include "core/str.h"
 
@@ -315,9 +316,7 @@ static void on_request(struct evhttp_request *req, void *arg)
             str_copy(reason, sizeof reason, json_string_value(r));
         json_decref(b);
     }
-    pending_reply *pr = calloc(1, sizeof *pr);
-    if (!pr)
-        abort();
+    pending_reply *pr = xcalloc(1, sizeof *pr);
     pr->req = req;
     pr->approve = approve;
     str_copy(pr->id, sizeof pr->id, id);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/str.h"
 #include "core/ts.h"
 
@@ -178,10 +179,7 @@ void act_decide(act *a, const char *id, int approve, const char *who,
                 unsigned classes, const char *reason, act_decided_fn fn,
                 void *arg)
 {
-    decision *d = calloc(1, sizeof *d);
-
-    if (!d)
-        abort();
+    decision *d = xcalloc(1, sizeof *d);
     d->a = a;
     d->approve = approve;
     d->classes = classes;
@@ -204,9 +202,7 @@ static void on_expired_ids(void *arg, redisReply *reply)
     if (!reply || reply->type != REDIS_REPLY_ARRAY)
         return;
     for (size_t i = 0; i < reply->elements; i++) {
-        decision *d = calloc(1, sizeof *d);
-        if (!d)
-            abort();
+        decision *d = xcalloc(1, sizeof *d);
         d->a = a;
         d->expire = 1;
         str_copy(d->id, sizeof d->id, reply->element[i]->str ? reply->element[i]->str : "");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "core/strmap.h"
 
 /* When actions ran, per budget scope ("PLAYBOOK|rack|CLUSTER|RACK" or
@@ -29,10 +30,7 @@ static void ledger_free(void *p)
 
 guard *guard_new(void)
 {
-    guard *g = calloc(1, sizeof *g);
-
-    if (!g)
-        abort();
+    guard *g = xcalloc(1, sizeof *g);
     g->ledgers = strmap_new();
     return g;
 }
@@ -155,14 +153,12 @@ void guard_record(guard *g, const guard_req *r)
         ledger *l;
         scope_key(key, sizeof key, r, &r->pb->budgets[i]);
         if (!(l = strmap_get(g->ledgers, key))) {
-            if (!(l = calloc(1, sizeof *l)))
-                abort();
+            l = xcalloc(1, sizeof *l);
             strmap_put(g->ledgers, key, l);
         }
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 8;
-            if (!(l->ts = realloc(l->ts, l->cap * sizeof *l->ts)))
-                abort();
+            l->ts = xrealloc(l->ts, l->cap * sizeof *l->ts);
         }
         l->ts[l->n++] = r->now;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/redisaddr.h"
 #include "core/str.h"
 
@@ -153,8 +154,7 @@ void jr_cmd(journal *j, jr_reply_fn fn, void *arg, int argc, const char **argv)
         }
         if (j->tail == j->cap) {
             j->cap = j->cap ? j->cap * 2 : 64;
-            if (!(j->q = realloc(j->q, j->cap * sizeof *j->q)))
-                abort();
+            j->q = xrealloc(j->q, j->cap * sizeof *j->q);
         }
     }
     j->q[j->tail++] = c;

@@ -1,4 +1,5 @@
 #include "actions/proc.h"
+#include "core/mem.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -103,8 +104,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         size_t cap = s->cap ? s->cap * 2 : 4096;
         while (cap < s->len + (size_t)n + 1)
             cap *= 2;
-        if (!(s->buf = realloc(s->buf, cap)))
-            abort();
+        s->buf = xrealloc(s->buf, cap);
         s->cap = cap;
     }
     if (s->len < OUT_MAX) {

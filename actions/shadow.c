@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "core/str.h"
 #include "core/ts.h"
 
@@ -27,9 +28,7 @@ static item *push(vec *v)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 64;
-        item *nv = realloc(v->v, cap * sizeof *nv);
-        if (!nv)
-            abort();
+        item *nv = xrealloc(v->v, cap * sizeof *nv);
         v->v = nv;
         v->cap = cap;
     }
@@ -39,10 +38,7 @@ static item *push(vec *v)
 
 shadow *shadow_new(int64_t window_us)
 {
-    shadow *s = calloc(1, sizeof *s);
-
-    if (!s)
-        abort();
+    shadow *s = xcalloc(1, sizeof *s);
     s->window = window_us;
     return s;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "actions/proc.h"
+#include "core/mem.h"
 #include "core/str.h"
 
 typedef struct sreq sreq;
@@ -38,10 +39,7 @@ enum { SR_CALL, SR_RESUBMIT_SHOW, SR_RESUBMIT_SCRIPT, SR_RESUBMIT_SUBMIT,
 
 slurm *slurm_new(struct event_base *base, const char *bindir, int timeout_ms)
 {
-    slurm *s = calloc(1, sizeof *s);
-
-    if (!s)
-        abort();
+    slurm *s = xcalloc(1, sizeof *s);
     s->base = base;
     str_copy(s->bindir, sizeof s->bindir, bindir ? bindir : "");
     s->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
@@ -548,10 +546,7 @@ static int next_program(sreq *r, cs_err *err)
 static sreq *sreq_new(slurm *s, const json_t *target, slurm_done_fn fn,
                       void *arg)
 {
-    sreq *r = calloc(1, sizeof *r);
-
-    if (!r)
-        abort();
+    sreq *r = xcalloc(1, sizeof *r);
     r->s = s;
     r->fn = fn;
     r->arg = arg;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/hash.h"
+#include "core/mem.h"
 
 /* A slot is free when its id is 0; the id 0 itself is kept aside. In the
  * table being moved out, a slot already moved (or dropped) keeps its id,
@@ -38,24 +39,15 @@ struct idset {
     int64_t zero_ts;
 };
 
-static void *xalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-
-    if (!p)
-        abort(); /* the process's memory is its state: nothing to save */
-    return p;
-}
-
 static void table_init(table *t, size_t cap)
 {
-    t->v = xalloc(cap, sizeof *t->v);
+    t->v = xcalloc(cap, sizeof *t->v);
     t->cap = cap;
 }
 
 idset *ids_new(void)
 {
-    idset *s = xalloc(1, sizeof *s);
+    idset *s = xcalloc(1, sizeof *s);
 
     s->next_floor = INT64_MIN;
     table_init(&s->cur, MIN_CAP);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/jw.h"
+#include "core/mem.h"
 #include "core/str.h"
 
 void jw_init(jw *w)
@@ -20,8 +21,7 @@ static void room(jw *w, size_t n)
         return;
     /* an incident's state record is about 1 KiB: one allocation */
     w->cap = (w->len + n + 1) * 2 < 2048 ? 2048 : (w->len + n + 1) * 2;
-    if (!(w->buf = realloc(w->buf, w->cap)))
-        abort();
+    w->buf = xrealloc(w->buf, w->cap);
 }
 
 static void put(jw *w, const char *s, size_t n)

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 
 /* An idle consumer still has to call into librdkafka now and then, or it
  * exceeds max.poll.interval.ms and is evicted from its group. It is also
@@ -267,9 +268,7 @@ static void owned_update(kfk_consumer *c, const rd_kafka_topic_partition_list_t 
     }
     if (replace)
         c->nowned = 0;
-    o = realloc(c->owned, (c->nowned + (size_t)parts->cnt + 1) * sizeof *o);
-    if (!o)
-        abort();
+    o = xrealloc(c->owned, (c->nowned + (size_t)parts->cnt + 1) * sizeof *o);
     c->owned = o;
     for (int k = 0; k < parts->cnt; k++)
         c->owned[c->nowned++] = parts->elems[k].partition;
@@ -561,9 +560,7 @@ static int drain_mark(kfk_consumer *c, int timeout_ms)
         !(lo = ends(c, RD_KAFKA_OFFSET_BEGINNING, timeout_ms)))
         goto out;
     free(c->target);
-    c->target = calloc(c->nowned + 1, sizeof *c->target);
-    if (!c->target)
-        abort();
+    c->target = xcalloc(c->nowned + 1, sizeof *c->target);
     /* All three lists hold the owned partitions in the same order. */
     for (int i = 0; i < l->cnt; i++) {
         int64_t from = l->elems[i].offset, end = hi->elems[i].offset;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/mem.h"
 
 #define TOMBSTONE ((char *)&tombstone_marker)
 static const char tombstone_marker;
@@ -37,14 +38,6 @@ struct strmap {
     size_t step;           /* slots moved per key added: hash_move_step */
     size_t len;            /* live entries in both */
 };
-
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n, sz);
-    if (!p)
-        abort(); /* allocation failure in the engine is not recoverable */
-    return p;
-}
 
 static void table_init(struct table *t, size_t cap)
 {
@@ -231,9 +224,7 @@ static struct slot *slot_of(strmap *m, const char *key)
         s = table_free_slot(&m->cur, h);
     else if (!(s = free_slot)->key)
         m->cur.used++;
-    s->key = strdup(key);
-    if (!s->key)
-        abort();
+    s->key = xstrdup(key);
     s->val = NULL;
     s->hash = h;
     m->len++;

@@ -8,6 +8,7 @@
 
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/signal.h"
 #include "core/ts.h"
 #include "engine/engine.h"
@@ -112,9 +113,7 @@ static void pend_push(correlator *c, const char *topic, const char *key,
 
     if (c->npend == c->cappend) {
         c->cappend = c->cappend ? c->cappend * 2 : 64;
-        c->pend = realloc(c->pend, c->cappend * sizeof *c->pend);
-        if (!c->pend)
-            abort();
+        c->pend = xrealloc(c->pend, c->cappend * sizeof *c->pend);
     }
     p = &c->pend[c->npend++];
     memset(p, 0, sizeof *p);
@@ -128,9 +127,7 @@ static void pend_push(correlator *c, const char *topic, const char *key,
         size_t len = strlen(cluster) + 32;
         h = hash_fnv1a(h, value, strlen(value));
         snprintf(p->field, sizeof p->field, "%016llx", (unsigned long long)h);
-        p->outbox = malloc(len);
-        if (!p->outbox)
-            abort();
+        p->outbox = xmalloc(len);
         snprintf(p->outbox, len, "cascade:{%s}:outbox", cluster);
     }
 }
@@ -164,10 +161,7 @@ static void dead_letter(correlator *c, const rd_kafka_message_t *m,
 static void outbox_put(correlator *c, const pending *p)
 {
     size_t len = strlen(p->topic) + strlen(p->key) + strlen(p->value) + 3;
-    char *rec = malloc(len);
-
-    if (!rec)
-        abort();
+    char *rec = xmalloc(len);
     snprintf(rec, len, "%s\n%s\n%s", p->topic, p->key, p->value);
     store_ops()->hash_put(c->st, p->outbox, p->field, rec);
     free(rec);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/redisaddr.h"
 #include "core/strmap.h"
 
@@ -69,9 +70,7 @@ static void push(store *st, char *buf, int len)
         abort();
     if (st->nq == st->capq) {
         st->capq = st->capq ? st->capq * 2 : 256;
-        st->q = realloc(st->q, st->capq * sizeof *st->q);
-        if (!st->q)
-            abort();
+        st->q = xrealloc(st->q, st->capq * sizeof *st->q);
     }
     st->q[st->nq++] = (cmd){buf, len};
 }
@@ -120,8 +119,7 @@ static void group_close(store *st)
     pl = strlen(st->prefix);
     kl = strlen(g->key);
     vl = strlen(g->verb);
-    if (!(buf = malloc(64 + vl + pl + kl + g->len)))
-        abort();
+    buf = xmalloc(64 + vl + pl + kl + g->len);
     o = buf;
     *o++ = '*';
     o = put_uint(o, 2 + (size_t)g->args);
@@ -164,16 +162,14 @@ static void group_add(store *st, const char *verb, const char *key,
         kl = strlen(key);
         if (kl + 1 > g->keycap) {
             g->keycap = kl + 1;
-            if (!(g->key = realloc(g->key, g->keycap)))
-                abort();
+            g->key = xrealloc(g->key, g->keycap);
         }
         memcpy(g->key, key, kl + 1);
         g->verb = verb;
     }
     if (g->len + need > g->cap) {
         g->cap = (g->len + need) * 2;
-        if (!(g->body = realloc(g->body, g->cap)))
-            abort();
+        g->body = xrealloc(g->body, g->cap);
     }
     for (int i = 0; i < n; i++)
         g->len = (size_t)(put_bulk(g->body + g->len, "", 0, args[i], lens[i]) -
@@ -206,9 +202,7 @@ static void window_trim(void *ctx, const char *key, int64_t before)
     int64_t *cut = strmap_get(st->trims, key);
 
     if (!cut) {
-        cut = malloc(sizeof *cut);
-        if (!cut)
-            abort();
+        cut = xmalloc(sizeof *cut);
         *cut = before;
         strmap_put(st->trims, key, cut);
     } else if (before > *cut) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "core/str.h"
 #include "engine/detect.h"
 #include "engine/faults.h"
@@ -67,8 +68,7 @@ static name_win *name_win_of(engine *e, const char *cluster, const char *name)
     snprintf(k, sizeof k, "%.64s|%.180s", cluster, name);
     if ((w = strmap_get(e->names, k)))
         return w;
-    if (!(w = calloc(1, sizeof *w)))
-        abort();
+    w = xcalloc(1, sizeof *w);
     strmap_put(e->names, k, w);
     return w;
 }
@@ -83,8 +83,7 @@ static attempt *attempt_slot(name_win *w, const char *jobid)
         }
     if (w->n == w->cap) {
         w->cap = w->cap ? 2 * w->cap : 4;
-        if (!(w->v = realloc(w->v, w->cap * sizeof *w->v)))
-            abort();
+        w->v = xrealloc(w->v, w->cap * sizeof *w->v);
     }
     return &w->v[w->n++];
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "core/str.h"
 #include "engine/detect.h"
 #include "engine/state.h"
@@ -100,9 +101,7 @@ static strmap *index_of(engine *e)
         for (int j = 0; j < ks[i].nevents; j++) {
             corr_refs *r = strmap_get(e->corr_index, ks[i].events[j]);
             size_t n = r ? r->n : 0;
-            corr_refs *g = realloc(r, sizeof *g + (n + 1) * sizeof g->v[0]);
-            if (!g)
-                abort();
+            corr_refs *g = xrealloc(r, sizeof *g + (n + 1) * sizeof g->v[0]);
             g->v[n].rule = &ks[i];
             g->v[n].ev = j;
             g->n = n + 1;
@@ -124,9 +123,7 @@ static void push(corr_st *st, int64_t ts, uint64_t id, int ev, int source)
 {
     if (st->n == st->cap) {
         st->cap = st->cap ? st->cap * 2 : 4;
-        st->v = realloc(st->v, st->cap * sizeof *st->v);
-        if (!st->v)
-            abort();
+        st->v = xrealloc(st->v, st->cap * sizeof *st->v);
     }
     st->v[st->n++] = (corr_ev){ts, id, ev, source};
 }
@@ -364,8 +361,7 @@ static corr_st *state_of(engine *e, const char *cluster, const char *name,
     corr_st *st = *slot;
 
     if (!st) {
-        if (!(st = calloc(1, sizeof *st)))
-            abort();
+        st = xcalloc(1, sizeof *st);
         st->cluster = cs->name;
         st->name = kept;
         st->rule = k;
@@ -382,10 +378,8 @@ static void queue(engine *e, corr_st *st)
         return;
     if (e->ncorr_dirty == e->capcorr_dirty) {
         e->capcorr_dirty = e->capcorr_dirty ? e->capcorr_dirty * 2 : 64;
-        e->corr_dirty = realloc(e->corr_dirty,
+        e->corr_dirty = xrealloc(e->corr_dirty,
                                 e->capcorr_dirty * sizeof *e->corr_dirty);
-        if (!e->corr_dirty)
-            abort();
     }
     st->queued = 1;
     e->corr_dirty[e->ncorr_dirty++] = st;

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/mem.h"
 #include "core/str.h"
 #include "engine/detect.h"
 #include "engine/faults.h"
@@ -731,8 +732,7 @@ static void newest_sample(strmap *last, const char *cluster, const char *host,
 
     snprintf(hk, sizeof hk, "%s|%s", cluster, host);
     if (!(t = strmap_get(last, hk))) {
-        if (!(t = calloc(1, sizeof *t)))
-            abort();
+        t = xcalloc(1, sizeof *t);
         strmap_put(last, hk, t);
     }
     if (ts > *t)

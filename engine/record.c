@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/jw.h"
+#include "core/mem.h"
 #include "core/str.h"
 #include "engine/state.h"
 
@@ -253,9 +254,7 @@ int eng_record_job(engine *e, const char *cluster, const char *field,
                    field);
         return -1;
     }
-    j = calloc(1, sizeof *j);
-    if (!j)
-        abort();
+    j = xcalloc(1, sizeof *j);
     str_copy(j->id, sizeof j->id, field);
     str_copy(j->cluster, sizeof j->cluster, cluster);
     str_copy(j->name, sizeof j->name, jstr(o, "job_name"));
@@ -292,9 +291,7 @@ int eng_record_progress(engine *e, const char *cluster, const char *field,
     p.stale_ts = st;
     p.stall_check = ck;
     if (!(j = strmap_get(jobs, field))) {
-        j = calloc(1, sizeof *j);
-        if (!j)
-            abort();
+        j = xcalloc(1, sizeof *j);
         str_copy(j->id, sizeof j->id, field);
         str_copy(j->cluster, sizeof j->cluster, cluster);
         strmap_put(jobs, field, j);
@@ -309,9 +306,7 @@ int eng_record_inventory(engine *e, const char *cluster, const char *host,
     node_info *ni = eng_node_info(e, cluster, host);
 
     if (!ni) {
-        ni = calloc(1, sizeof *ni);
-        if (!ni)
-            abort();
+        ni = xcalloc(1, sizeof *ni);
         strmap_put(eng_cs(e, cluster)->inventory, host, ni);
     }
     str_copy(ni->rack, sizeof ni->rack, jstr(o, "rack"));
@@ -347,9 +342,7 @@ static int restore_children(incident *inc, json_t *kids)
     size_t i;
     json_t *k;
 
-    inc->children = calloc(json_array_size(kids) + 1, sizeof *inc->children);
-    if (!inc->children)
-        abort();
+    inc->children = xcalloc(json_array_size(kids) + 1, sizeof *inc->children);
     json_array_foreach(kids, i, k) {
         child *c = &inc->children[inc->nchildren++];
         if (!json_is_array(k) || json_array_size(k) != 4)
@@ -372,9 +365,7 @@ static int restore_members(incident *inc, json_t *ms)
 
     if (!ms)
         return 0;
-    inc->members = calloc(json_array_size(ms) + 1, sizeof *inc->members);
-    if (!inc->members)
-        abort();
+    inc->members = xcalloc(json_array_size(ms) + 1, sizeof *inc->members);
     json_array_foreach(ms, i, m) {
         storm_member *p = &inc->members[inc->nmembers];
         if (!json_is_array(m) || json_array_size(m) != 5 ||

@@ -121,9 +121,7 @@ series *eng_series_take(engine *e, const sig *s, const char *dev)
     series_key(key, sizeof key, s->cluster, s->host, s->name, dev);
     se = strmap_get(e->series, key);
     if (!se) {
-        se = calloc(1, sizeof *se);
-        if (!se)
-            abort();
+        se = xcalloc(1, sizeof *se);
         str_copy(se->cluster, sizeof se->cluster, s->cluster);
         str_copy(se->host, sizeof se->host, s->host);
         str_copy(se->name, sizeof se->name, s->name);
@@ -328,9 +326,7 @@ int eng_restore_series(engine *e, const char *cluster, const char *field,
     snprintf(host, sizeof host, "%.*s", (int)(a - field), field);
     snprintf(name, sizeof name, "%.*s", (int)(b - a - 1), a + 1);
     snprintf(dev, sizeof dev, "%s", b + 1);
-    se = calloc(1, sizeof *se);
-    if (!se)
-        abort();
+    se = xcalloc(1, sizeof *se);
     str_copy(se->cluster, sizeof se->cluster, cluster);
     str_copy(se->host, sizeof se->host, host);
     str_copy(se->name, sizeof se->name, name);

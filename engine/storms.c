@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "core/str.h"
 #include "engine/detect.h"
 #include "engine/faults.h"
@@ -51,10 +52,8 @@ static void add_member(incident *storm, const incident *m)
     for (size_t i = 0; i < storm->nmembers; i++)
         if (!strcmp(storm->members[i].node, m->node))
             return;
-    storm->members = realloc(storm->members,
+    storm->members = xrealloc(storm->members,
                              (storm->nmembers + 1) * sizeof *storm->members);
-    if (!storm->members)
-        abort();
     p = &storm->members[storm->nmembers++];
     memset(p, 0, sizeof *p);
     str_copy(p->node, sizeof p->node, m->node);

@@ -138,8 +138,7 @@ struct traceback *asb_open(assemblies *c, const char *key,
     int slot;
 
     if (!tb) {
-        if (!(tb = calloc(1, sizeof *tb)))
-            abort();
+        tb = xcalloc(1, sizeof *tb);
         tb_insert(c, key, tb, host_slot(host));
     }
     slot = tb->slot;
@@ -284,9 +283,7 @@ int asb_restore(assemblies *c, const char *key, const char *value)
 
     if (!strchr(key, '|'))
         return -1;
-    tb = calloc(1, sizeof *tb);
-    if (!tb)
-        abort();
+    tb = xcalloc(1, sizeof *tb);
     if (sscanf(value, "%lld %c", &started, &mark) == 2 &&
         (mark == 'R' || mark == 'Z')) {
         if (report_restore(tb, value)) {

@@ -11,6 +11,7 @@
 #include <pcre2.h>
 
 #include "core/hash.h"
+#include "core/mem.h"
 #include "rules/catalog_priv.h"
 
 void cat_free_correlation(pb_correlation *k)
@@ -22,9 +23,7 @@ void cat_free_correlation(pb_correlation *k)
 
 pb_catalog *pb_catalog_new(void)
 {
-    pb_catalog *c = calloc(1, sizeof *c);
-    if (!c)
-        abort();
+    pb_catalog *c = xcalloc(1, sizeof *c);
     return c;
 }
 
@@ -161,9 +160,7 @@ void cat_push_signature(pb_catalog *c, const pb_signature *g)
 {
     if (c->nsigs == c->capsigs) {
         c->capsigs = c->capsigs ? c->capsigs * 2 : 32;
-        c->sigs = realloc(c->sigs, c->capsigs * sizeof *c->sigs);
-        if (!c->sigs)
-            abort();
+        c->sigs = xrealloc(c->sigs, c->capsigs * sizeof *c->sigs);
     }
     c->sigs[c->nsigs++] = *g;
 }
@@ -252,9 +249,7 @@ void cat_push_playbook(pb_catalog *c, const pb_playbook *p)
 {
     if (c->nplays == c->capplays) {
         c->capplays = c->capplays ? c->capplays * 2 : 16;
-        c->plays = realloc(c->plays, c->capplays * sizeof *c->plays);
-        if (!c->plays)
-            abort();
+        c->plays = xrealloc(c->plays, c->capplays * sizeof *c->plays);
     }
     c->plays[c->nplays++] = *p;
 }

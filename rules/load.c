@@ -13,6 +13,7 @@
 #include "rules/catalog_priv.h"
 #include "rules/fact.h"
 #include "rules/rules_embedded.h"
+#include "core/mem.h"
 
 static const char *const targets[] = {"node", "job", "each_job", "none",
                                      "each_affected", "rack", "team"};
@@ -141,10 +142,8 @@ static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
         yr_problem(r, yr_node_or(acts, n), "scenario %s: actions must be a list", id ? id : "?");
         return;
     }
-    steps = calloc((size_t)(acts->data.sequence.items.top -
+    steps = xcalloc((size_t)(acts->data.sequence.items.top -
                             acts->data.sequence.items.start) + 1, sizeof *steps);
-    if (!steps)
-        abort();
     for (yaml_node_item_t *i = acts->data.sequence.items.start;
          i < acts->data.sequence.items.top; i++)
         if (read_step(r, yaml_document_get_node(&r->doc, *i), &steps[s.nsteps]) == 0)
@@ -161,9 +160,7 @@ static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
     s.root_actions = ra && !strcmp(ra, "true");
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 16;
-        c->v = realloc(c->v, c->cap * sizeof *c->v);
-        if (!c->v)
-            abort();
+        c->v = xrealloc(c->v, c->cap * sizeof *c->v);
     }
     c->v[c->n++] = s;
 }
@@ -355,11 +352,9 @@ static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
         yr_problem(r, yr_node_or(exs, n), "signature %s: 'examples' must list at "
                 "least one line and what it produces", id ? id : "?");
     } else {
-        g.examples = calloc((size_t)(exs->data.sequence.items.top -
+        g.examples = xcalloc((size_t)(exs->data.sequence.items.top -
                                      exs->data.sequence.items.start),
                             sizeof *g.examples);
-        if (!g.examples)
-            abort();
         for (yaml_node_item_t *i = exs->data.sequence.items.start;
              i < exs->data.sequence.items.top; i++)
             if (read_example(r, yaml_document_get_node(&r->doc, *i),
@@ -439,9 +434,7 @@ static void read_xids(reader *r, pb_catalog *c, yaml_node_t *list)
                 }
             if (!code)
                 continue;
-            c->xids = realloc(c->xids, (c->nxids + 1) * sizeof *c->xids);
-            if (!c->xids)
-                abort();
+            c->xids = xrealloc(c->xids, (c->nxids + 1) * sizeof *c->xids);
             snprintf(c->xids[c->nxids].where, sizeof c->xids[c->nxids].where,
                      "%s:%zu:%zu", r->name, cn->start_mark.line + 1,
                      cn->start_mark.column + 1);

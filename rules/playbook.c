@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rules/catalog_priv.h"
+#include "core/mem.h"
 
 static const char *const backends[] = {"any", "slurm", "k8s"};
 /* What preconditions and verifications may read about a node or a job. */
@@ -125,9 +126,7 @@ static void read_calls(reader *r, yaml_node_t *n, const char *what,
                     backends[b]);
             continue;
         }
-        set[b].v = calloc(yr_seq_len(v), sizeof *set[b].v);
-        if (!set[b].v)
-            abort();
+        set[b].v = xcalloc(yr_seq_len(v), sizeof *set[b].v);
         for (size_t i = 0; i < yr_seq_len(v); i++)
             if (read_call(r, yr_seq_at(r, v, i), (pb_backend)b,
                           &set[b].v[set[b].n]) == 0)
@@ -197,9 +196,7 @@ static pb_check *read_checks(reader *r, yaml_node_t *n, const char *what,
         yr_problem(r, n, "%s must be a list of checks", what);
         return NULL;
     }
-    v = calloc(yr_seq_len(n) + 1, sizeof *v);
-    if (!v)
-        abort();
+    v = xcalloc(yr_seq_len(n) + 1, sizeof *v);
     for (size_t i = 0; i < yr_seq_len(n); i++)
         if (read_check(r, yr_seq_at(r, n, i), &v[*count]) == 0)
             (*count)++;
@@ -216,9 +213,7 @@ static void read_budgets(reader *r, yaml_node_t *n, pb_playbook *p)
         yr_problem(r, n, "budgets must be a list of {per, max, window}");
         return;
     }
-    p->budgets = calloc(yr_seq_len(n) + 1, sizeof *p->budgets);
-    if (!p->budgets)
-        abort();
+    p->budgets = xcalloc(yr_seq_len(n) + 1, sizeof *p->budgets);
     for (size_t i = 0; i < yr_seq_len(n); i++) {
         yaml_node_t *b = yr_seq_at(r, n, i);
         const char *per = yr_scalar(yr_get(r, b, "per")), *max = yr_scalar(yr_get(r, b, "max"));
@@ -432,9 +427,7 @@ void cat_read_correlation(reader *r, pb_catalog *c, yaml_node_t *n)
              n->start_mark.line + 1, n->start_mark.column + 1);
     if (c->ncorrs == c->capcorrs) {
         c->capcorrs = c->capcorrs ? c->capcorrs * 2 : 8;
-        c->corrs = realloc(c->corrs, c->capcorrs * sizeof *c->corrs);
-        if (!c->corrs)
-            abort();
+        c->corrs = xrealloc(c->corrs, c->capcorrs * sizeof *c->corrs);
     }
     c->corrs[c->ncorrs++] = k;
 }
