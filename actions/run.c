@@ -343,8 +343,9 @@ static void facts_then(run *r, run_fn fn)
 {
     cs_err err;
 
-    exec_query q = {node_of(r), job_of(r), target_str(r, "namespace"), NULL,
-                    on_facts, r};
+    exec_query q = {.node = node_of(r), .job = job_of(r),
+                    .ns = target_str(r, "namespace"), .done = on_facts,
+                    .arg = r};
     size_t readers = 0;
 
     json_decref(r->facts);
@@ -462,8 +463,10 @@ static void start_step(run *r)
         if (r->a->ex[i].knows(r->a->ex[i].self, c->op))
             x = &r->a->ex[i];
     if (x) {
-        exec_call call = {c->op,   args, r->target, r->params, r->req,
-                          run_req_str(r, "incident"), r->id, on_step, r};
+        exec_call call = {.op = c->op, .args = args, .target = r->target,
+                          .params = r->params, .req = r->req,
+                          .incident = run_req_str(r, "incident"),
+                          .action = r->id, .done = on_step, .arg = r};
         rc = x->call(x->self, &call, &err);
     } else if (json_is_true(json_object_get(args, "optional")))
         skipped = 1; /* a channel this site does not use */

@@ -77,6 +77,10 @@ typedef struct eng_detector {
 /* The table, in the order facts go through it (detectors.c), NULL last. */
 extern const eng_detector *const eng_detectors[];
 
+/* for each detector d (a const eng_detector *const *) in table order */
+#define EACH_DETECTOR(d) \
+    for (const eng_detector *const *d = eng_detectors; *d; d++)
+
 /* What the layers below tell the detectors, through the table. */
 void eng_tell_incident(engine *e, const sig *s, incident *inc);
 void eng_tell_job(engine *e, const sig *s, job *j, eng_job_event ev);

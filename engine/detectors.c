@@ -34,14 +34,14 @@ const eng_detector *const eng_detectors[] = {
 
 void eng_tell_incident(engine *e, const sig *s, incident *inc)
 {
-    for (const eng_detector *const *d = eng_detectors; *d; d++)
+    EACH_DETECTOR(d)
         if ((*d)->on_incident)
             (*d)->on_incident(e, s, inc);
 }
 
 void eng_tell_job(engine *e, const sig *s, job *j, eng_job_event ev)
 {
-    for (const eng_detector *const *d = eng_detectors; *d; d++)
+    EACH_DETECTOR(d)
         if ((*d)->on_job)
             (*d)->on_job(e, s, j, ev);
 }
@@ -49,7 +49,7 @@ void eng_tell_job(engine *e, const sig *s, job *j, eng_job_event ev)
 void eng_tell_recovered(engine *e, const sig *s, const char *host,
                         const char *what)
 {
-    for (const eng_detector *const *d = eng_detectors; *d; d++)
+    EACH_DETECTOR(d)
         if ((*d)->on_recovered)
             (*d)->on_recovered(e, s, host, what);
 }
@@ -61,7 +61,7 @@ size_t eng_check_scenarios(const pb_catalog *cat,
 {
     size_t missing = 0;
 
-    for (const eng_detector *const *d = eng_detectors; *d; d++)
+    EACH_DETECTOR(d)
         for (const char *const *id = (*d)->scenarios; id && *id; id++)
             if (!pb_find(cat, *id)) {
                 missing++;

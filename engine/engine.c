@@ -42,9 +42,6 @@ static void state_new(engine *e)
     e->names = strmap_new();
 }
 
-#define EACH_DETECTOR(d) \
-    for (const eng_detector *const *d = eng_detectors; *d; d++)
-
 static void state_free(engine *e)
 {
     EACH_DETECTOR(d)
@@ -52,9 +49,7 @@ static void state_free(engine *e)
             (*d)->forget(e);
     e->pruning = 0; /* its walk's clusters go */
     e->cs_last = NULL; /* it goes with the clusters */
-    strmap_free(e->clusters, cs_free);
-    strmap_free(e->series, NULL);
-    strmap_free(e->names, NULL);
+    strmap_free(e->clusters, cs_free); /* series, names: their detectors' */
     for (size_t i = 0; i < e->ninc; i++)
         eng_incident_free(e->incs[i]);
     free(e->incs);

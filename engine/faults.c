@@ -280,6 +280,13 @@ void eng_merge(engine *e, incident *storm, incident *m)
     m->dirty = storm->dirty = 1;
 }
 
+int eng_capacity_wait(const engine *e, const fact *f)
+{
+    return (f->kind == FACT_JOB_FAULT || f->kind == FACT_CUDA_OOM) &&
+           f->scenario && !strcmp(f->scenario, "sched.capacity_exhausted") &&
+           f->job[0] && pb_find(e->cat, f->scenario);
+}
+
 incident *eng_advisory_of(engine *e, const sig *s, const fact *f,
                           const char *kind, const char *id, int node)
 {

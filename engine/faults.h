@@ -44,6 +44,10 @@ incident *eng_advisory_of(engine *e, const sig *s, const fact *f,
  * kernel log, scrapes at their timeout): hw.driver_dstate once the
  * evidence is complete, from marks and from metric samples alike. */
 void eng_driver_evidence(engine *e, const sig *s, const char *host);
+/* A job held back by a full cluster: the fact the jobs detector opened a
+ * sched.capacity_exhausted incident from (the capacity and peak detectors
+ * read it after). The name is compared first: most facts are not. */
+int eng_capacity_wait(const engine *e, const fact *f);
 /* into takes m in (evidence, failed jobs, its node and key); m is
  * published once more, merged, then gone. */
 void eng_merge(engine *e, incident *into, incident *m);

@@ -301,9 +301,7 @@ const eng_detector eng_det_serve = {
 /* A job held back by a full cluster: one more hit for its team's hour. */
 static int peak_on_fact(engine *e, const sig *s, const fact *f)
 {
-    if ((f->kind == FACT_JOB_FAULT || f->kind == FACT_CUDA_OOM) &&
-        f->job[0] && pb_find(e->cat, f->scenario) &&
-        !strcmp(f->scenario, "sched.capacity_exhausted"))
+    if (eng_capacity_wait(e, f))
         eng_peak_hit(e, s, f->job);
     return 0;
 }

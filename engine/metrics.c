@@ -894,9 +894,7 @@ const eng_detector eng_det_progress = {
  * incident): other teams' idle allocations. */
 static int capacity_on_fact(engine *e, const sig *s, const fact *f)
 {
-    if ((f->kind == FACT_JOB_FAULT || f->kind == FACT_CUDA_OOM) &&
-        f->job[0] && pb_find(e->cat, f->scenario) &&
-        !strcmp(f->scenario, "sched.capacity_exhausted"))
+    if (eng_capacity_wait(e, f))
         eng_capacity_waiting(e, s);
     return 0;
 }

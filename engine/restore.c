@@ -24,7 +24,7 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     node_win *w;
 
     if (name && !eng_split_key(key, cluster, sizeof cluster, &kind)) {
-        for (const eng_detector *const *d = eng_detectors; *d; d++) {
+        EACH_DETECTOR(d) {
             int rc = (*d)->restore_window
                          ? (*d)->restore_window(e, cluster, kind, ts, member)
                          : 0;
@@ -103,7 +103,7 @@ int eng_restore_hash(engine *e, const char *key, const char *field,
         return -1;
     }
     /* a detector's own record (metric series, correlation states) */
-    for (const eng_detector *const *d = eng_detectors; *d; d++) {
+    EACH_DETECTOR(d) {
         int r = (*d)->restore ? (*d)->restore(e, cluster, kind, field, value,
                                              err)
                               : 0;
@@ -154,14 +154,14 @@ size_t eng_restore_done(engine *e)
             strmap_put(cs->open_node, inc->key, inc);
         else if (!inc->job_scope && inc->node[0])
             strmap_put(cs->open_node, inc->node, inc);
-        for (const eng_detector *const *d = eng_detectors; *d; d++)
+        EACH_DETECTOR(d)
             if ((*d)->relink)
                 (*d)->relink(e, inc);
         if (eng_clock(e, inc->cluster) - inc->updated <= FOLD_WINDOW)
             open++;
     }
     eng_prune(e);
-    for (const eng_detector *const *d = eng_detectors; *d; d++)
+    EACH_DETECTOR(d)
         if ((*d)->restored)
             (*d)->restored(e);
     return open;
@@ -247,7 +247,7 @@ size_t eng_prune_begin(engine *e)
     }
     size_t n = prune_incidents(e);
 
-    for (const eng_detector *const *d = eng_detectors; *d; d++)
+    EACH_DETECTOR(d)
         if ((*d)->prune)
             n += (*d)->prune(e);
     return n;
