@@ -1,16 +1,15 @@
 #include "core/config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "core/topics.h"
 #include "core/log.h"
 #include "core/str.h"
+#include "core/ydoc.h"
 
 void cfg_defaults(cs_config *c)
 {
@@ -31,283 +30,127 @@ void cfg_defaults(cs_config *c)
     c->log_level = LOG_LVL_INFO;
 }
 
-enum kind { K_STR, K_INT, K_SIZE, K_LEVEL, K_FILE };
+#define C(f) offsetof(cs_config, f)
+#define BUF(n, f) {n, YD_BUF, 0, C(f), 0, sizeof(((cs_config *)0)->f), 0, 0, 0, 0}
+#define INT(n, f, lo, hi) {n, YD_INT, 0, C(f), lo, hi, 0, 0, 0, 0}
+#define SIZE(n, f, lo, hi) {n, YD_SIZE, 0, C(f), lo, hi, 0, 0, 0, 0}
 
-typedef struct key {
-    const char *section, *name;
-    enum kind kind;
-    size_t off, len; /* field offset; buffer length for strings */
-    long long min, max;
-} key;
+static const char *const levels[] = {"error", "warn", "info", "debug"};
 
-#define STR(s, n, f) {s, n, K_STR, offsetof(cs_config, f), sizeof(((cs_config *)0)->f), 0, 0}
-#define INT(s, n, f, lo, hi) {s, n, K_INT, offsetof(cs_config, f), 0, lo, hi}
-#define SIZE(s, n, f, lo, hi) {s, n, K_SIZE, offsetof(cs_config, f), 0, lo, hi}
+static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                           void *obj);
 
-static const key keys[] = {
-    STR("kafka", "brokers", brokers),
-    STR("kafka", "group", group),
-    INT("kafka", "batch", batch, 1, 100000),
-    INT("kafka", "linger_ms", linger_ms, 0, 1000),
-    INT("kafka", "fetch_wait_ms", fetch_wait_ms, 0, 10000),
-    STR("redis", "address", redis),
-    STR("webhook", "listen", listen),
-    INT("webhook", "port", port, 0, 65535),
-    STR("webhook", "token", token),
-    {"webhook", "token_file", K_FILE, offsetof(cs_config, token),
-     sizeof(((cs_config *)0)->token), 0, 0},
-    SIZE("webhook", "max_body", max_body, 1024, 1LL << 30),
-    SIZE("webhook", "max_headers", max_headers, 1024, 1 << 20),
-    INT("webhook", "max_connections", max_connections, 1, 65535),
-    INT("webhook", "timeout_s", timeout_s, 1, 3600),
-    {"log", "level", K_LEVEL, offsetof(cs_config, log_level), 0, 0, 0},
-    STR("rules", "dir", rules_dir),
+static const yd_key kafka_keys[] = {
+    BUF("brokers", brokers),
+    BUF("group", group),
+    INT("batch", batch, 1, 100000),
+    INT("linger_ms", linger_ms, 0, 1000),
+    INT("fetch_wait_ms", fetch_wait_ms, 0, 10000),
 };
+static const yd_key redis_keys[] = {BUF("address", redis)};
+static const yd_key webhook_keys[] = {
+    BUF("listen", listen),
+    INT("port", port, 0, 65535),
+    BUF("token", token),
+    {"token_file", YD_SCALAR, 0, C(token), 0, sizeof(((cs_config *)0)->token),
+     0, 0, 0, read_token_file},
+    SIZE("max_body", max_body, 1024, 1LL << 30),
+    SIZE("max_headers", max_headers, 1024, 1 << 20),
+    INT("max_connections", max_connections, 1, 65535),
+    INT("timeout_s", timeout_s, 1, 3600),
+};
+static const yd_key log_keys[] = {
+    {"level", YD_ENUM, 0, C(log_level), 0, 0, levels, 4, 0, 0}};
+static const yd_key rules_keys[] = {BUF("dir", rules_dir)};
 
-typedef struct loader {
-    const char *path;
-    yaml_document_t doc;
-    cs_err *err;
-} loader;
+static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 
-static int fail_at(loader *l, const yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define SECTION(n) {n, YD_MAP, 0, 0, 0, 0, 0, 0, \
+                    "section '" n "' must be a mapping of keys", read_section}
+/* In the order of sections[]. */
+static const yd_key root_keys[] = {SECTION("kafka"), SECTION("redis"),
+                                   SECTION("webhook"), SECTION("log"),
+                                   SECTION("rules")};
+static const yd_table sections[] = {
+    YD_TABLE("'kafka'", kafka_keys), YD_TABLE("'redis'", redis_keys),
+    YD_TABLE("'webhook'", webhook_keys), YD_TABLE("'log'", log_keys),
+    YD_TABLE("'rules'", rules_keys)};
+static const yd_table root = YD_TABLE("the top level", root_keys);
 
-static int fail_at(loader *l, const yaml_node_t *n, const char *fmt, ...)
+static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                           void *obj)
 {
-    char msg[400];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    cs_err_set(l->err, "%s:%zu:%zu: %s", l->path, n->start_mark.line + 1,
-               n->start_mark.column + 1, msg);
-    return -1;
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-    return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                       : NULL;
-}
-
-static void known_keys(const char *section, char *buf, size_t len)
-{
-    size_t used = 0;
-
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        if (section && strcmp(keys[i].section, section))
-            continue;
-        const char *name = section ? keys[i].name : keys[i].section;
-        if (!section && strstr(buf, name))
-            continue;
-        used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
-                                 "%s%s", used ? ", " : "", name);
-    }
-}
-
-/* "1048576", "512KiB", "1MiB", "2GiB" */
-static int parse_size(const char *s, long long *out)
-{
-    char *end;
-    long long v;
-
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno || end == s || v < 0)
-        return -1;
-    if (!strcmp(end, "KiB"))
-        v <<= 10;
-    else if (!strcmp(end, "MiB"))
-        v <<= 20;
-    else if (!strcmp(end, "GiB"))
-        v <<= 30;
-    else if (*end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int read_token_file(loader *l, const yaml_node_t *n, const char *path,
-                           char *dst, size_t len)
-{
+    const char *path = yd_scalar(v);
+    char *dst = (char *)obj + k->off, buf[512];
+    size_t len = (size_t)k->max, got;
     FILE *f = fopen(path, "r");
-    char buf[512];
-    size_t got;
 
-    if (!f)
-        return fail_at(l, n, "token_file '%s': %s", path, strerror(errno));
+    if (!f) {
+        yd_problem(d, v, "token_file '%s': %s", path, strerror(errno));
+        return -1;
+    }
     got = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[got] = '\0';
     buf[strcspn(buf, "\r\n")] = '\0';
-    if (!buf[0] || strlen(buf) >= len)
-        return fail_at(l, n, "token_file '%s': empty or longer than %zu bytes",
-                       path, len - 1);
+    if (!buf[0] || strlen(buf) >= len) {
+        yd_problem(d, v, "token_file '%s': empty or longer than %zu bytes",
+                   path, len - 1);
+        return -1;
+    }
     str_copy(dst, len, buf);
     explicit_bzero(buf, sizeof buf);
     return 0;
 }
 
-static int set_value(loader *l, cs_config *c, const key *k,
-                     const yaml_node_t *vn)
+/* token and token_file name the same secret: one of them. */
+static int token_twice(yd_doc *d, yaml_node_t *map)
 {
-    const char *v = scalar(vn);
-    char *dst = (char *)c + k->off;
-    long long num;
-    char *end;
+    int seen = 0;
 
-    if (!v)
-        return fail_at(l, vn, "%s.%s: expected a single value, got a %s",
-                       k->section, k->name,
-                       vn->type == YAML_MAPPING_NODE ? "mapping" : "list");
-    switch (k->kind) {
-    case K_STR:
-        if (strlen(v) >= k->len)
-            return fail_at(l, vn, "%s.%s: longer than %zu bytes", k->section,
-                           k->name, k->len - 1);
-        str_copy(dst, k->len, v);
-        return 0;
-    case K_FILE:
-        return read_token_file(l, vn, v, dst, k->len);
-    case K_LEVEL:
-        if ((num = log_parse_level(v)) < 0)
-            return fail_at(l, vn, "log.level: '%s' is not one of error, "
-                                  "warn, info, debug", v);
-        *(int *)(void *)dst = (int)num;
-        return 0;
-    case K_INT:
-        errno = 0;
-        num = strtoll(v, &end, 10);
-        if (errno || end == v || *end || num < k->min || num > k->max)
-            return fail_at(l, vn, "%s.%s: expected an integer from %lld to "
-                                  "%lld, got '%s'", k->section, k->name,
-                           k->min, k->max, v);
-        *(int *)(void *)dst = (int)num;
-        return 0;
-    case K_SIZE:
-        if (parse_size(v, &num) || num < k->min || num > k->max)
-            return fail_at(l, vn, "%s.%s: expected a size from %lld to %lld "
-                                  "bytes (\"64KiB\", \"1MiB\" allowed), got "
-                                  "'%s'", k->section, k->name, k->min, k->max,
-                           v);
-        *(size_t *)(void *)dst = (size_t)num;
-        return 0;
-    }
-    return -1;
-}
-
-static const key *find_key(const char *section, const char *name)
-{
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-        if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name))
-            return &keys[i];
-    return NULL;
-}
-
-static int section_known(const char *section)
-{
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-        if (!strcmp(keys[i].section, section))
+    for (size_t i = 0; i < yd_len(map); i++) {
+        const char *name = yd_scalar(yd_pair_key(d, map, i));
+        if (name && (!strcmp(name, "token") || !strcmp(name, "token_file")) &&
+            seen++) {
+            yd_problem(d, yd_pair_key(d, map, i),
+                       "webhook: give token or token_file, not both");
             return 1;
-    return 0;
-}
-
-static int load_section(loader *l, cs_config *c, const char *section,
-                        yaml_node_t *map)
-{
-    char known[256];
-    int token_set = 0;
-
-    if (map->type != YAML_MAPPING_NODE)
-        return fail_at(l, map, "section '%s' must be a mapping of keys", section);
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-         p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = yaml_document_get_node(&l->doc, p->key);
-        yaml_node_t *vn = yaml_document_get_node(&l->doc, p->value);
-        const char *name = scalar(kn);
-        const key *k = name ? find_key(section, name) : NULL;
-
-        if (!k) {
-            known_keys(section, known, sizeof known);
-            return fail_at(l, kn, "unknown key '%s' in '%s' (known: %s)",
-                           name ? name : "?", section, known);
         }
-        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++)
-            if (!strcmp(scalar(yaml_document_get_node(&l->doc, q->key)), name))
-                return fail_at(l, kn, "%s.%s given twice", section, name);
-        if (k->off == offsetof(cs_config, token) && token_set++)
-            return fail_at(l, kn, "webhook: give token or token_file, not both");
-        if (set_value(l, c, k, vn))
-            return -1;
     }
     return 0;
 }
 
-static int load_doc(loader *l, cs_config *c)
+static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
 {
-    yaml_node_t *root = yaml_document_get_root_node(&l->doc);
-    char known[256];
+    const yd_table *t = &sections[k - root_keys];
+    char prefix[32];
 
-    if (!root)
-        return 0; /* an empty file: the defaults */
-    if (root->type != YAML_MAPPING_NODE)
-        return fail_at(l, root, "the top level must be a mapping of sections");
-    for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-         p < root->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = yaml_document_get_node(&l->doc, p->key);
-        const char *name = scalar(kn);
-        if (!name || !section_known(name)) {
-            known_keys(NULL, known, sizeof known);
-            return fail_at(l, kn, "unknown section '%s' (known: %s)",
-                           name ? name : "?", known);
-        }
-        for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < p; q++)
-            if (!strcmp(scalar(yaml_document_get_node(&l->doc, q->key)), name))
-                return fail_at(l, kn, "section '%s' given twice", name);
-        if (load_section(l, c, name, yaml_document_get_node(&l->doc, p->value)))
-            return -1;
-    }
-    return 0;
+    if (t->keys == webhook_keys && token_twice(d, v))
+        return -1;
+    snprintf(prefix, sizeof prefix, "%s.", k->name);
+    return yd_read(d, v, t, prefix, obj) ? -1 : 0;
 }
 
 int cfg_load(cs_config *c, const char *path, cs_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    yaml_parser_t parser;
-    loader l = {.path = path, .err = err};
+    yd_doc *d;
     cs_config next = *c;
-    int rc = -1;
+    int rc = 0;
 
-    if (!f) {
-        cs_err_set(err, "%s: %s", path, strerror(errno));
+    err->msg[0] = '\0';
+    if (!(d = yd_parse_file(path, yd_sink_first, err)))
         return -1;
-    }
-    yaml_parser_initialize(&parser);
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &l.doc)) {
-        cs_err_set(err, "%s:%zu:%zu: YAML: %s%s%s", path,
-                   parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                   parser.problem ? parser.problem : "unreadable",
-                   parser.context ? " " : "", parser.context ? parser.context : "");
-        goto out;
-    }
-    rc = load_doc(&l, &next);
-    yaml_document_delete(&l.doc);
+    if (yd_root(d)) /* an empty file: the values as they are */
+        rc = yd_read(d, yd_root(d), &root, NULL, &next) ? -1 : 0;
+    yd_free(d);
     if (rc == 0)
         *c = next;
     explicit_bzero(next.token, sizeof next.token);
-out:
-    yaml_parser_delete(&parser);
-    fclose(f);
     return rc;
 }
 
 void cfg_print(const cs_config *c, void *stdio_file)
 {
-    static const char *const lvl[] = {"error", "warn", "info", "debug"};
     FILE *f = stdio_file;
 
     fprintf(f, "kafka:\n  brokers: \"%s\"%s\n  group: %s\n  batch: %d\n"
@@ -322,7 +165,7 @@ void cfg_print(const cs_config *c, void *stdio_file)
             c->listen, c->port, c->token[0] ? "\"<set>\"" : "\"\"", c->max_body,
             c->max_headers, c->max_connections, c->timeout_s);
     fprintf(f, "log:\n  level: %s\n",
-            c->log_level >= 0 && c->log_level <= 3 ? lvl[c->log_level] : "?");
+            c->log_level >= 0 && c->log_level <= 3 ? levels[c->log_level] : "?");
     fprintf(f, "rules:\n  dir: \"%s\"%s\n", c->rules_dir,
             c->rules_dir[0] ? "" : "   # built-in rule set");
 }

@@ -405,3 +405,43 @@ int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
     return errors;
 }
 
+/* Playbook ids: "family.name", or one word for the generic ones
+ * (notify, recommend). */
+int cat_id_ok(const char *v)
+{
+    if (!v || !*v || *v == '.')
+        return 0;
+    for (const char *p = v; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || *p == '_' || *p == '.' ||
+              (*p >= '0' && *p <= '9')))
+            return 0;
+    return v[strlen(v) - 1] != '.';
+}
+
+/* "MAJOR.MINOR.PATCH", numbers only. */
+int cat_version_ok(const char *v)
+{
+    int dots = 0, digits = 0;
+
+    for (const char *p = v; p && *p; p++) {
+        if (*p == '.') {
+            if (!digits)
+                return 0;
+            dots++;
+            digits = 0;
+        } else if (*p >= '0' && *p <= '9') {
+            digits++;
+        } else {
+            return 0;
+        }
+    }
+    return v && dots == 2 && digits;
+}
+
+void cat_prefix(yd_doc *d, yaml_node_t *n, const char *what, const char *key,
+                char *buf, size_t len)
+{
+    const char *id = yd_scalar(yd_get(d, n, key));
+
+    snprintf(buf, len, "%s %s: ", what, id ? id : "?");
+}

@@ -3,6 +3,7 @@
 #include "rules/playbooks.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "rules/fact.h"
 #include "rules/rules_embedded.h"
 #include "core/mem.h"
+#include "core/ydoc.h"
 
 static const char *const targets[] = {"node", "job", "each_job", "none",
                                      "each_affected", "rack", "team"};
@@ -27,137 +29,136 @@ static const char *const whens[] = {"always", "reserved", "elastic",
                                     "thermal", "not_thermal"};
 static const char *const field_names[] = {"host", "job",  "gpu",  "pci",
                                           "xid",  "rank", "nodes", "step",
-                                          "pid",  "detail", NULL};
+                                          "pid",  "detail"};
 
 /* `params:` of an action: a flat mapping of scalars. */
-static json_t *read_params(reader *r, yaml_node_t *n)
+static json_t *read_params(yd_doc *d, yaml_node_t *n)
 {
     json_t *out;
 
     if (!n)
         return NULL;
-    if (n->type != YAML_MAPPING_NODE) {
-        yr_problem(r, n, "params must be a mapping of names to plain values");
-        return NULL;
-    }
     out = json_object();
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-         p < n->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(&r->doc, p->key);
-        yaml_node_t *v = yaml_document_get_node(&r->doc, p->value);
-        const char *name = yr_scalar(k), *text = yr_scalar(v);
-        if (!name || !text || !yr_playbook_id_ok(name)) {
-            yr_problem(r, v ? v : k, "params: '%s' must be a lower-case name with "
-                    "a plain value", name ? name : "?");
+    for (size_t i = 0; i < yd_len(n); i++) {
+        yaml_node_t *k = yd_pair_key(d, n, i), *v = yd_pair_value(d, n, i);
+        const char *name = yd_scalar(k), *text = yd_scalar(v);
+        if (!name || !text || !cat_id_ok(name)) {
+            yd_problem(d, v ? v : k, "params: '%s' must be a lower-case name "
+                       "with a plain value", name ? name : "?");
             continue;
         }
-        json_object_set_new(out, name, yr_json_scalar(text));
+        json_object_set_new(out, name, yd_json_scalar(text));
     }
     return out;
 }
 
-static int read_step(reader *r, yaml_node_t *n, pb_step *st)
-{
-    static const char *const keys[] = {"playbook", "approval", "target", "fix",
-                                       "category", "when", "params", NULL};
-    const char *pbk, *v;
-    int a, t, f = PB_FIX_NONE, w = PB_WHEN_ALWAYS, before = r->errors;
+typedef struct step_in {
+    const char *playbook, *category;
+    int approval, target, fix, when;
+    yaml_node_t *params;
+} step_in;
 
-    if (!n || n->type != YAML_MAPPING_NODE) {
-        yr_problem(r, n, "an action must be a mapping (playbook, approval, target)");
-        return -1;
-    }
-    yr_only_keys(r, n, "an action", keys);
-    pbk = yr_scalar(yr_get(r, n, "playbook"));
-    if (!yr_playbook_id_ok(pbk))
-        yr_problem(r, yr_node_or(yr_get(r, n, "playbook"), n),
-                "action: playbook missing or not 'family.name'");
-    v = yr_scalar(yr_get(r, n, "approval"));
-    if ((a = yr_pick(v, cat_approvals, N(cat_approvals))) < 0)
-        yr_problem(r, yr_node_or(yr_get(r, n, "approval"), n),
-                "approval '%s' is not auto, hitl or canary", v ? v : "");
-    v = yr_scalar(yr_get(r, n, "target"));
-    if ((t = yr_pick(v, targets, N(targets))) < 0)
-        yr_problem(r, yr_node_or(yr_get(r, n, "target"), n),
-                "target '%s' is not node, job, each_job, each_affected, "
-                "rack or none", v ? v : "");
-    if ((v = yr_scalar(yr_get(r, n, "fix"))) && (f = yr_pick(v, fixes, N(fixes))) < 0)
-        yr_problem(r, yr_get(r, n, "fix"), "fix '%s' is not one of none, "
-                "exclude_node, batch, activation, alloc_conf, ticket, workers, "
-                "shm, tolerations, socket_ifname, worker_memory, same_config, "
-                "input_bound, checkpoint_memory, gcs_ft", v);
-    if ((v = yr_scalar(yr_get(r, n, "when"))) && (w = yr_pick(v, whens, N(whens))) < 0)
-        yr_problem(r, yr_get(r, n, "when"), "when '%s' is not always, reserved, "
-                "elastic, repeated, gcs_ft or no_gcs_ft", v);
-    v = yr_scalar(yr_get(r, n, "category"));
-    if (f == PB_FIX_TICKET && !v)
-        yr_problem(r, n, "fix: ticket needs a category");
-    json_t *params = read_params(r, yr_get(r, n, "params"));
-    if (r->errors != before) {
+#define AT(T, f) .off = offsetof(T, f)
+#define ONE_OF(v) .names = v, .nnames = N(v)
+
+static const yd_key step_keys[] = {
+    {"playbook", YD_TEXT, YD_REQUIRED, AT(step_in, playbook)},
+    {"approval", YD_ENUM, YD_REQUIRED, AT(step_in, approval),
+     ONE_OF(cat_approvals), .bad = "approval '%s' is not auto, hitl or canary"},
+    {"target", YD_ENUM, YD_REQUIRED, AT(step_in, target), ONE_OF(targets),
+     .bad = "target '%s' is not node, job, each_job, each_affected, rack, "
+            "team or none"},
+    {"fix", YD_ENUM, 0, AT(step_in, fix), ONE_OF(fixes),
+     .bad = "fix '%s' is not one of none, exclude_node, batch, activation, "
+            "alloc_conf, ticket, workers, shm, tolerations, socket_ifname, "
+            "worker_memory, same_config, input_bound, checkpoint_memory, "
+            "gcs_ft, peak_hours, idle_cost, pipeline"},
+    {"category", YD_TEXT, 0, AT(step_in, category)},
+    {"when", YD_ENUM, 0, AT(step_in, when), ONE_OF(whens),
+     .bad = "when '%s' is not always, reserved, elastic, repeated, gcs_ft, "
+            "no_gcs_ft, thermal or not_thermal"},
+    {"params", YD_MAP, 0, AT(step_in, params),
+     .bad = "params must be a mapping of names to plain values"},
+};
+static const yd_table step_table = YD_TABLE("an action", step_keys);
+
+static int read_step(yd_doc *d, yaml_node_t *n, pb_step *st)
+{
+    step_in in = {.fix = PB_FIX_NONE, .when = PB_WHEN_ALWAYS};
+    int before = yd_errors(d);
+    json_t *params;
+
+    yd_read(d, n, &step_table, NULL, &in);
+    if (in.playbook && !cat_id_ok(in.playbook))
+        yd_problem(d, yd_get(d, n, "playbook"), "action: playbook '%s' is "
+                   "not 'family.name'", in.playbook);
+    if (in.fix == PB_FIX_TICKET && !in.category)
+        yd_problem(d, n, "fix: ticket needs a category");
+    params = read_params(d, in.params);
+    if (yd_errors(d) != before) {
         json_decref(params);
         return -1;
     }
     st->params = params;
-    snprintf(st->where, sizeof st->where, "%s:%zu:%zu", r->name,
-             n->start_mark.line + 1, n->start_mark.column + 1);
-    st->playbook = strdup(pbk);
-    st->approval = (pb_approval)a;
-    st->target = (pb_target)t;
-    st->fix = (pb_fix)f;
-    st->category = v ? strdup(v) : NULL;
-    st->when = (pb_when)w;
+    yd_where(d, n, st->where, sizeof st->where);
+    st->playbook = xstrdup(in.playbook);
+    st->approval = (pb_approval)in.approval;
+    st->target = (pb_target)in.target;
+    st->fix = (pb_fix)in.fix;
+    st->category = in.category ? xstrdup(in.category) : NULL;
+    st->when = (pb_when)in.when;
     return 0;
 }
 
-static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
+typedef struct scenario_in {
+    const char *id, *what, *todo;
+    int node_level, root_actions;
+    yaml_node_t *actions;
+} scenario_in;
+
+static const yd_key scenario_keys[] = {
+    {"id", YD_TEXT, YD_REQUIRED, AT(scenario_in, id)},
+    {"node_level", YD_BOOL, 0, AT(scenario_in, node_level),
+     .bad = "node_level must be true or false"},
+    {"what", YD_TEXT, YD_REQUIRED, AT(scenario_in, what)},
+    {"todo", YD_TEXT, YD_REQUIRED, AT(scenario_in, todo)},
+    {"root_actions", YD_BOOL, 0, AT(scenario_in, root_actions),
+     .bad = "root_actions must be true or false"},
+    {"actions", YD_LIST, YD_REQUIRED, AT(scenario_in, actions),
+     .bad = "actions must be a list"},
+};
+static const yd_table scenario_table = YD_TABLE("a scenario", scenario_keys);
+
+static void read_scenario(yd_doc *d, pb_catalog *c, yaml_node_t *n)
 {
-    static const char *const keys[] = {"id", "node_level", "what", "todo",
-                                       "root_actions", "actions", NULL};
-    const char *id = yr_scalar(yr_get(r, n, "id"));
-    yaml_node_t *acts = yr_get(r, n, "actions");
-    const char *nl = yr_scalar(yr_get(r, n, "node_level"));
-    const char *ra = yr_scalar(yr_get(r, n, "root_actions"));
+    scenario_in in = {0};
     pb_scenario s = {0};
     pb_step *steps;
-    int before = r->errors;
+    char prefix[160];
 
-    if (!n || n->type != YAML_MAPPING_NODE) {
-        yr_problem(r, n, "a scenario must be a mapping (id, what, todo, actions)");
-        return;
-    }
-    yr_only_keys(r, n, "a scenario", keys);
-    if (!id || !strchr(id, '.'))
-        yr_problem(r, n, "scenario: id missing or not 'family.name'");
-    else if (pb_find(c, id))
-        yr_problem(r, yr_get(r, n, "id"), "scenario '%s' defined twice", id);
-    if (!yr_scalar(yr_get(r, n, "what")) || !yr_scalar(yr_get(r, n, "todo")))
-        yr_problem(r, n, "scenario %s: 'what' and 'todo' (the summary) are "
-                      "required", id ? id : "?");
-    if (nl && strcmp(nl, "true") && strcmp(nl, "false"))
-        yr_problem(r, yr_get(r, n, "node_level"), "node_level must be true or false");
-    if (ra && strcmp(ra, "true") && strcmp(ra, "false"))
-        yr_problem(r, yr_get(r, n, "root_actions"), "root_actions must be true or "
-                "false");
-    if (!acts || acts->type != YAML_SEQUENCE_NODE) {
-        yr_problem(r, yr_node_or(acts, n), "scenario %s: actions must be a list", id ? id : "?");
-        return;
-    }
-    steps = xcalloc((size_t)(acts->data.sequence.items.top -
-                            acts->data.sequence.items.start) + 1, sizeof *steps);
-    for (yaml_node_item_t *i = acts->data.sequence.items.start;
-         i < acts->data.sequence.items.top; i++)
-        if (read_step(r, yaml_document_get_node(&r->doc, *i), &steps[s.nsteps]) == 0)
+    int before = yd_errors(d);
+
+    cat_prefix(d, n, "scenario", "id", prefix, sizeof prefix);
+    yd_read(d, n, &scenario_table, prefix, &in);
+    if (in.id && !strchr(in.id, '.'))
+        yd_problem(d, yd_get(d, n, "id"), "scenario: id '%s' is not "
+                   "'family.name'", in.id);
+    else if (in.id && pb_find(c, in.id))
+        yd_problem(d, yd_get(d, n, "id"), "scenario '%s' defined twice", in.id);
+    steps = xcalloc(yd_len(in.actions) + 1, sizeof *steps);
+    for (size_t i = 0; i < yd_len(in.actions); i++)
+        if (read_step(d, yd_item(d, in.actions, i), &steps[s.nsteps]) == 0)
             s.nsteps++;
     s.steps = steps;
-    if (r->errors != before) {
+    if (yd_errors(d) != before) {
         cat_free_scenario(&s);
         return;
     }
-    s.id = strdup(id);
-    s.what = strdup(yr_scalar(yr_get(r, n, "what")));
-    s.todo = strdup(yr_scalar(yr_get(r, n, "todo")));
-    s.node_level = nl && !strcmp(nl, "true");
-    s.root_actions = ra && !strcmp(ra, "true");
+    s.id = xstrdup(in.id);
+    s.what = xstrdup(in.what);
+    s.todo = xstrdup(in.todo);
+    s.node_level = in.node_level;
+    s.root_actions = in.root_actions;
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 16;
         c->v = xrealloc(c->v, c->cap * sizeof *c->v);
@@ -165,7 +166,7 @@ static void read_scenario(reader *r, pb_catalog *c, yaml_node_t *n)
     c->v[c->n++] = s;
 }
 
-static int check_groups(reader *r, yaml_node_t *at, pcre2_code *re)
+static int check_groups(yd_doc *d, yaml_node_t *at, pcre2_code *re)
 {
     uint32_t count = 0, size = 0;
     PCRE2_SPTR table;
@@ -176,12 +177,9 @@ static int check_groups(reader *r, yaml_node_t *at, pcre2_code *re)
     pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &table);
     for (uint32_t i = 0; i < count; i++) {
         const char *name = (const char *)(table + i * size + 2);
-        int ok = 0;
-        for (int k = 0; field_names[k]; k++)
-            ok |= !strcmp(name, field_names[k]);
-        if (!ok) {
-            yr_problem(r, at, "match: field (?<%s>...) is not one of host, job, "
-                    "gpu, pci, xid, rank, nodes, step, pid, detail", name);
+        if (yd_pick(name, field_names, N(field_names)) < 0) {
+            yd_problem(d, at, "match: field (?<%s>...) is not one of host, job, "
+                       "gpu, pci, xid, rank, nodes, step, pid, detail", name);
             bad = 1;
         }
     }
@@ -189,15 +187,14 @@ static int check_groups(reader *r, yaml_node_t *at, pcre2_code *re)
 }
 
 /* An alert example's labels, as the JSON object the classifier reads. */
-static char *labels_json(reader *r, yaml_node_t *map)
+static char *labels_json(yd_doc *d, yaml_node_t *map)
 {
     json_t *o = json_object();
     char *out;
 
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-         p < map->data.mapping.pairs.top; p++) {
-        const char *k = yr_scalar(yaml_document_get_node(&r->doc, p->key));
-        const char *v = yr_scalar(yaml_document_get_node(&r->doc, p->value));
+    for (size_t i = 0; i < yd_len(map); i++) {
+        const char *k = yd_scalar(yd_pair_key(d, map, i));
+        const char *v = yd_scalar(yd_pair_value(d, map, i));
         if (k && v)
             json_object_set_new(o, k, json_string(v));
     }
@@ -206,59 +203,67 @@ static char *labels_json(reader *r, yaml_node_t *map)
     return out;
 }
 
-static int read_example(reader *r, yaml_node_t *n, int source,
+typedef struct example_in {
+    const char *line, *scenario, *fact, *source, *detail;
+    yaml_node_t *alert;
+} example_in;
+
+static const yd_key example_keys[] = {
+    {"line", YD_TEXT, 0, AT(example_in, line)},
+    {"alert", YD_MAP, 0, AT(example_in, alert),
+     .bad = "alert: the labels of the alert, a mapping"},
+    {"scenario", YD_TEXT, 0, AT(example_in, scenario)},
+    {"fact", YD_TEXT, 0, AT(example_in, fact)},
+    {"source", YD_TEXT, 0, AT(example_in, source)},
+    {"detail", YD_TEXT, 0, AT(example_in, detail)},
+};
+static const yd_table example_table = YD_TABLE("an example", example_keys);
+
+static int read_example(yd_doc *d, yaml_node_t *n, int source,
                         unsigned sources, pb_example *ex)
 {
-    static const char *const keys[] = {"line", "alert", "scenario", "fact",
-                                       "source", "detail", NULL};
-    const char *esrc = yr_scalar(yr_get(r, n, "source"));
+    example_in in = {0};
     sig_source es = (sig_source)source;
-    yaml_node_t *alert = yr_get(r, n, "alert");
-    const char *line = yr_scalar(yr_get(r, n, "line"));
-    const char *sc = yr_scalar(yr_get(r, n, "scenario"));
-    const char *kind = yr_scalar(yr_get(r, n, "fact"));
-    const char *detail = yr_scalar(yr_get(r, n, "detail"));
-    int before = r->errors;
+    int before = yd_errors(d);
 
-    if (!n || n->type != YAML_MAPPING_NODE) {
-        yr_problem(r, n, "an example is a mapping: line (or alert) and scenario");
+    if (yd_read(d, n, &example_table, NULL, &in))
         return -1;
-    }
-    yr_only_keys(r, n, "an example", keys);
-    if (source == SRC_ALERTMANAGER && (!alert || alert->type != YAML_MAPPING_NODE))
-        yr_problem(r, n, "an alert signature's example needs 'alert': its labels");
-    else if (source != SRC_ALERTMANAGER && !line)
-        yr_problem(r, n, "an example needs 'line': the text it must recognise");
-    if (!sc && !kind)
-        yr_problem(r, n, "an example needs 'scenario' (or 'fact'): what it must "
-                      "produce ('none' for a line that must open nothing)");
-    if (kind && fact_parse(kind) < 0)
-        yr_problem(r, yr_get(r, n, "fact"), "fact '%s' is not a fact kind", kind);
-    if (esrc && sources &&
-        (sig_source_parse(esrc, &es) || !(sources & (1u << es))))
-        yr_problem(r, yr_get(r, n, "source"), "example source '%s' is not one of "
-                "its signature's sources", esrc);
-    if (r->errors != before)
+    if (source == SRC_ALERTMANAGER && !in.alert)
+        yd_problem(d, n, "an alert signature's example needs 'alert': its "
+                   "labels");
+    else if (source != SRC_ALERTMANAGER && !in.line)
+        yd_problem(d, n, "an example needs 'line': the text it must recognise");
+    if (!in.scenario && !in.fact)
+        yd_problem(d, n, "an example needs 'scenario' (or 'fact'): what it must "
+                   "produce ('none' for a line that must open nothing)");
+    if (in.fact && fact_parse(in.fact) < 0)
+        yd_problem(d, yd_get(d, n, "fact"), "fact '%s' is not a fact kind",
+                   in.fact);
+    if (in.source && sources &&
+        (sig_source_parse(in.source, &es) || !(sources & (1u << es))))
+        yd_problem(d, yd_get(d, n, "source"), "example source '%s' is not one "
+                   "of its signature's sources", in.source);
+    if (yd_errors(d) != before)
         return -1;
     ex->source = (int)es;
-    ex->text = line ? strdup(line) : labels_json(r, alert);
-    ex->scenario = sc ? strdup(sc) : NULL;
-    ex->fact = kind ? strdup(kind) : NULL;
-    ex->detail = detail ? strdup(detail) : NULL;
-    ex->line = (int)n->start_mark.line + 1;
+    ex->text = in.line ? xstrdup(in.line) : labels_json(d, in.alert);
+    ex->scenario = in.scenario ? xstrdup(in.scenario) : NULL;
+    ex->fact = in.fact ? xstrdup(in.fact) : NULL;
+    ex->detail = in.detail ? xstrdup(in.detail) : NULL;
+    ex->line = yd_line(n);
     return 0;
 }
 
 /* One source name; 0 after reporting why it is not a text source. */
-static unsigned one_source(reader *r, yaml_node_t *v, const char *id,
+static unsigned one_source(yd_doc *d, yaml_node_t *v, const char *id,
                            sig_source *out)
 {
-    const char *name = yr_scalar(v);
+    const char *name = yd_scalar(v);
 
     if (!name || sig_source_parse(name, out) || *out == SRC_METRIC ||
         *out == SRC_JOB || *out == SRC_INVENTORY) {
-        yr_problem(r, v, "signature %s: source '%s' is not kernel, app, ray, "
-                "slurm, k8s or alertmanager", id ? id : "?", name ? name : "");
+        yd_problem(d, v, "signature %s: source '%s' is not kernel, app, ray, "
+                   "slurm, k8s or alertmanager", id, name ? name : "");
         return 0;
     }
     return 1u << *out;
@@ -268,291 +273,271 @@ static unsigned one_source(reader *r, yaml_node_t *v, const char *id,
  * through more than one collector (Ray's OOM error printed in the
  * driver's stdout). Alert labels are not text: alertmanager stands alone.
  * *first gets the first source, the one examples arrive on by default. */
-static unsigned read_sources(reader *r, yaml_node_t *n, const char *id,
+static unsigned read_sources(yd_doc *d, yaml_node_t *v, const char *id,
                              sig_source *first)
 {
-    yaml_node_t *v = yr_get(r, n, "source");
     unsigned mask = 0, m;
     sig_source s;
 
-    if (!v || v->type != YAML_SEQUENCE_NODE ||
-        v->data.sequence.items.top == v->data.sequence.items.start)
-        return one_source(r, yr_node_or(v, n), id, first);
-    for (yaml_node_item_t *i = v->data.sequence.items.start;
-         i < v->data.sequence.items.top; i++) {
-        if (!(m = one_source(r, yaml_document_get_node(&r->doc, *i), id, &s)))
+    if (v->type != YAML_SEQUENCE_NODE || !yd_len(v))
+        return one_source(d, v, id, first);
+    for (size_t i = 0; i < yd_len(v); i++) {
+        if (!(m = one_source(d, yd_item(d, v, i), id, &s)))
             return 0;
         if (!mask)
             *first = s;
         mask |= m;
     }
     if ((mask & (1u << SRC_ALERTMANAGER)) && mask != 1u << SRC_ALERTMANAGER) {
-        yr_problem(r, v, "signature %s: alertmanager reads alert labels, not "
-                "text; it cannot share a signature with other sources",
-                id ? id : "?");
+        yd_problem(d, v, "signature %s: alertmanager reads alert labels, not "
+                   "text; it cannot share a signature with other sources", id);
         return 0;
     }
     return mask;
 }
 
-static void read_signature(reader *r, pb_catalog *c, yaml_node_t *n)
-{
-    static const char *const keys[] = {"id", "source", "fact", "scenario",
-                                       "match", "report", "examples", NULL};
-    const char *id = yr_scalar(yr_get(r, n, "id")), *kind, *sc, *pat, *rep;
-    yaml_node_t *exs = yr_get(r, n, "examples");
-    pb_signature g = {0};
-    sig_source source = SRC_APP;
-    int before = r->errors, ec;
-    unsigned sources;
-    PCRE2_SIZE eo;
+typedef struct signature_in {
+    const char *id, *fact, *scenario, *match;
+    int report;
+    yaml_node_t *source, *examples;
+} signature_in;
 
-    if (!n || n->type != YAML_MAPPING_NODE) {
-        yr_problem(r, n, "a signature is a mapping (id, source, fact, match, "
-                      "examples)");
-        return;
-    }
-    yr_only_keys(r, n, "a signature", keys);
-    kind = yr_scalar(yr_get(r, n, "fact"));
-    sc = yr_scalar(yr_get(r, n, "scenario"));
-    pat = yr_scalar(yr_get(r, n, "match"));
-    rep = yr_scalar(yr_get(r, n, "report"));
-    if (!id || !*id)
-        yr_problem(r, n, "signature: 'id' is required");
-    else if (pb_signature_find(c, id))
-        yr_problem(r, yr_get(r, n, "id"), "signature '%s' defined twice", id);
-    if (!(sources = read_sources(r, n, id, &source)))
-        source = SRC_APP; /* examples are then checked as plain text */
-    if (rep && strcmp(rep, "true") && strcmp(rep, "false"))
-        yr_problem(r, yr_get(r, n, "report"), "signature %s: report is true or "
-                "false, not '%s'", id ? id : "?", rep);
-    else if (rep && !strcmp(rep, "true") && sources &&
-             !(sources & (1u << SRC_APP)))
-        yr_problem(r, yr_get(r, n, "report"), "signature %s: report: only app "
-                "lines head reports (their indented lines follow per rank)",
-                id ? id : "?");
-    if (!kind || !fact_from_text(fact_parse(kind)))
-        yr_problem(r, yr_node_or(yr_get(r, n, "fact"), n), "signature %s: fact '%s' is "
-                "not a fact kind a signature can make", id ? id : "?",
-                kind ? kind : "");
-    if (!pat) {
-        yr_problem(r, n, "signature %s: 'match' (a PCRE2 pattern) is required",
-                id ? id : "?");
-    } else if (!(g.re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-                                      0, &ec, &eo, NULL))) {
-        PCRE2_UCHAR msg[160];
+static const yd_key signature_keys[] = {
+    {"id", YD_TEXT, YD_REQUIRED, AT(signature_in, id)},
+    {"source", YD_NODE, YD_REQUIRED, AT(signature_in, source)},
+    {"fact", YD_TEXT, YD_REQUIRED, AT(signature_in, fact)},
+    {"scenario", YD_TEXT, 0, AT(signature_in, scenario)},
+    {"match", YD_TEXT, YD_REQUIRED, AT(signature_in, match)},
+    {"report", YD_BOOL, 0, AT(signature_in, report),
+     .bad = "report is true or false, not '%s'"},
+    {"examples", YD_LIST, YD_REQUIRED, AT(signature_in, examples),
+     .bad = "'examples' must list at least one line and what it produces"},
+};
+static const yd_table signature_table = YD_TABLE("a signature",
+                                                 signature_keys);
+
+/* The pattern, compiled; NULL after reporting why it cannot be. */
+static pcre2_code *compile_match(yd_doc *d, yaml_node_t *at, const char *id,
+                                 const char *pat)
+{
+    PCRE2_UCHAR msg[160];
+    PCRE2_SIZE eo;
+    pcre2_code *re;
+    int ec;
+
+    if (!(re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, 0, &ec,
+                             &eo, NULL))) {
         pcre2_get_error_message(ec, msg, sizeof msg);
-        yr_problem(r, yr_get(r, n, "match"), "signature %s: match: %s at offset %zu",
-                id ? id : "?", (char *)msg, (size_t)eo);
-    } else if (check_groups(r, yr_get(r, n, "match"), g.re) == 0) {
-        pcre2_jit_compile(g.re, PCRE2_JIT_COMPLETE);
+        yd_problem(d, at, "signature %s: match: %s at offset %zu", id,
+                   (char *)msg, (size_t)eo);
+        return NULL;
     }
-    if (!exs || exs->type != YAML_SEQUENCE_NODE ||
-        exs->data.sequence.items.top == exs->data.sequence.items.start) {
-        yr_problem(r, yr_node_or(exs, n), "signature %s: 'examples' must list at "
-                "least one line and what it produces", id ? id : "?");
-    } else {
-        g.examples = xcalloc((size_t)(exs->data.sequence.items.top -
-                                     exs->data.sequence.items.start),
-                            sizeof *g.examples);
-        for (yaml_node_item_t *i = exs->data.sequence.items.start;
-             i < exs->data.sequence.items.top; i++)
-            if (read_example(r, yaml_document_get_node(&r->doc, *i),
-                             (int)source, sources,
-                             &g.examples[g.nexamples]) == 0)
-                g.nexamples++;
-    }
-    if (r->errors != before) {
+    if (check_groups(d, at, re) == 0)
+        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    return re;
+}
+
+/* What the signature's fields mean together; its examples. */
+static void check_signature(yd_doc *d, const pb_catalog *c, yaml_node_t *n,
+                            const signature_in *in, pb_signature *g)
+{
+    sig_source source = SRC_APP;
+
+    if (pb_signature_find(c, in->id))
+        yd_problem(d, yd_get(d, n, "id"), "signature '%s' defined twice", in->id);
+    if (!(g->sources = read_sources(d, in->source, in->id, &source)))
+        source = SRC_APP; /* examples are then checked as plain text */
+    if (in->report && g->sources && !(g->sources & (1u << SRC_APP)))
+        yd_problem(d, yd_get(d, n, "report"), "signature %s: report: only app "
+                   "lines head reports (their indented lines follow per rank)",
+                   in->id);
+    if (!fact_from_text(fact_parse(in->fact)))
+        yd_problem(d, yd_get(d, n, "fact"), "signature %s: fact '%s' is not a "
+                   "fact kind a signature can make", in->id, in->fact);
+    g->re = compile_match(d, yd_get(d, n, "match"), in->id, in->match);
+    if (!yd_len(in->examples))
+        yd_problem(d, in->examples, "signature %s: 'examples' must list at "
+                   "least one line and what it produces", in->id);
+    g->examples = xcalloc(yd_len(in->examples) + 1, sizeof *g->examples);
+    for (size_t i = 0; i < yd_len(in->examples); i++)
+        if (read_example(d, yd_item(d, in->examples, i), (int)source,
+                         g->sources, &g->examples[g->nexamples]) == 0)
+            g->nexamples++;
+    g->source = (int)source;
+}
+
+static void read_signature(yd_doc *d, pb_catalog *c, yaml_node_t *n)
+{
+    signature_in in = {0};
+    pb_signature g = {0};
+    char prefix[160];
+    int before = yd_errors(d);
+
+    cat_prefix(d, n, "signature", "id", prefix, sizeof prefix);
+    if (yd_read(d, n, &signature_table, prefix, &in) == 0)
+        check_signature(d, c, n, &in, &g);
+    if (yd_errors(d) != before) {
         cat_free_signature(&g);
         return;
     }
-    g.id = strdup(id);
-    g.source = (int)source;
-    g.sources = sources;
-    g.fact = strdup(kind);
-    g.kind = fact_parse(kind);
-    g.scenario = sc ? strdup(sc) : NULL;
-    g.match = strdup(pat);
-    g.report = rep && !strcmp(rep, "true");
-    g.file = strdup(r->name);
-    g.line = (int)n->start_mark.line + 1;
+    g.id = xstrdup(in.id);
+    g.fact = xstrdup(in.fact);
+    g.kind = fact_parse(in.fact);
+    g.scenario = in.scenario ? xstrdup(in.scenario) : NULL;
+    g.match = xstrdup(in.match);
+    g.report = in.report;
+    g.file = xstrdup(yd_name(d));
+    g.line = yd_line(n);
     cat_push_signature(c, &g);
 }
 
 /* One Xid code of a list, or 0 after reporting why it is not one. */
-static long xid_code(reader *r, yaml_node_t *cn, const char *what)
+static long xid_code(yd_doc *d, yaml_node_t *cn, const char *what)
 {
-    const char *v = yr_scalar(cn);
+    const char *v = yd_scalar(cn);
     char *end;
     long code = v ? strtol(v, &end, 10) : 0;
 
     if (!v || *end || code <= 0 || code > 1000) {
-        yr_problem(r, cn, "%s: '%s' is not an Xid code", what, v ? v : "");
+        yd_problem(d, cn, "%s: '%s' is not an Xid code", what, v ? v : "");
         return 0;
     }
     return code;
 }
 
-/* xid_codes: [{codes: [79], scenario: hw.gpu_off_bus}, ...] */
-static void read_xids(reader *r, pb_catalog *c, yaml_node_t *list)
+typedef struct xids_in {
+    yaml_node_t *codes;
+    const char *scenario, *same_gpu, *same_job;
+} xids_in;
+
+static const yd_key xid_keys[] = {
+    {"codes", YD_LIST, YD_REQUIRED, AT(xids_in, codes),
+     .bad = "xid_codes: 'codes' must be a list of numbers"},
+    {"scenario", YD_TEXT, YD_REQUIRED, AT(xids_in, scenario)},
+};
+static const yd_table xid_table = YD_TABLE("an xid_codes entry", xid_keys);
+
+static int xid_mapped(yd_doc *d, const pb_catalog *c, yaml_node_t *cn,
+                      long code)
 {
-    if (list->type != YAML_SEQUENCE_NODE) {
-        yr_problem(r, list, "'xid_codes' must be a list of {codes, scenario}");
-        return;
-    }
-    for (yaml_node_item_t *i = list->data.sequence.items.start;
-         i < list->data.sequence.items.top; i++) {
-        static const char *const keys[] = {"codes", "scenario", NULL};
-        yaml_node_t *n = yaml_document_get_node(&r->doc, *i), *codes;
-        const char *sc;
-        if (!n || n->type != YAML_MAPPING_NODE) {
-            yr_problem(r, n, "an xid_codes entry is {codes: [..], scenario: id}");
-            continue;
+    for (size_t x = 0; x < c->nxids; x++)
+        if (c->xids[x].code == code) {
+            yd_problem(d, cn, "xid_codes: Xid %ld mapped twice", code);
+            return 1;
         }
-        yr_only_keys(r, n, "an xid_codes entry", keys);
-        sc = yr_scalar(yr_get(r, n, "scenario"));
-        codes = yr_get(r, n, "codes");
-        if (!sc) {
-            yr_problem(r, n, "xid_codes: 'scenario' is required");
+    return 0;
+}
+
+/* xid_codes: [{codes: [79], scenario: hw.gpu_off_bus}, ...] */
+static void read_xids(yd_doc *d, pb_catalog *c, yaml_node_t *list)
+{
+    for (size_t i = 0; i < yd_len(list); i++) {
+        xids_in in = {0};
+        if (yd_read(d, yd_item(d, list, i), &xid_table, NULL, &in))
             continue;
-        }
-        if (!codes || codes->type != YAML_SEQUENCE_NODE) {
-            yr_problem(r, yr_node_or(codes, n), "xid_codes: 'codes' must be a list of "
-                                          "numbers");
-            continue;
-        }
-        for (yaml_node_item_t *k = codes->data.sequence.items.start;
-             k < codes->data.sequence.items.top; k++) {
-            yaml_node_t *cn = yaml_document_get_node(&r->doc, *k);
-            long code = xid_code(r, cn, "xid_codes");
-            if (!code)
-                continue;
-            for (size_t x = 0; x < c->nxids; x++)
-                if (c->xids[x].code == code) {
-                    yr_problem(r, cn, "xid_codes: Xid %ld mapped twice", code);
-                    code = 0;
-                }
-            if (!code)
+        for (size_t k = 0; k < yd_len(in.codes); k++) {
+            yaml_node_t *cn = yd_item(d, in.codes, k);
+            long code = xid_code(d, cn, "xid_codes");
+            if (!code || xid_mapped(d, c, cn, code))
                 continue;
             c->xids = xrealloc(c->xids, (c->nxids + 1) * sizeof *c->xids);
-            snprintf(c->xids[c->nxids].where, sizeof c->xids[c->nxids].where,
-                     "%s:%zu:%zu", r->name, cn->start_mark.line + 1,
-                     cn->start_mark.column + 1);
+            yd_where(d, cn, c->xids[c->nxids].where,
+                     sizeof c->xids[c->nxids].where);
             c->xids[c->nxids].code = (int)code;
-            c->xids[c->nxids++].scenario = strdup(sc);
+            c->xids[c->nxids++].scenario = xstrdup(in.scenario);
         }
     }
 }
 
-/* xid_tracked: {codes: [13, 31, 43], same_gpu: id, same_job: id} */
-static void read_tracked(reader *r, pb_catalog *c, yaml_node_t *n)
-{
-    static const char *const keys[] = {"codes", "same_gpu", "same_job", NULL};
-    yaml_node_t *codes = yr_get(r, n, "codes");
-    const char *g = yr_scalar(yr_get(r, n, "same_gpu")), *j = yr_scalar(yr_get(r, n, "same_job"));
+static const yd_key tracked_keys[] = {
+    {"codes", YD_LIST, YD_REQUIRED, AT(xids_in, codes),
+     .bad = "xid_tracked: 'codes' must be a list of numbers"},
+    {"same_gpu", YD_TEXT, YD_REQUIRED, AT(xids_in, same_gpu)},
+    {"same_job", YD_TEXT, YD_REQUIRED, AT(xids_in, same_job)},
+};
+static const yd_table tracked_table = YD_TABLE("xid_tracked", tracked_keys);
 
-    if (n->type != YAML_MAPPING_NODE) {
-        yr_problem(r, n, "'xid_tracked' is {codes: [..], same_gpu: id, same_job: id}");
+/* xid_tracked: {codes: [13, 31, 43], same_gpu: id, same_job: id} */
+static void read_tracked(yd_doc *d, pb_catalog *c, yaml_node_t *n)
+{
+    xids_in in = {0};
+
+    if (yd_read(d, n, &tracked_table, NULL, &in))
         return;
-    }
-    yr_only_keys(r, n, "xid_tracked", keys);
-    if (!g || !j || !codes || codes->type != YAML_SEQUENCE_NODE) {
-        yr_problem(r, n, "xid_tracked needs codes (a list), same_gpu and same_job");
-        return;
-    }
     if (c->same_gpu) {
-        yr_problem(r, n, "xid_tracked given twice");
+        yd_problem(d, n, "xid_tracked given twice");
         return;
     }
-    for (yaml_node_item_t *k = codes->data.sequence.items.start;
-         k < codes->data.sequence.items.top; k++) {
-        yaml_node_t *cn = yaml_document_get_node(&r->doc, *k);
-        long code = xid_code(r, cn, "xid_tracked");
+    for (size_t k = 0; k < yd_len(in.codes); k++) {
+        yaml_node_t *cn = yd_item(d, in.codes, k);
+        long code = xid_code(d, cn, "xid_tracked");
         if (!code)
             continue;
         if (c->ntracked == 16) {
-            yr_problem(r, cn, "xid_tracked: at most 16 codes");
+            yd_problem(d, cn, "xid_tracked: at most 16 codes");
             continue;
         }
         c->tracked[c->ntracked++] = (int)code;
     }
-    c->same_gpu = strdup(g);
-    c->same_job = strdup(j);
-    snprintf(c->tracked_where, sizeof c->tracked_where, "%s:%zu:%zu", r->name,
-             n->start_mark.line + 1, n->start_mark.column + 1);
+    c->same_gpu = xstrdup(in.same_gpu);
+    c->same_job = xstrdup(in.same_job);
+    yd_where(d, n, c->tracked_where, sizeof c->tracked_where);
 }
 
-static void read_doc(reader *r, pb_catalog *c)
-{
-    static const char *const keys[] = {"family",    "scenarios",
-                                       "signatures", "xid_codes",
-                                       "xid_tracked", "playbooks",
-                                       "correlations", NULL};
-    yaml_node_t *root = yaml_document_get_root_node(&r->doc);
-    yaml_node_t *list;
+typedef struct doc_in {
+    const char *family;
+    yaml_node_t *scenarios, *signatures, *xids, *tracked, *playbooks,
+        *correlations;
+} doc_in;
 
-    if (!root || root->type != YAML_MAPPING_NODE) {
-        yr_problem(r, root, "a rule file is a mapping with 'family' and "
-                         "'scenarios'");
-        return;
-    }
-    yr_only_keys(r, root, "a rule file", keys);
-    if (!yr_scalar(yr_get(r, root, "family")))
-        yr_problem(r, root, "'family' is required");
-    list = yr_get(r, root, "scenarios");
-    if (list && list->type != YAML_SEQUENCE_NODE)
-        yr_problem(r, list, "'scenarios' must be a list");
-    else if (list)
-        for (yaml_node_item_t *i = list->data.sequence.items.start;
-             i < list->data.sequence.items.top; i++)
-            read_scenario(r, c, yaml_document_get_node(&r->doc, *i));
-    if ((list = yr_get(r, root, "xid_codes")))
-        read_xids(r, c, list);
-    if ((list = yr_get(r, root, "xid_tracked")))
-        read_tracked(r, c, list);
-    list = yr_get(r, root, "playbooks");
-    if (list && list->type != YAML_SEQUENCE_NODE)
-        yr_problem(r, list, "'playbooks' must be a list");
-    else if (list)
-        for (size_t i = 0; i < yr_seq_len(list); i++)
-            cat_read_playbook(r, c, yr_seq_at(r, list, i));
-    list = yr_get(r, root, "signatures");
-    if (list && list->type != YAML_SEQUENCE_NODE)
-        yr_problem(r, list, "'signatures' must be a list");
-    else if (list)
-        for (yaml_node_item_t *i = list->data.sequence.items.start;
-             i < list->data.sequence.items.top; i++)
-            read_signature(r, c, yaml_document_get_node(&r->doc, *i));
-    list = yr_get(r, root, "correlations");
-    if (list && list->type != YAML_SEQUENCE_NODE)
-        yr_problem(r, list, "'correlations' must be a list");
-    else if (list)
-        for (size_t i = 0; i < yr_seq_len(list); i++)
-            cat_read_correlation(r, c, yr_seq_at(r, list, i));
+static const yd_key doc_keys[] = {
+    {"family", YD_TEXT, YD_REQUIRED, AT(doc_in, family)},
+    {"scenarios", YD_LIST, 0, AT(doc_in, scenarios),
+     .bad = "'scenarios' must be a list"},
+    {"signatures", YD_LIST, 0, AT(doc_in, signatures),
+     .bad = "'signatures' must be a list"},
+    {"xid_codes", YD_LIST, 0, AT(doc_in, xids),
+     .bad = "'xid_codes' must be a list of {codes, scenario}"},
+    {"xid_tracked", YD_MAP, 0, AT(doc_in, tracked),
+     .bad = "'xid_tracked' is {codes: [..], same_gpu: id, same_job: id}"},
+    {"playbooks", YD_LIST, 0, AT(doc_in, playbooks),
+     .bad = "'playbooks' must be a list"},
+    {"correlations", YD_LIST, 0, AT(doc_in, correlations),
+     .bad = "'correlations' must be a list"},
+};
+static const yd_table doc_table = YD_TABLE("a rule file", doc_keys);
+
+static void read_doc(yd_doc *d, pb_catalog *c)
+{
+    doc_in in = {0};
+
+    yd_read(d, yd_root(d), &doc_table, NULL, &in);
+    for (size_t i = 0; i < yd_len(in.scenarios); i++)
+        read_scenario(d, c, yd_item(d, in.scenarios, i));
+    if (in.xids)
+        read_xids(d, c, in.xids);
+    if (in.tracked)
+        read_tracked(d, c, in.tracked);
+    for (size_t i = 0; i < yd_len(in.playbooks); i++)
+        cat_read_playbook(d, c, yd_item(d, in.playbooks, i));
+    for (size_t i = 0; i < yd_len(in.signatures); i++)
+        read_signature(d, c, yd_item(d, in.signatures, i));
+    for (size_t i = 0; i < yd_len(in.correlations); i++)
+        cat_read_correlation(d, c, yd_item(d, in.correlations, i));
 }
 
 int pb_catalog_add(pb_catalog *c, const char *name, const char *text,
                    size_t len, pb_error_fn fn, void *arg)
 {
-    yaml_parser_t p;
-    reader r = {.name = name, .fn = fn, .arg = arg};
+    yd_doc *d = yd_parse(name, text, len, fn, arg);
+    int errors;
 
-    yaml_parser_initialize(&p);
-    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&p, &r.doc)) {
-        char where[512], msg[512];
-        snprintf(where, sizeof where, "%s:%zu:%zu", name,
-                 p.problem_mark.line + 1, p.problem_mark.column + 1);
-        snprintf(msg, sizeof msg, "YAML: %s", p.problem ? p.problem : "unreadable");
-        if (fn)
-            fn(arg, where, msg);
-        yaml_parser_delete(&p);
+    if (!d)
         return 1;
-    }
-    read_doc(&r, c);
-    yaml_document_delete(&r.doc);
-    yaml_parser_delete(&p);
-    return r.errors;
+    read_doc(d, c);
+    errors = yd_errors(d);
+    yd_free(d);
+    return errors;
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)

@@ -47,7 +47,7 @@ signatures:
 YAML
 "$bin" rules test "$tmp" > "$tmp/out" 2> "$tmp/err"; rc=$?
 [ "$rc" -eq 1 ] || { echo "untested signature: exit $rc, want 1"; fail=1; }
-grep -q "zz_extra.yaml:3:5: signature extra.untested: 'examples' must list at least one" "$tmp/err" \
+grep -q "zz_extra.yaml:3:5: signature extra.untested: 'examples' is required" "$tmp/err" \
   || { echo "missing examples not reported"; cat "$tmp/err"; fail=1; }
 "$bin" rules test /nonexistent > /dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || { echo "missing folder: exit $rc, want 2"; fail=1; }

@@ -97,8 +97,8 @@ static void test_errors(void)
               "c.yaml:2:9: webhook.port: expected an integer from 0 to 65535, "
               "got '80a'");
     CHECK_STR(load(&c, "logs:\n  level: info\n"),
-              "c.yaml:1:1: unknown section 'logs' (known: kafka, redis, "
-              "webhook, log, rules)");
+              "c.yaml:1:1: unknown key 'logs' in the top level (known: kafka, "
+              "redis, webhook, log, rules)");
     CHECK_STR(load(&c, "log:\n  level: loud\n"),
               "c.yaml:2:10: log.level: 'loud' is not one of error, warn, info, "
               "debug");
@@ -106,11 +106,12 @@ static void test_errors(void)
               "c.yaml:3:1: YAML: did not find expected ',' or ']' while "
               "parsing a flow sequence");
     CHECK_STR(load(&c, "kafka:\n  group: a\n  group: b\n"),
-              "c.yaml:3:3: kafka.group given twice");
+              "c.yaml:3:3: 'group' given twice in 'kafka'");
     CHECK_STR(load(&c, "kafka: 3\n"),
               "c.yaml:1:8: section 'kafka' must be a mapping of keys");
     CHECK_STR(load(&c, "- a\n"),
-              "c.yaml:1:1: the top level must be a mapping of sections");
+              "c.yaml:1:1: the top level must be a mapping (kafka, redis, "
+              "webhook, log, rules)");
     CHECK_STR(load(&c, "kafka:\n  brokers:\n    a: b\n"),
               "c.yaml:3:5: kafka.brokers: expected a single value, got a mapping");
     CHECK_STR(load(&c, "webhook:\n  token: a\n  token_file: /nonexistent\n"),

@@ -83,7 +83,7 @@ static void test_config(const pb_catalog *c)
     CHECK_INT(load(c, &x, "kubernetes: {api: ftp://k8s}\n", &err), -1);
     CHECK(strstr(err.msg, ":1:19: 'ftp://k8s' is not an http:// or https:// URL"));
     CHECK_INT(load(c, &x, "slak: {}\n", &err), -1);
-    CHECK(strstr(err.msg, ":1:1: unknown section 'slak'"));
+    CHECK(strstr(err.msg, ":1:1: unknown key 'slak' in the top level"));
     CHECK_INT(load(c, &x, "webhook: {url: https://x, insecure: yes}\n", &err), -1);
     CHECK(strstr(err.msg, "expected true or false"));
     CHECK_INT(load(c, &x, "jira: [\n", &err), -1);

@@ -57,9 +57,9 @@ static void test_errors(void)
     CHECK_INT(pb_catalog_count(c), 0); /* nothing half-taken */
     CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    todo: t\n"
                      "    colour: red\n    actions: []\n"), 2);
-    CHECK_STR(errs, "t.yaml:5:5: unknown key 'colour' in a scenario\n"
-                    "t.yaml:3:5: scenario a.b: 'what' and 'todo' (the summary) "
-                    "are required\n");
+    CHECK_STR(errs, "t.yaml:5:5: unknown key 'colour' in a scenario (known: id, "
+              "node_level, what, todo, root_actions, actions)\n"
+                    "t.yaml:3:5: scenario a.b: 'what' is required\n");
     CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    what: w\n"
                      "    todo: t\n    actions:\n"
                      "      - {playbook: ticket.create, approval: auto, "
@@ -67,10 +67,10 @@ static void test_errors(void)
                      "      - {playbook: Node.Drain, approval: auto, target: room}\n"),
               3);
     CHECK(strstr(errs, "t.yaml:7:9: fix: ticket needs a category\n") != NULL);
-    CHECK(strstr(errs, "t.yaml:8:20: action: playbook missing or not "
+    CHECK(strstr(errs, "t.yaml:8:20: action: playbook 'Node.Drain' is not "
                        "'family.name'\n") != NULL);
     CHECK(strstr(errs, "t.yaml:8:56: target 'room' is not node, job, each_job, "
-                       "each_affected, rack or none\n") != NULL);
+                       "each_affected, rack, team or none\n") != NULL);
     CHECK_INT(add(c, "family: f\nscenarios: [\n"), 1);
     CHECK(strncmp(errs, "t.yaml:3:1: YAML: ", 18) == 0);
     CHECK_INT(add(c, "scenarios: {}\n"), 2);
@@ -213,7 +213,7 @@ static void test_playbooks(void)
                      "      mars:\n        - {call: slack.post}\n"), 7);
     CHECK(strstr(errs, "t.yaml:4:14: playbook node.zap: version '1.0' is not "
                        "MAJOR.MINOR.PATCH\n") != NULL);
-    CHECK(strstr(errs, "t.yaml:5:12: class 'risky' is not read_only, notify, "
+    CHECK(strstr(errs, "t.yaml:5:12: playbook node.zap: class 'risky' is not read_only, notify, "
                        "job, change, recovery or destructive\n") != NULL);
     CHECK(strstr(errs, "t.yaml:9:21: budget: per is rack or cluster\n") != NULL);
     CHECK(strstr(errs, "t.yaml:10:29: field 'node.mood' is not one of") != NULL);
@@ -221,7 +221,8 @@ static void test_playbooks(void)
                        "'any'\n") != NULL);
     CHECK(strstr(errs, "t.yaml:13:39: argument '{why}': {why} is not one of "
                        "incident") != NULL);
-    CHECK(strstr(errs, "t.yaml:14:7: steps: 'mars' is not any, slurm or k8s\n")
+    CHECK(strstr(errs, "t.yaml:14:7: unknown key 'mars' in steps (known: any, slurm, "
+                       "k8s)\n")
           != NULL);
     /* a scheduler given twice (found by fuzz_rules: it leaked the first) */
     CHECK_INT(add(c, "family: p\nplaybooks:\n"
@@ -229,7 +230,7 @@ static void test_playbooks(void)
                      "    approval: auto\n    mode: on\n    what: w\n"
                      "    steps:\n      any:\n        - {call: slack.post}\n"
                      "      any:\n        - {call: slack.post}\n"), 1);
-    CHECK_STR(errs, "t.yaml:12:7: steps: 'any' given twice\n");
+    CHECK_STR(errs, "t.yaml:12:7: 'any' given twice in steps\n");
     /* the guardrails: a change cannot be auto, a destructive cleanup needs
      * hitl, a job playbook needs a budget, recovery takes none */
     CHECK_INT(add(c, "family: p\nplaybooks:\n"
