@@ -2,16 +2,15 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <event2/listener.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/hlisten.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/secret.h"
@@ -32,8 +31,7 @@ struct approvers {
 };
 
 struct apv_server {
-    struct evhttp *http;
-    struct evhttp_bound_socket *bound;
+    hlisten *http;
     act *a;
     approvers *p;
 };
@@ -329,51 +327,37 @@ static void on_request(struct evhttp_request *req, void *arg)
 apv_server *apv_start(struct event_base *base, act *a, approvers *p,
                       const char *listen, int port, cs_err *err)
 {
-    apv_server *s = calloc(1, sizeof *s);
-    const char *addr = listen && *listen ? listen : "127.0.0.1";
+    apv_server *s = xcalloc(1, sizeof *s);
 
-    if (!s)
-        abort();
     s->a = a;
     s->p = p;
-    if (!(s->http = evhttp_new(base))) {
-        cs_err_set(err, "approvals: cannot create the HTTP server");
-        goto fail;
-    }
-    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
-    evhttp_set_max_body_size(s->http, APV_MAX_BODY * 2);
-    evhttp_set_timeout(s->http, 10);
-    evhttp_set_gencb(s->http, on_request, s);
-    if (port < 0 || port > 65535 ||
-        !(s->bound = evhttp_bind_socket_with_handle(s->http, addr,
-                                                    (ev_uint16_t)port))) {
-        cs_err_set(err, "approvals cannot listen on %s:%d: %s", addr, port,
-                   strerror(errno));
-        goto fail;
+    /* evhttp refuses bodies past twice the limit on its own; on_request
+     * answers those in between with its own 413. */
+    s->http = hl_start(base, &(hl_opts){.name = "approvals",
+                                        .listen_addr = listen,
+                                        .port = port,
+                                        .max_body = APV_MAX_BODY * 2,
+                                        .timeout_s = 10,
+                                        .on_request = on_request,
+                                        .arg = s},
+                       err);
+    if (!s->http) {
+        apv_stop(s);
+        return NULL;
     }
     return s;
-fail:
-    apv_stop(s);
-    return NULL;
 }
 
 int apv_port(const apv_server *s)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    evutil_socket_t fd = evhttp_bound_socket_get_fd(s->bound);
-
-    if (getsockname(fd, (struct sockaddr *)&ss, &len))
-        return -1;
-    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return hl_port(s->http);
 }
 
 void apv_stop(apv_server *s)
 {
     if (!s)
         return;
-    if (s->http)
-        evhttp_free(s->http);
+    hl_free(s->http);
     apv_free(s->p);
     free(s);
 }

@@ -1,55 +1,27 @@
 #include "ingest/webhook.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <event2/http.h>
-#include <event2/listener.h>
-#include <event2/util.h>
 #include <jansson.h>
 
+#include "core/hlisten.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/str.h"
 #include "core/signal.h"
 #include "core/ts.h"
 
-#define WH_DEFAULT_MAX_BODY (1024 * 1024)
-#define WH_DEFAULT_MAX_HEADERS (16 * 1024)
-#define WH_DEFAULT_MAX_CONNECTIONS 256
-#define WH_DEFAULT_TIMEOUT_S 10
-
-#define WH_REAP_MS 200
-
-/* Counts open connections and pauses accepting at the limit. libevent
- * 2.1 tells nobody when evhttp drops a connection, so the gate keeps a
- * reference on each connection's bufferevent and notices the drop by the
- * callbacks bufferevent_free() clears. (A filter bufferevent with a free
- * callback would say so directly, but evhttp then frees a connection while
- * its last response still sits in the socket bufferevent: 413 answers and
- * "Connection: close" replies were lost that way.) */
-typedef struct wh_gate {
-    struct bufferevent **conns; /* each holding one reference of ours */
-    int active, max, paused;
-    struct evconnlistener *lst;
-    struct event *reap;
-} wh_gate;
-
 struct webhook {
-    struct evhttp *http;
-    struct evhttp_bound_socket *bound;
+    hlisten *http;
     kfk_producer *prod;
     char *token;
     size_t token_len;
-    wh_gate gate;
     unsigned long accepted, rejected;
 };
 
@@ -58,85 +30,6 @@ static const char *const wh_top_fields[] = {
     "receiver",          "status",      "groupLabels", "commonLabels",
     "commonAnnotations", "externalURL", "version",     "groupKey",
     "truncatedAlerts"};
-
-/* ---- connection limit --------------------------------------------------- */
-
-static int released(struct bufferevent *bev)
-{
-    bufferevent_data_cb rd, wr;
-    bufferevent_event_cb ev;
-
-    bufferevent_getcb(bev, &rd, &wr, &ev, NULL);
-    return !rd && !wr && !ev;
-}
-
-static void gate_reap(wh_gate *g)
-{
-    int i = 0;
-
-    while (i < g->active) {
-        if (released(g->conns[i])) {
-            bufferevent_decref(g->conns[i]); /* closes the socket */
-            g->conns[i] = g->conns[--g->active];
-        } else {
-            i++;
-        }
-    }
-    if (g->paused && g->active < g->max && g->lst) {
-        evconnlistener_enable(g->lst);
-        g->paused = 0;
-    }
-}
-
-static void gate_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    gate_reap(arg);
-}
-
-/* evhttp asks for a bufferevent per accepted connection. */
-static struct bufferevent *gate_bev(struct event_base *base, void *arg)
-{
-    wh_gate *g = arg;
-    struct bufferevent *bev;
-
-    gate_reap(g);
-    /* Only when accepting could not pause: evhttp then makes its own. */
-    if (g->active >= g->max)
-        return NULL;
-    bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!bev)
-        return NULL;
-    bufferevent_incref(bev);
-    g->conns[g->active++] = bev;
-    if (g->active >= g->max && g->lst) {
-        evconnlistener_disable(g->lst);
-        g->paused = 1;
-        log_warn("webhook", "%d connections open: pausing accept", g->active);
-    }
-    return bev;
-}
-
-static int gate_init(wh_gate *g, struct event_base *base, int max)
-{
-    struct timeval tv = {0, WH_REAP_MS * 1000};
-
-    g->max = max;
-    g->conns = calloc((size_t)max, sizeof *g->conns);
-    g->reap = event_new(base, -1, EV_PERSIST, gate_tick, g);
-    return g->conns && g->reap && event_add(g->reap, &tv) == 0 ? 0 : -1;
-}
-
-/* After evhttp_free: every connection is released by then. */
-static void gate_free(wh_gate *g)
-{
-    if (g->reap)
-        event_free(g->reap);
-    for (int i = 0; i < g->active; i++)
-        bufferevent_decref(g->conns[i]);
-    free(g->conns);
-}
 
 /* ---- responses ---------------------------------------------------------- */
 
@@ -497,61 +390,6 @@ static void wh_request(struct evhttp_request *req, void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-static void apply_limits(struct evhttp *http, const wh_config *cfg)
-{
-    evhttp_set_max_body_size(http, (ev_ssize_t)(cfg->max_body
-                                                    ? cfg->max_body
-                                                    : WH_DEFAULT_MAX_BODY));
-    evhttp_set_max_headers_size(
-        http, (ev_ssize_t)(cfg->max_headers ? cfg->max_headers
-                                            : WH_DEFAULT_MAX_HEADERS));
-    evhttp_set_timeout(http, cfg->timeout_s > 0 ? cfg->timeout_s
-                                                : WH_DEFAULT_TIMEOUT_S);
-    evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
-    /* Read an oversized body to its end before answering 413, so that the
-     * client sees the answer instead of a connection reset. */
-    evhttp_set_flags(http, EVHTTP_SERVER_LINGERING_CLOSE);
-}
-
-static int wh_listen(webhook *w, const wh_config *cfg, cs_err *err)
-{
-    const char *addr = cfg->listen_addr && *cfg->listen_addr
-                           ? cfg->listen_addr : "127.0.0.1";
-
-    if (cfg->port < 0 || cfg->port > 65535) {
-        cs_err_set(err, "webhook port %d is out of range", cfg->port);
-        return -1;
-    }
-    w->bound = evhttp_bind_socket_with_handle(w->http, addr,
-                                              (ev_uint16_t)cfg->port);
-    if (!w->bound) {
-        cs_err_set(err, "webhook cannot listen on %s:%d: %s", addr, cfg->port,
-                   strerror(errno));
-        return -1;
-    }
-    w->gate.lst = evhttp_bound_socket_get_listener(w->bound);
-    return 0;
-}
-
-static int wh_init(webhook *w, struct event_base *base, const wh_config *cfg,
-                   cs_err *err)
-{
-    w->token_len = strlen(cfg->token);
-    w->token = strdup(cfg->token);
-    w->http = evhttp_new(base);
-    if (!w->token || !w->http ||
-        gate_init(&w->gate, base, cfg->max_connections > 0
-                                      ? cfg->max_connections
-                                      : WH_DEFAULT_MAX_CONNECTIONS)) {
-        cs_err_set(err, "webhook: out of memory");
-        return -1;
-    }
-    apply_limits(w->http, cfg);
-    evhttp_set_bevcb(w->http, gate_bev, &w->gate);
-    evhttp_set_gencb(w->http, wh_request, w);
-    return wh_listen(w, cfg, err);
-}
-
 webhook *wh_start(struct event_base *base, const wh_config *cfg,
                   kfk_producer *prod, cs_err *err)
 {
@@ -562,12 +400,22 @@ webhook *wh_start(struct event_base *base, const wh_config *cfg,
                         "http_config.authorization.credentials)");
         return NULL;
     }
-    if (!(w = calloc(1, sizeof *w))) {
-        cs_err_set(err, "webhook: out of memory");
-        return NULL;
-    }
+    w = xcalloc(1, sizeof *w);
     w->prod = prod;
-    if (wh_init(w, base, cfg, err)) {
+    w->token_len = strlen(cfg->token);
+    w->token = xstrdup(cfg->token);
+    /* wh_config's zero fields mean the listener's own defaults. */
+    w->http = hl_start(base, &(hl_opts){.name = "webhook",
+                                        .listen_addr = cfg->listen_addr,
+                                        .port = cfg->port,
+                                        .max_body = cfg->max_body,
+                                        .max_headers = cfg->max_headers,
+                                        .max_connections = cfg->max_connections,
+                                        .timeout_s = cfg->timeout_s,
+                                        .on_request = wh_request,
+                                        .arg = w},
+                       err);
+    if (!w->http) {
         wh_free(w);
         return NULL;
     }
@@ -577,17 +425,7 @@ webhook *wh_start(struct event_base *base, const wh_config *cfg,
 
 int wh_port(const webhook *w)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    evutil_socket_t fd = evhttp_bound_socket_get_fd(w->bound);
-
-    if (getsockname(fd, (struct sockaddr *)&ss, &len))
-        return -1;
-    if (ss.ss_family == AF_INET)
-        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    if (ss.ss_family == AF_INET6)
-        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    return -1;
+    return hl_port(w->http);
 }
 
 void wh_stats(const webhook *w, unsigned long *accepted_alerts,
@@ -615,10 +453,7 @@ void wh_free(webhook *w)
 {
     if (!w)
         return;
-    w->gate.lst = NULL; /* evhttp_free closes it */
-    if (w->http)
-        evhttp_free(w->http);
-    gate_free(&w->gate);
+    hl_free(w->http);
     if (w->token) {
         explicit_bzero(w->token, w->token_len);
         free(w->token);

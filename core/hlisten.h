@@ -1,0 +1,45 @@
+/* An HTTP listener on the process's event loop: the one way cascade's
+ * servers (the Alertmanager webhook, the approvals API) take requests.
+ * It binds one address and port, and holds every server to the same
+ * limits: request body and header sizes, a read/write timeout, GET and
+ * POST only, and at most max_connections open connections (accepting
+ * pauses at the limit and resumes when one closes). An oversized body is
+ * read to its end before evhttp answers 413, so the client sees the answer
+ * rather than a reset. Every request goes to one callback, which answers
+ * it (evhttp_send_reply) now or later on the same loop. */
+#ifndef CS_HLISTEN_H
+#define CS_HLISTEN_H
+
+#include <stddef.h>
+
+#include "core/err.h"
+
+struct event_base;
+struct evhttp_request;
+
+typedef struct hl_opts {
+    const char *name;        /* "webhook": begins its errors, tags its log */
+    const char *listen_addr; /* default "127.0.0.1"; IPv4 or IPv6 */
+    int port;                /* 0 = any free port; read back with hl_port() */
+    size_t max_body;         /* default 1 MiB */
+    size_t max_headers;      /* default 16 KiB */
+    int max_connections;     /* default 256 */
+    int timeout_s;           /* default 10 */
+    void (*on_request)(struct evhttp_request *req, void *arg);
+    void *arg;
+} hl_opts;
+
+typedef struct hlisten hlisten;
+
+/* Zero fields take the defaults above. Listening from the return on; NULL
+ * with "NAME cannot listen on ADDR:PORT: why" (or the port out of range)
+ * in err. */
+hlisten *hl_start(struct event_base *base, const hl_opts *o, cs_err *err);
+/* The port actually bound (the one the system chose for port 0); -1 if
+ * the socket cannot say. */
+int hl_port(const hlisten *h);
+/* Closes the listener and every connection; a request not answered yet
+ * is dropped with its connection. NULL is fine. */
+void hl_free(hlisten *h);
+
+#endif
