@@ -16,6 +16,7 @@
 #include "actions/slurmrest.h"
 #include "actions/vendors.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/str.h"
 #include "core/ts.h"
 
@@ -180,11 +181,9 @@ static int executors(act *a, struct event_base *base, const act_opts *o,
 act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                cs_err *err)
 {
-    act *a = calloc(1, sizeof *a);
+    act *a = xcalloc(1, sizeof *a);
     struct timeval sweep = {o->approval_ttl_s > 40 ? 10 : 1, 0};
 
-    if (!a)
-        abort();
     a->base = base;
     a->o = *o;
     str_copy(a->canary, sizeof a->canary, o->canary ? o->canary : "");

@@ -102,13 +102,11 @@ static int parse_line(approvers *p, char *line, cs_err *err)
 
 approvers *apv_load(const char *path, cs_err *err)
 {
-    approvers *p = calloc(1, sizeof *p);
+    approvers *p = xcalloc(1, sizeof *p);
     FILE *f = fopen(path, "r");
     char line[1024];
     int no = 0;
 
-    if (!p)
-        abort();
     if (!f) {
         cs_err_set(err, "%s: %s", path, strerror(errno));
         goto fail;

@@ -163,12 +163,10 @@ static void on_lookup(void *arg, redisReply *reply)
 
 void act_lookup(act *a, const char *id, act_lookup_fn fn, void *arg)
 {
-    lookup *l = calloc(1, sizeof *l);
+    lookup *l = xcalloc(1, sizeof *l);
     char key[96];
     const char *argv[] = {"HGETALL", key};
 
-    if (!l)
-        abort();
     l->fn = fn;
     l->arg = arg;
     run_key_of(key, sizeof key, id, NULL);

@@ -210,11 +210,9 @@ proc *proc_run_env(struct event_base *base, char *const argv[],
                    char *const envp[], const char *input, size_t inlen,
                    int timeout_ms, proc_done_fn fn, void *arg, cs_err *err)
 {
-    proc *p = calloc(1, sizeof *p);
+    proc *p = xcalloc(1, sizeof *p);
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
 
-    if (!p)
-        abort();
     p->pidfd = p->infd = p->out.fd = p->err.fd = -1;
     p->fn = fn;
     p->arg = arg;

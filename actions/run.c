@@ -14,6 +14,7 @@
 #include "actions/guard.h"
 #include "actions/journal.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/str.h"
 #include "core/ts.h"
 
@@ -239,11 +240,9 @@ void run_throttle(act *a)
 
 run *run_new(act *a, json_t *req)
 {
-    run *r = calloc(1, sizeof *r);
+    run *r = xcalloc(1, sizeof *r);
     const char *pb;
 
-    if (!r)
-        abort();
     r->a = a;
     r->req = req;
     json_t *action = json_object_get(req, "action");

@@ -380,8 +380,7 @@ static void on_proc(void *arg, const proc_result *res)
         r->kind = SR_RESUBMIT_SCRIPT;
         break;
     case SR_RESUBMIT_SCRIPT:
-        if (!(r->script = strndup(res->out, res->outlen)))
-            abort();
+        r->script = xstrndup(res->out, res->outlen);
         r->kind = SR_RESUBMIT_SUBMIT;
         break;
     case SR_RESUBMIT_SUBMIT: {
@@ -474,13 +473,11 @@ static char **resubmit_env(const sreq *r)
 {
     const json_t *env = json_object_get(r->params, "env");
     size_t cap = 8 + json_object_size(env) + json_object_size(r->params);
-    char **envp = calloc(cap + 1, sizeof *envp);
+    char **envp = xcalloc(cap + 1, sizeof *envp);
     size_t n = 0;
     const char *k;
     json_t *v;
 
-    if (!envp)
-        abort();
     for (const char *const *keep = (const char *const[]){"PATH", "SLURM_CONF",
                                                          "HOME", NULL}; *keep; keep++)
         if (getenv(*keep) && asprintf(&envp[n], "%s=%s", *keep, getenv(*keep)) > 0)

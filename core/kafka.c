@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 
 #define KFK_POLL_MS 50
 
@@ -102,11 +103,9 @@ json_t *kfk_dead_letter(const rd_kafka_message_t *m, const char *reason)
     static const char digits[] = "0123456789abcdef";
     const unsigned char *p = m->payload;
     size_t n = m->len > 4096 ? 4096 : m->len;
-    char *hex = malloc(2 * n + 1);
+    char *hex = xmalloc(2 * n + 1);
     json_t *d;
 
-    if (!hex)
-        abort();
     for (size_t i = 0; i < n; i++) {
         hex[2 * i] = digits[p[i] >> 4];
         hex[2 * i + 1] = digits[p[i] & 15];

@@ -93,10 +93,8 @@ static void gap_slot(kfk_consumer *c, int32_t p)
 {
     if ((size_t)p >= c->nnext) {
         size_t n = (size_t)p + 16;
-        int64_t *v = realloc(c->next, n * sizeof *v);
-        int64_t *a = v ? realloc(c->acct, n * sizeof *a) : NULL;
-        if (!v || !a)
-            abort();
+        int64_t *v = xrealloc(c->next, n * sizeof *v);
+        int64_t *a = xrealloc(c->acct, n * sizeof *a);
         for (size_t i = c->nnext; i < n; i++) {
             v[i] = -1;
             a[i] = 0;

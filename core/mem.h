@@ -36,4 +36,9 @@ static inline char *xstrdup(const char *s)
     return cs_oom(strdup(s));
 }
 
+static inline char *xstrndup(const char *s, size_t n)
+{
+    return cs_oom(strndup(s, n));
+}
+
 #endif

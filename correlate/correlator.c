@@ -118,9 +118,9 @@ static void pend_push(correlator *c, const char *topic, const char *key,
     p = &c->pend[c->npend++];
     memset(p, 0, sizeof *p);
     p->topic = topic;
-    p->key = strdup(key ? key : "");
+    p->key = xstrdup(key ? key : "");
     p->value = value;
-    if (!p->key || !value)
+    if (!value) /* the caller's json_dumps, out of memory */
         abort();
     if (cluster) {
         uint64_t h = hash_fnv1a(HASH_FNV_SEED, topic, strlen(topic) + 1);
@@ -523,12 +523,10 @@ static int restore_outbox(correlator *c, const char *key, const char *field,
         topic = KFK_TOPIC_ACTIONS;
     if (!topic)
         return -1;
-    k = strndup(nl1 + 1, (size_t)(nl2 - nl1 - 1));
+    k = xstrndup(nl1 + 1, (size_t)(nl2 - nl1 - 1));
     /* "cascade:{" CLUSTER "}:outbox" */
-    cluster = strndup(key + 9, strlen(key) - 17);
-    if (!k || !cluster)
-        abort();
-    pend_push(c, topic, k, strdup(nl2 + 1), cluster);
+    cluster = xstrndup(key + 9, strlen(key) - 17);
+    pend_push(c, topic, k, xstrdup(nl2 + 1), cluster);
     /* The field of record, whatever its content hashes to now. */
     snprintf(c->pend[c->npend - 1].field, sizeof c->pend[0].field, "%s", field);
     free(k);
@@ -613,9 +611,7 @@ static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
     if (same_set(c, parts, n, cnt))
         return;
     free(c->owned);
-    c->owned = n ? malloc(n * sizeof *parts) : NULL;
-    if (n && !c->owned)
-        abort();
+    c->owned = n ? xmalloc(n * sizeof *parts) : NULL;
     if (n)
         memcpy(c->owned, parts, n * sizeof *parts);
     c->nowned = n;

@@ -182,9 +182,8 @@ static size_t eng_prune_names(engine *e)
             continue;
         eng_key(key, sizeof key, cluster, "w:name", bar + 1);
         e->ops->window_trim(e->ctx, key, eng_clock(e, cluster) - NAME_WINDOW);
-        old = realloc(old, (n + 1) * sizeof *old);
-        if (!old || !(old[n++] = strdup(k)))
-            abort();
+        old = xrealloc(old, (n + 1) * sizeof *old);
+        old[n++] = xstrdup(k);
     }
     for (size_t i = 0; i < n; i++) {
         eng_names_free(strmap_del(e->names, old[i]));

@@ -240,8 +240,8 @@ static void save(engine *e, corr_st *st)
         return;
     }
     /* a few events, the usual case, need no allocation per signal */
-    if (st->n > 8 && !(val = malloc(44 + st->n * 23)))
-        abort();
+    if (st->n > 8)
+        val = xmalloc(44 + st->n * 23);
     o = val;
     if (st->until || st->cleared) {
         *o++ = '~';

@@ -363,9 +363,8 @@ size_t eng_prune_series(engine *e)
     while (strmap_next(e->series, &pos, &k, &v))
         if (((series *)v)->ts <
             eng_clock(e, ((series *)v)->cluster) - HORIZON) {
-            old = realloc(old, (n + 1) * sizeof *old);
-            if (!old || !(old[n++] = strdup(k)))
-                abort();
+            old = xrealloc(old, (n + 1) * sizeof *old);
+            old[n++] = xstrdup(k);
         }
     for (size_t i = 0; i < n; i++) {
         series *se = strmap_del(e->series, old[i]);

@@ -224,9 +224,8 @@ void asb_changes(assemblies *c, asb_clock_fn now_of, asb_change_fn fn,
         int64_t now = tb->kind == TB_REPORT ? INT64_MIN
                                             : key_clock(k, now_of, arg);
         if (now != INT64_MIN && now - tb->started > max_age(tb)) {
-            old = realloc(old, (nold + 1) * sizeof *old);
-            if (!old || !(old[nold++] = strdup(k)))
-                abort();
+            old = xrealloc(old, (nold + 1) * sizeof *old);
+            old[nold++] = xstrdup(k);
         } else if (tb->dirty) {
             char *val = tb_value(tb);
             tb->dirty = 0;
