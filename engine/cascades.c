@@ -60,16 +60,28 @@ static void eng_names_free(void *p)
     free(w);
 }
 
+extern const eng_detector eng_det_cascades;
+
+/* "cluster|job_name" -> a logical job's failed attempts, kept a day. */
+static strmap *names_of(engine *e)
+{
+    void **slot = eng_slot(e, &eng_det_cascades);
+
+    if (!*slot)
+        *slot = strmap_new();
+    return *slot;
+}
+
 static name_win *name_win_of(engine *e, const char *cluster, const char *name)
 {
     char k[256];
     name_win *w;
 
     snprintf(k, sizeof k, "%.64s|%.180s", cluster, name);
-    if ((w = strmap_get(e->names, k)))
+    if ((w = strmap_get(names_of(e), k)))
         return w;
     w = xcalloc(1, sizeof *w);
-    strmap_put(e->names, k, w);
+    strmap_put(names_of(e), k, w);
     return w;
 }
 
@@ -174,7 +186,7 @@ static size_t eng_prune_names(engine *e)
     void *v;
     char **old = NULL;
 
-    while (strmap_next(e->names, &pos, &k, &v)) {
+    while (strmap_next(names_of(e), &pos, &k, &v)) {
         const char *bar = strchr(k, '|');
         char cluster[80], key[320];
         snprintf(cluster, sizeof cluster, "%.*s", (int)(bar - k), k);
@@ -186,7 +198,7 @@ static size_t eng_prune_names(engine *e)
         old[n++] = xstrdup(k);
     }
     for (size_t i = 0; i < n; i++) {
-        eng_names_free(strmap_del(e->names, old[i]));
+        eng_names_free(strmap_del(names_of(e), old[i]));
         free(old[i]);
     }
     free(old);
@@ -354,8 +366,10 @@ static int cascades_restore_window(engine *e, const char *cluster,
 
 static void cascades_forget(engine *e)
 {
-    strmap_free(e->names, eng_names_free);
-    e->names = NULL;
+    void **slot = eng_slot(e, &eng_det_cascades);
+
+    strmap_free(*slot, eng_names_free);
+    *slot = NULL;
 }
 
 static const char *const cascades_scenarios[] = {

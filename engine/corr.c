@@ -33,7 +33,7 @@ typedef struct corr_st {
     const pb_correlation *rule;
     /* where it is kept (cstate corr map, Redis): the maps' own copies */
     const char *cluster, *name;
-    int queued;           /* in e->corr_dirty, to be written at the flush */
+    int queued;           /* in the dirty list, to be written at the flush */
     int64_t until; /* events at or before this are ignored: it fired */
     /* Events at or before this were used up (fired, or a wait ran out):
      * a redelivered one must not count again, also after a restart. */
@@ -79,35 +79,57 @@ static void free_refs(void *p)
     free(p);
 }
 
-static void eng_corr_index_free(engine *e)
+/* What the detector keeps for itself (its slot in the engine). */
+typedef struct corr_eng {
+    strmap *index;         /* signature id -> the rules it feeds */
+    const pb_catalog *cat; /* the rule set the index was built on */
+    /* States changed since the last eng_flush: each is written once per
+     * batch, however many of its events the batch held. */
+    corr_st **dirty;
+    size_t ndirty, capdirty;
+} corr_eng;
+
+extern const eng_detector eng_det_corr;
+
+static corr_eng *ce(engine *e)
 {
-    strmap_free(e->corr_index, free_refs);
-    e->corr_index = NULL;
-    e->corr_cat = NULL;
+    void **slot = eng_slot(e, &eng_det_corr);
+
+    if (!*slot)
+        *slot = xcalloc(1, sizeof(corr_eng));
+    return *slot;
+}
+
+static void eng_corr_index_free(corr_eng *c)
+{
+    strmap_free(c->index, free_refs);
+    c->index = NULL;
+    c->cat = NULL;
 }
 
 /* The index follows the catalog: rebuilt when the rule set was swapped. */
 static strmap *index_of(engine *e)
 {
+    corr_eng *c = ce(e);
     size_t nk;
     const pb_correlation *ks = pb_correlations(e->cat, &nk);
 
-    if (e->corr_cat == e->cat && e->corr_index)
-        return e->corr_index;
-    eng_corr_index_free(e);
-    e->corr_index = strmap_new();
-    e->corr_cat = e->cat;
+    if (c->cat == e->cat && c->index)
+        return c->index;
+    eng_corr_index_free(c);
+    c->index = strmap_new();
+    c->cat = e->cat;
     for (size_t i = 0; i < nk; i++)
         for (int j = 0; j < ks[i].nevents; j++) {
-            corr_refs *r = strmap_get(e->corr_index, ks[i].events[j]);
+            corr_refs *r = strmap_get(c->index, ks[i].events[j]);
             size_t n = r ? r->n : 0;
             corr_refs *g = xrealloc(r, sizeof *g + (n + 1) * sizeof g->v[0]);
             g->v[n].rule = &ks[i];
             g->v[n].ev = j;
             g->n = n + 1;
-            strmap_put(e->corr_index, ks[i].events[j], g);
+            strmap_put(c->index, ks[i].events[j], g);
         }
-    return e->corr_index;
+    return c->index;
 }
 
 /* "SCENARIO/KIND|KEY": the state's name in memory and in Redis. */
@@ -374,15 +396,16 @@ static corr_st *state_of(engine *e, const char *cluster, const char *name,
  * events in one batch is written once, not 1000 times. */
 static void queue(engine *e, corr_st *st)
 {
+    corr_eng *c = ce(e);
+
     if (st->queued)
         return;
-    if (e->ncorr_dirty == e->capcorr_dirty) {
-        e->capcorr_dirty = e->capcorr_dirty ? e->capcorr_dirty * 2 : 64;
-        e->corr_dirty = xrealloc(e->corr_dirty,
-                                e->capcorr_dirty * sizeof *e->corr_dirty);
+    if (c->ndirty == c->capdirty) {
+        c->capdirty = c->capdirty ? c->capdirty * 2 : 64;
+        c->dirty = xrealloc(c->dirty, c->capdirty * sizeof *c->dirty);
     }
     st->queued = 1;
-    e->corr_dirty[e->ncorr_dirty++] = st;
+    c->dirty[c->ndirty++] = st;
 }
 
 /* The hash a state is written to is its cluster's and its rule's; a
@@ -411,18 +434,19 @@ static int save_group(corr_st *st, const corr_st **heads, int *n)
  * changed, so the regrouping costs at most that many passes. */
 static void eng_corr_save(engine *e)
 {
+    corr_eng *c = ce(e);
     const corr_st *heads[SAVE_GROUPS];
     int n = 0, last = 0;
 
-    for (size_t i = 0; i < e->ncorr_dirty; i++) {
-        int g = save_group(e->corr_dirty[i], heads, &n);
-        e->corr_dirty[i]->queued = g;
+    for (size_t i = 0; i < c->ndirty; i++) {
+        int g = save_group(c->dirty[i], heads, &n);
+        c->dirty[i]->queued = g;
         if (g > last)
             last = g;
     }
     for (int g = 1; g <= last; g++) {
-        for (size_t i = 0; i < e->ncorr_dirty; i++) {
-            corr_st *st = e->corr_dirty[i];
+        for (size_t i = 0; i < c->ndirty; i++) {
+            corr_st *st = c->dirty[i];
             if (st->queued != g)
                 continue;
             st->queued = 0;
@@ -430,14 +454,16 @@ static void eng_corr_save(engine *e)
                 save(e, st);
         }
     }
-    e->ncorr_dirty = 0;
+    c->ndirty = 0;
 }
 
 static void eng_corr_forget(engine *e)
 {
-    for (size_t i = 0; i < e->ncorr_dirty; i++)
-        e->corr_dirty[i]->queued = 0;
-    e->ncorr_dirty = 0;
+    corr_eng *c = ce(e);
+
+    for (size_t i = 0; i < c->ndirty; i++)
+        c->dirty[i]->queued = 0;
+    c->ndirty = 0;
 }
 
 static void feed_one(engine *e, const sig *s, const fact *f,
@@ -643,14 +669,22 @@ static void corr_forget(engine *e)
 
 static void corr_free(engine *e)
 {
-    eng_corr_index_free(e);
-    free(e->corr_dirty);
-    e->corr_dirty = NULL;
-    e->ncorr_dirty = e->capcorr_dirty = 0;
+    void **slot = eng_slot(e, &eng_det_corr);
+    corr_eng *c = *slot;
+
+    if (!c)
+        return;
+    eng_corr_index_free(c);
+    free(c->dirty);
+    free(c);
+    *slot = NULL;
 }
+
+static const char *const corr_records[] = {"cw:", NULL};
 
 const eng_detector eng_det_corr = {
     .name = "correlation",
+    .records = corr_records,
     .on_fact = corr_on_fact,
     .on_facts = corr_on_facts,
     .restore = corr_restore,

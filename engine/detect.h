@@ -28,6 +28,10 @@ typedef enum eng_job_event {
     ENG_JOB_UNEXPLAINED, /* a failure nothing open explains */
 } eng_job_event;
 
+/* The most detectors the table may list: each has one slot of state in
+ * the engine (eng_slot). */
+#define ENG_MAX_DETECTORS 32
+
 typedef struct eng_detector {
     const char *name;
     /* The scenario ids it opens by name, NULL-terminated (those that come
@@ -53,6 +57,10 @@ typedef struct eng_detector {
     /* A node is back (what said so). */
     void (*on_recovered)(engine *e, const sig *s, const char *host,
                          const char *what);
+    /* The kinds of state record (what follows "cascade:{C}:") its restore
+     * takes, NULL-terminated; one ending in ':' names a prefix ("cw:").
+     * A restart reads back these and the state layer's own. */
+    const char *const *records;
     /* A state record read back after a restart, of a hash (kind is what
      * follows "cascade:{C}:") or of a window: 1 taken, 0 not its own,
      * -1 unreadable (err set for a hash). */
@@ -78,6 +86,10 @@ typedef struct eng_detector {
 extern const eng_detector *const eng_detectors[];
 
 /* for each detector d (a const eng_detector *const *) in table order */
+/* d's slot of state in e: what the detector keeps for itself (NULL until
+ * it makes it; its forget or free hook lets it go). */
+void **eng_slot(engine *e, const eng_detector *d);
+
 #define EACH_DETECTOR(d) \
     for (const eng_detector *const *d = eng_detectors; *d; d++)
 

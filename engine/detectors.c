@@ -7,6 +7,7 @@
  * left. */
 #include "engine/detect.h"
 #include "engine/engine.h"
+#include "engine/state.h"
 
 #include "rules/playbooks.h"
 
@@ -31,6 +32,19 @@ const eng_detector *const eng_detectors[] = {
     &eng_det_storms,   /* one fault on many nodes of a rack (storms.c) */
     NULL,
 };
+
+_Static_assert(sizeof eng_detectors / sizeof *eng_detectors - 1 <=
+                   ENG_MAX_DETECTORS,
+               "more detectors than the engine has slots for");
+
+void **eng_slot(engine *e, const eng_detector *d)
+{
+    size_t i = 0;
+
+    while (eng_detectors[i] != d) /* d is in the table */
+        i++;
+    return &e->slot[i];
+}
 
 void eng_tell_incident(engine *e, const sig *s, incident *inc)
 {

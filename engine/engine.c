@@ -39,7 +39,6 @@ static void state_new(engine *e)
 {
     e->clusters = strmap_new();
     e->series = strmap_new();
-    e->names = strmap_new();
 }
 
 static void state_free(engine *e)
@@ -49,7 +48,7 @@ static void state_free(engine *e)
             (*d)->forget(e);
     e->pruning = 0; /* its walk's clusters go */
     e->cs_last = NULL; /* it goes with the clusters */
-    strmap_free(e->clusters, cs_free); /* series, names: their detectors' */
+    strmap_free(e->clusters, cs_free); /* series: its detector's */
     for (size_t i = 0; i < e->ninc; i++)
         eng_incident_free(e->incs[i]);
     free(e->incs);

@@ -954,6 +954,8 @@ static void metrics_forget(engine *e)
     e->series = NULL;
 }
 
+static const char *const metrics_records[] = {"series", NULL};
+
 static const char *const metrics_scenarios[] = {
     "hw.driver_dstate", "hw.ecc_correctable_rising", "job.stalled",
     "nccl.hang_busy_wait", "nccl.hang_network", "net.rdma_degraded",
@@ -967,6 +969,7 @@ const eng_detector eng_det_metrics = {
     .on_tick = eng_timers,
     .on_signal = metrics_on_signal,
     .on_job = metrics_on_job,
+    .records = metrics_records,
     .restore = metrics_restore,
     .restored = eng_timers_rearm,
     .prune = eng_prune_series,

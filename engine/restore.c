@@ -68,17 +68,34 @@ int eng_restore_window(engine *e, const char *key, int64_t ts,
     return 0;
 }
 
+/* A record kind of a list: the name, or a prefix ending in ':'. */
+static int kind_in(const char *kind, const char *const *list)
+{
+    for (; list && *list; list++) {
+        size_t n = strlen(*list);
+        if ((*list)[n - 1] == ':' ? !strncmp(kind, *list, n)
+                                  : !strcmp(kind, *list))
+            return 1;
+    }
+    return 0;
+}
+
 int eng_restore_wants(const char *key)
 {
+    /* The state layer's records; the detectors name their own. */
+    static const char *const state_records[] = {
+        "jobs", "inventory", "state", "tb", "progress", NULL};
     char cluster[128];
     const char *kind;
 
     if (eng_split_key(key, cluster, sizeof cluster, &kind))
         return 0;
-    return !strcmp(kind, "jobs") || !strcmp(kind, "inventory") ||
-           !strcmp(kind, "state") || !strcmp(kind, "tb") ||
-           !strcmp(kind, "series") || !strcmp(kind, "progress") ||
-           !strncmp(kind, "cw:", 3);
+    if (kind_in(kind, state_records))
+        return 1;
+    EACH_DETECTOR(d)
+        if (kind_in(kind, (*d)->records))
+            return 1;
+    return 0;
 }
 
 int eng_restore_hash(engine *e, const char *key, const char *field,

@@ -9,6 +9,7 @@
 #include "core/idset.h"
 #include "core/strmap.h"
 #include "core/ts.h"
+#include "engine/detect.h"
 #include "engine/engine.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
@@ -177,20 +178,13 @@ struct engine {
      * newest of all. */
     int64_t now;
     int64_t high;
-    strmap *names;  /* "cluster|job_name" -> a logical job's failed
-                     * attempts (cascades.c), kept a day */
     strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
     int64_t next_check; /* earliest stall check due (0: none) */
     int64_t live_clock; /* wall clock, once caught up (eng_tick) */
     int64_t next_gap;   /* when the silent-host scan runs next */
     pb_catalog **old_cats; /* replaced rule sets, still referenced */
     size_t nold;
-    strmap *corr_index;         /* signature id -> the rules it feeds */
-    const pb_catalog *corr_cat; /* the rule set corr_index was built on */
-    /* Correlation states changed since the last eng_flush: each is written
-     * once per batch, however many of its events the batch held. */
-    struct corr_st **corr_dirty;
-    size_t ncorr_dirty, capcorr_dirty;
+    void *slot[ENG_MAX_DETECTORS]; /* each detector's own (eng_slot) */
     /* The prune of finished jobs under way (eng_prune_begin), in slices. */
     eng_iter prune_it;
     int pruning;
