@@ -1,7 +1,5 @@
 #include "correlate/store.h"
 
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,10 +9,9 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/redisaddr.h"
+#include "core/rlink.h"
 #include "core/strmap.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
 /* Consecutive writes to one hash go as one HSET (or HDEL) with many fields,
  * up to these: Redis spends most of a one-field HSET on the command itself
  * (a million new threshold states in ten seconds kept it busy 40-80 ms per
@@ -41,17 +38,12 @@ struct group {
 };
 
 struct store {
-    struct event_base *base;
-    char addr[512];
+    rlink *link;
     char prefix[128];
-    redisAsyncContext *ac;
-    struct event *retry;
-    int backoff_ms;
     cmd *q;          /* queued for the next batch */
     size_t nq, capq;
     cmd *inflight;   /* the batch being acknowledged */
     size_t ninflight, acked;
-    unsigned gen;    /* bumps on reconnect so stale replies are ignored */
     size_t refused;  /* error replies in the batch in flight */
     strmap *trims;   /* key -> int64_t cutoff, coalesced per batch */
     store_done_fn done;
@@ -60,9 +52,6 @@ struct store {
     unsigned long writes; /* HSET and HDEL fields queued, over all batches */
     struct group g;
 };
-
-static void connect_now(store *st);
-static void schedule_retry(store *st);
 
 static void push(store *st, char *buf, int len)
 {
@@ -266,20 +255,16 @@ static void batch_acked(store *st)
     st->inflight = NULL;
     st->ninflight = st->acked = 0;
     st->done = NULL;
-    st->backoff_ms = BACKOFF_MIN_MS;
+    rlink_settle(st->link);
     if (done)
         done(arg);
 }
 
-static void on_reply(redisAsyncContext *ac, void *r, void *priv)
+/* Replies come in the order sent, those of a lost connection never. */
+static void on_reply(void *arg, redisReply *reply)
 {
-    store *st = ac->data;
-    redisReply *reply = r;
+    store *st = arg;
 
-    if (!st || (unsigned)(uintptr_t)priv != st->gen)
-        return; /* a reply for a connection we gave up on */
-    if (!reply)
-        return; /* disconnect: the disconnect callback resends */
     if (reply->type == REDIS_REPLY_ERROR) {
         /* OOM, READONLY, LOADING: the write did not happen. The batch is
          * not acknowledged; it is sent again after a back-off. */
@@ -291,92 +276,35 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
     if (st->refused) {
         st->refused = 0;
         st->acked = 0;
-        schedule_retry(st);
+        rlink_retry(st->link);
         return;
     }
     batch_acked(st);
 }
 
-static void send_inflight(store *st)
+/* The whole batch, on a new connection or after a refusal. */
+static void send_inflight(void *arg)
 {
+    store *st = arg;
+
     for (size_t i = 0; i < st->ninflight; i++) {
-        if (redisAsyncFormattedCommand(st->ac, on_reply,
-                                       (void *)(uintptr_t)st->gen,
-                                       st->inflight[i].buf,
-                                       (size_t)st->inflight[i].len) != REDIS_OK) {
-            log_warn("store", "cannot queue a redis command; will reconnect");
+        if (rlink_send(st->link, st->inflight[i].buf,
+                       (size_t)st->inflight[i].len) != 0)
             return;
-        }
         st->sent++;
     }
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
+static void on_down(void *arg)
 {
     store *st = arg;
 
-    (void)fd;
-    (void)what;
-    if (st->ac)
-        send_inflight(st); /* the batch was refused: send it again */
-    else
-        connect_now(st);
-}
-
-static void schedule_retry(store *st)
-{
-    struct timeval tv = {st->backoff_ms / 1000, (st->backoff_ms % 1000) * 1000};
-
-    log_warn("store", "redis at %s unavailable; retrying in %d ms", st->addr,
-             st->backoff_ms);
-    evtimer_add(st->retry, &tv);
-    st->backoff_ms *= 2;
-    if (st->backoff_ms > BACKOFF_MAX_MS)
-        st->backoff_ms = BACKOFF_MAX_MS;
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-    store *st = ac->data;
-
-    if (status != REDIS_OK) {
-        log_warn("store", "redis connect failed: %s", ac->errstr);
-        return; /* hiredis calls the disconnect callback next */
-    }
-    log_debug("store", "connected to redis at %s", st->addr);
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    store *st = ac->data;
-
-    (void)status;
-    if (!st || st->ac != ac)
-        return;
-    st->ac = NULL;
-    st->gen++;
     st->acked = 0;
     st->refused = 0;
-    schedule_retry(st);
 }
 
-static void connect_now(store *st)
-{
-    redisAsyncContext *ac = raddr_connect_async(st->addr);
-
-    if (!ac || ac->err) {
-        if (ac)
-            redisAsyncFree(ac);
-        schedule_retry(st);
-        return;
-    }
-    ac->data = st;
-    redisLibeventAttach(ac, st->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    st->ac = ac;
-    send_inflight(st);
-}
+static const rlink_hooks hooks = {
+    .ready = send_inflight, .reply = on_reply, .down = on_down};
 
 store *store_new(struct event_base *base, const char *addr, const char *prefix,
                  cs_err *err)
@@ -387,13 +315,9 @@ store *store_new(struct event_base *base, const char *addr, const char *prefix,
         cs_err_set(err, "out of memory");
         return NULL;
     }
-    st->base = base;
-    snprintf(st->addr, sizeof st->addr, "%s", addr);
     snprintf(st->prefix, sizeof st->prefix, "%s", prefix ? prefix : "");
-    st->backoff_ms = BACKOFF_MIN_MS;
     st->trims = strmap_new();
-    st->retry = evtimer_new(base, on_retry, st);
-    connect_now(st);
+    st->link = rlink_new(base, addr, "store", &hooks, st);
     return st;
 }
 
@@ -401,11 +325,7 @@ void store_free(store *st)
 {
     if (!st)
         return;
-    if (st->ac) {
-        st->ac->data = NULL;
-        redisAsyncFree(st->ac);
-    }
-    event_free(st->retry);
+    rlink_free(st->link);
     free_cmds(st->q, st->nq);
     free_cmds(st->inflight, st->ninflight);
     strmap_free(st->trims, free);
@@ -431,8 +351,7 @@ int store_flush(store *st, store_done_fn done, void *arg)
     st->q = NULL;
     st->nq = st->capq = 0;
     st->acked = 0;
-    if (st->ac)
-        send_inflight(st);
+    send_inflight(st);
     return 0;
 }
 
