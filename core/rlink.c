@@ -46,6 +46,17 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
     l->hooks.reply(l->arg, r);
 }
 
+/* The connection is gone, and what was sent on it: try again. */
+static void lost(rlink *l)
+{
+    l->ac = NULL; /* hiredis frees it */
+    l->up = 0;
+    l->gen++;
+    if (l->hooks.down)
+        l->hooks.down(l->arg);
+    schedule_retry(l);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     rlink *l = ac->data;
@@ -53,8 +64,11 @@ static void on_connect(const redisAsyncContext *ac, int status)
     if (!l)
         return;
     if (status != REDIS_OK) {
+        /* A connect that failed after it started (TCP): hiredis frees the
+         * context on return and calls no disconnect callback for it. */
         log_warn(l->who, "redis connect failed: %s", ac->errstr);
-        return; /* hiredis calls the disconnect callback next */
+        lost(l);
+        return;
     }
     log_debug(l->who, "connected to redis at %s", l->addr);
     l->up = 1;
@@ -69,12 +83,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     (void)status;
     if (!l || l->ac != ac)
         return;
-    l->ac = NULL; /* hiredis frees it */
-    l->up = 0;
-    l->gen++;
-    if (l->hooks.down)
-        l->hooks.down(l->arg);
-    schedule_retry(l);
+    lost(l);
 }
 
 /* 0: a context is attached (it connects in the background), -1: a retry

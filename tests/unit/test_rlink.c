@@ -1,7 +1,9 @@
 /* The Redis link against a redis-server of the test's own, killed and
  * started again on the same socket: replies in the order sent, the hooks
  * at each loss and return, nothing of a lost connection reaching the
- * owner, and no hook once the link is freed. */
+ * owner, and no hook once the link is freed. Over TCP, a connect refused
+ * after it started is tried again too. */
+#include <arpa/inet.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,8 +97,9 @@ static void run_ms(struct event_base *base, int ms)
     event_base_dispatch(base);
 }
 
-/* redis-server on sock, no persistence; the link waits for it to answer. */
-static pid_t server_start(const char *dir, const char *sock)
+/* redis-server on the unix socket sock, else on 127.0.0.1:port; no
+ * persistence. The link waits for it to answer. */
+static pid_t server_start(const char *dir, const char *sock, const char *port)
 {
     const char *bin = getenv("CASCADE_REDIS_SERVER");
     pid_t pid = fork();
@@ -108,9 +112,13 @@ static pid_t server_start(const char *dir, const char *sock)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (!bin)
             bin = "redis-server";
-        execlp(bin, bin, "--port", "0", "--unixsocket", sock,
-               "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-               "--dir", dir, (char *)NULL);
+        if (sock)
+            execlp(bin, bin, "--port", "0", "--unixsocket", sock,
+                   "--unixsocketperm", "700", "--save", "", "--appendonly",
+                   "no", "--dir", dir, (char *)NULL);
+        else
+            execlp(bin, bin, "--port", port, "--bind", "127.0.0.1", "--save",
+                   "", "--appendonly", "no", "--dir", dir, (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -122,20 +130,29 @@ static void server_kill(pid_t pid)
     waitpid(pid, NULL, 0);
 }
 
-int main(void)
+/* A TCP port nothing listens on, for now. */
+static int free_port(void)
 {
-    char dir[256], sock[300];
-    struct event_base *base = event_base_new();
-    struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    REQUIRE(fd >= 0);
+    REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    REQUIRE(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void test_restart(struct event_base *base, const char *dir)
+{
+    char sock[300];
     owner o = {.base = base};
     pid_t pid;
 
-    REQUIRE(base && tick);
-    event_add(tick, &(struct timeval){0, 20000});
-    check_tmp_template(dir, sizeof dir, "cascade-rlink");
-    REQUIRE(mkdtemp(dir) != NULL);
     snprintf(sock, sizeof sock, "%s/redis.sock", dir);
-    pid = server_start(dir, sock);
+    pid = server_start(dir, sock, NULL);
 
     /* The first connection: no ready (nothing can be pending yet). */
     o.link = rlink_new(base, sock, "test", &hooks, &o);
@@ -161,7 +178,7 @@ int main(void)
 
     /* Back on the same socket: ready (the owner resends), then up. */
     o.resend = 1;
-    pid = server_start(dir, sock);
+    pid = server_start(dir, sock, NULL);
     REQUIRE(wait_for(&o, &o.up, 2));
     CHECK(o.ready >= 1);
     CHECK(rlink_up(o.link));
@@ -188,6 +205,44 @@ int main(void)
 
     server_kill(pid);
     unlink(sock);
+}
+
+/* Over TCP the connect to a port nobody listens on fails once the loop
+ * runs, in hiredis' connect callback, with no disconnect callback after
+ * it: the link must still try again, and find Redis once it listens. */
+static void test_tcp_refused(struct event_base *base, const char *dir)
+{
+    owner o = {.base = base, .resend = 1};
+    char addr[64], port[16];
+    pid_t pid;
+
+    snprintf(port, sizeof port, "%d", free_port());
+    snprintf(addr, sizeof addr, "127.0.0.1:%s", port);
+    o.link = rlink_new(base, addr, "test", &hooks, &o);
+    run_ms(base, 400);
+    CHECK_INT(o.up, 0);
+    pid = server_start(dir, NULL, port);
+    REQUIRE(wait_for(&o, &o.up, 1));
+    REQUIRE(wait_for(&o, &o.replies, 1));
+    CHECK_STR(o.got[0], "(nil)");
+    run_ms(base, 100);
+    CHECK_INT(o.replies, 1); /* none for the GETs of the refused attempts */
+    rlink_free(o.link);
+    server_kill(pid);
+}
+
+int main(void)
+{
+    char dir[256];
+    struct event_base *base = event_base_new();
+    struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+
+    REQUIRE(base && tick);
+    event_add(tick, &(struct timeval){0, 20000});
+    check_tmp_template(dir, sizeof dir, "cascade-rlink");
+    REQUIRE(mkdtemp(dir) != NULL);
+    test_restart(base, dir);
+    test_tcp_refused(base, dir);
     rmdir(dir);
     event_free(tick);
     event_base_free(base);
