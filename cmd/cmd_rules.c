@@ -84,7 +84,7 @@ static int example_lines(classifier *cls, const pb_example *ex, fact *f)
     } while (nl && *p);
     if (n == 0) { /* a report is complete when its lines stop */
         sig head;
-        if (cls_report_next(cls, NULL, INT64_MAX, &head, f) == 1) {
+        if (cls_report_next(cls, NULL, NULL, INT64_MAX, &head, f) == 1) {
             sig_free(&head);
             n = 1;
         }

@@ -386,6 +386,7 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     c->held = 1;
     c->nbatch = n;
     c->t_batch = mono_us();
+    eng_set_wall(c->eng, ts_now()); /* no signal may run ahead of it */
     for (size_t i = 0; i < n; i++) {
         sig s;
         cs_err err;
@@ -394,9 +395,9 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
             continue;
         }
         check_route(c, msgs[i], &s);
-        if (eng_feed(c->eng, &s) == ENG_LATE) {
+        if (eng_feed(c->eng, &s) < 0) {
             char why[256];
-            eng_late_reason(c->eng, &s, why, sizeof why);
+            eng_refusal_reason(c->eng, &s, why, sizeof why);
             dead_letter(c, msgs[i], why);
         } else {
             c->signals++;

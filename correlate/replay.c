@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/ts.h"
 #include "core/redisproc.h"
 #include "core/signal.h"
 #include "engine/engine.h"
@@ -93,9 +94,9 @@ static void next_batch(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     while (n < r->o->batch && (s = pick(r))) {
-        if (eng_feed(r->eng, &s->cur) == ENG_LATE) {
+        if (eng_feed(r->eng, &s->cur) < 0) {
             char why[256];
-            eng_late_reason(r->eng, &s->cur, why, sizeof why);
+            eng_refusal_reason(r->eng, &s->cur, why, sizeof why);
             fprintf(stderr, "%s:%ld: %s\n", s->path, s->lineno, why);
             r->rejected++;
         }
@@ -184,6 +185,8 @@ int replay_run(char **files, int nfiles, const replay_opts *o)
     if (!base || !(r.st = store_new(base, addr, prefix, &err)) ||
         !(r.eng = eng_new(store_ops(), r.st, &err)))
         goto out;
+    /* A file of the past: nothing in it can be later than now. */
+    eng_set_wall(r.eng, o->now ? o->now : ts_now());
     if (rules) {
         struct pb_catalog *cat = rules;
         rules = NULL; /* eng_set_catalog takes it, also on error */

@@ -4,6 +4,7 @@
 #ifndef CS_REPLAY_H
 #define CS_REPLAY_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct replay_opts {
@@ -11,6 +12,7 @@ typedef struct replay_opts {
     size_t batch;      /* signals per Redis pipeline */
     FILE *out;
     struct pb_catalog *rules; /* NULL: the built-in set; else taken over */
+    int64_t now; /* the wall clock bounding event times (us); 0: the real one */
 } replay_opts;
 
 /* 0: every line accepted; 1: some lines rejected (reported on stderr);

@@ -175,12 +175,14 @@ static void timers(engine *e, const sig *s)
 
 /* Reports (multi-line messages whose fact waits for their last line) that
  * s or the time `now` ended go first: they were printed before s. */
-static void reports_due(engine *e, const sig *s, int64_t now)
+/* Multi-line reports that s, or the time of one cluster (s NULL), ended. */
+static void reports_due(engine *e, const sig *s, const char *cluster,
+                        int64_t now)
 {
     sig head;
     fact f;
 
-    while (cls_report_next(e->cls, s, now, &head, &f) == 1) {
+    while (cls_report_next(e->cls, s, cluster, now, &head, &f) == 1) {
         if (!eng_seen_before(e, &head))
             on_fact(e, &head, &f);
         sig_free(&head);
@@ -189,18 +191,26 @@ static void reports_due(engine *e, const sig *s, int64_t now)
 
 void eng_drain(engine *e)
 {
-    reports_due(e, NULL, INT64_MAX);
+    reports_due(e, NULL, NULL, INT64_MAX);
 }
 
 _Static_assert(ENG_ALLOWED_LATENESS <= HORIZON,
                "windows must keep what a late signal is compared with");
 
-void eng_late_reason(const engine *e, const sig *s, char *buf, size_t len)
+void eng_refusal_reason(const engine *e, const sig *s, char *buf, size_t len)
 {
     char at[40], newest[40];
     int64_t now = eng_clock(e, s->cluster);
 
     ts_format(s->ts, at, sizeof at);
+    if (e->wall && s->ts > e->wall + ENG_MAX_AHEAD) {
+        ts_format(e->wall, newest, sizeof newest);
+        snprintf(buf, len, "future: event time %s is %lld min ahead of the "
+                 "wall clock (%s); the allowed skew is %lld min", at,
+                 (long long)((s->ts - e->wall) / TS_MIN), newest,
+                 (long long)(ENG_MAX_AHEAD / TS_MIN));
+        return;
+    }
     ts_format(now, newest, sizeof newest);
     snprintf(buf, len, "late: event time %s is %lld min behind cluster %.64s "
              "(newest %s); the allowed lateness is %lld min", at,
@@ -211,14 +221,17 @@ void eng_late_reason(const engine *e, const sig *s, char *buf, size_t len)
 int eng_feed(engine *e, const sig *s)
 {
     fact facts[CLS_MAX_FACTS];
-    int64_t *clock = eng_clock_slot(e, s->cluster, s->ts); /* one lookup */
+    int64_t *clock;
     int n;
 
+    if (e->wall && s->ts > e->wall + ENG_MAX_AHEAD)
+        return ENG_EARLY; /* before its cluster is made: it moves nothing */
+    clock = eng_clock_slot(e, s->cluster, s->ts); /* one lookup */
     if (s->ts < *clock - ENG_ALLOWED_LATENESS)
         return ENG_LATE;
     eng_clock_move(e, clock, s->ts);
     e->now = *clock;
-    reports_due(e, s, s->ts);
+    reports_due(e, s, NULL, s->ts);
     if (s->source == SRC_METRIC) {
         n = 0;
         EACH_DETECTOR(d)
@@ -329,17 +342,46 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
             (*d)->flush(e);
 }
 
+void eng_set_wall(engine *e, int64_t wall)
+{
+    e->wall = wall;
+}
+
+/* Clusters whose streams caught up with the wall clock go over to it,
+ * for good: a live cluster that falls quiet is exactly the one whose
+ * timers the wall clock must drive. 1 when any cluster is live. */
+static int clusters_live(engine *e, int64_t wall)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    int any = 0;
+
+    while (strmap_next(e->clusters, &pos, &k, &v)) {
+        cstate *cs = v;
+        if (!cs->live && cs->clock && cs->clock >= wall - LIVE_SKEW)
+            cs->live = 1;
+        any |= cs->live;
+    }
+    return any;
+}
+
 void eng_tick(engine *e, int64_t wall)
 {
-    /* Wall clock drives timers only once the stream has caught up: while
-     * a backlog is read, event time decides, as in replay. */
-    if (wall > e->high && wall - e->high <= LIVE_SKEW) {
-        e->live_clock = wall;
-        reports_due(e, NULL, wall);
-        EACH_DETECTOR(d)
-            if ((*d)->on_tick)
-                (*d)->on_tick(e);
-    }
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    e->wall = wall;
+    if (!clusters_live(e, wall))
+        return;
+    e->live_clock = wall;
+    while (strmap_next(e->clusters, &pos, &k, &v))
+        if (((cstate *)v)->live)
+            reports_due(e, NULL, k, wall);
+    EACH_DETECTOR(d)
+        if ((*d)->on_tick)
+            (*d)->on_tick(e);
 }
 
 json_t *eng_incidents(engine *e)

@@ -50,18 +50,36 @@ int eng_set_catalog(engine *e, struct pb_catalog *cat, cs_err *err);
  * hold what it would be compared with. */
 #define ENG_ALLOWED_LATENESS (2 * 3600 * INT64_C(1000000))
 #define ENG_LATE (-1)
+/* Nor may a signal come from the future: one stamped more than
+ * ENG_MAX_AHEAD past the wall clock (a host's clock running fast, local
+ * time written as Z, a year-9999 stamp) would carry its cluster's clock
+ * with it, and every real signal after it would be "late" until a
+ * restart. It is refused instead, and moves nothing. The wall clock is
+ * eng_tick's (live) or eng_set_wall's (replay: a file of the past cannot
+ * hold a later time than now either). Kafka's brokers guard the same way
+ * (message.timestamp.after.max.ms). */
+#define ENG_MAX_AHEAD (10 * 60 * INT64_C(1000000))
+#define ENG_EARLY (-2)
 
 /* Feeds one signal. Returns 1 when it changed state, 0 when it was a
  * duplicate (same signal id seen within the window horizon) or carried
- * nothing the rules use, ENG_LATE when it was later than the allowed
- * lateness and changed nothing (the caller dead-letters or reports it). */
+ * nothing the rules use; ENG_LATE when it was later than the allowed
+ * lateness, ENG_EARLY when it was ahead of the wall clock by more than
+ * ENG_MAX_AHEAD: either changed nothing (the caller dead-letters or
+ * reports it). */
 int eng_feed(engine *e, const sig *s);
-/* Why s is ENG_LATE, in words: its time, its cluster's, the bound. */
-void eng_late_reason(const engine *e, const sig *s, char *buf, size_t len);
+/* Why s was refused (ENG_LATE or ENG_EARLY), in words: its time, the
+ * time it was measured against, the bound. */
+void eng_refusal_reason(const engine *e, const sig *s, char *buf, size_t len);
 
+/* The wall clock (us) that bounds how far ahead a signal may be; 0 (the
+ * start): no bound. eng_tick sets it too. */
+void eng_set_wall(engine *e, int64_t wall);
 /* Live: the wall clock (us), so that timers (a job's absent progress)
- * fire when nothing arrives. Ignored while the stream lags behind it by
- * more than a minute: then event time decides, as in replay. */
+ * fire when nothing arrives. Each cluster goes over to the wall clock
+ * once its own stream has caught up with it (within a minute); until
+ * then, while its backlog is read, its event time decides, as in replay,
+ * whatever the other clusters do. */
 void eng_tick(engine *e, int64_t wall);
 /* The end of a stream (replay): multi-line reports still waiting for more
  * lines are complete. */

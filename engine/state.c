@@ -110,8 +110,10 @@ void eng_clock_advance(engine *e, const char *cluster, int64_t ts)
 
 int64_t eng_cluster_now(const engine *e, const char *cluster)
 {
-    int64_t t = eng_clock(e, cluster);
-    return e->live_clock > t ? e->live_clock : t;
+    const cstate *cs = strmap_get(e->clusters, cluster);
+    int64_t t = cs ? cs->clock : 0;
+
+    return cs && cs->live && e->live_clock > t ? e->live_clock : t;
 }
 
 int64_t eng_enter(engine *e, const char *cluster)

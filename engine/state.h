@@ -140,6 +140,8 @@ typedef struct incident {
 typedef struct cstate {
     const char *name;  /* the cluster (the clusters map's key) */
     int64_t clock;     /* newest event time (0 before the first signal) */
+    int live;          /* its stream caught up with the wall clock once:
+                        * its timers run on the wall clock (eng_tick) */
     strmap *nodes;     /* window -> node_win: a host's, or "hist:", "job:",
                         * "peak:", "rack:" windows */
     strmap *inventory; /* host -> node_info */
@@ -180,7 +182,8 @@ struct engine {
     int64_t high;
     strmap *series;     /* "cluster|host|name|dev" -> series (metrics.c) */
     int64_t next_check; /* earliest stall check due (0: none) */
-    int64_t live_clock; /* wall clock, once caught up (eng_tick) */
+    int64_t live_clock; /* wall clock, once a cluster is live (eng_tick) */
+    int64_t wall;       /* the wall clock, bounding event times (0: none) */
     int64_t next_gap;   /* when the silent-host scan runs next */
     pb_catalog **old_cats; /* replaced rule sets, still referenced */
     size_t nold;

@@ -845,9 +845,10 @@ static int same_cluster(const char *key, const char *cluster)
     return strncmp(key, cluster, n) == 0 && key[n] == '|';
 }
 
-int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
-                    fact *out)
+int cls_report_next(classifier *c, const sig *s, const char *cluster,
+                    int64_t now, sig *head, fact *out)
 {
+    const char *only = s ? s->cluster : cluster;
     char key[TB_KEY_LEN] = "";
     const char *line = NULL, *k;
     size_t pos = 0;
@@ -863,7 +864,7 @@ int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
             continue;
         /* Clusters keep their own event time: another cluster's signal
          * says nothing about how quiet this report has been. */
-        if (s && !same_cluster(k, s->cluster)) {
+        if (only && !same_cluster(k, only)) {
             open++;
             continue;
         }

@@ -44,11 +44,12 @@ int cls_edge_keep(const classifier *c, int source, const char *line);
  * indented lines are read: call this before cls_classify with each signal
  * (s), and with s NULL as time passes (now) or at the end of a stream
  * (now = INT64_MAX); a signal ends only reports of its own cluster, whose
- * event time it is. Each call returns 1 and the fact of one report that s
- * or the time ended, with its head signal (the caller sig_frees it), or 0
- * when none is left. */
-int cls_report_next(classifier *c, const sig *s, int64_t now, sig *head,
-                    fact *out);
+ * event time it is, and so does the time of one cluster (cluster, with s
+ * NULL; NULL: every cluster's). Each call returns 1 and the fact of one
+ * report that s or the time ended, with its head signal (the caller
+ * sig_frees it), or 0 when none is left. */
+int cls_report_next(classifier *c, const sig *s, const char *cluster,
+                    int64_t now, sig *head, fact *out);
 
 /* Multi-line assembly state (a Python traceback whose exception line has
  * not arrived yet) must survive a restart. cls_tb_changes reports each

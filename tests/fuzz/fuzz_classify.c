@@ -49,8 +49,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         fact other[CLS_MAX_FACTS];
         for (;;) {
             sig h2;
-            int a = cls_report_next(cls, &s, s.ts, &head, facts);
-            if (a != cls_report_next(ref, &s, s.ts, &h2, other))
+            int a = cls_report_next(cls, &s, NULL, s.ts, &head, facts);
+            if (a != cls_report_next(ref, &s, NULL, s.ts, &h2, other))
                 abort();
             if (a != 1)
                 break;

@@ -34,6 +34,24 @@ grep -q "late.jsonl:$((last + 1)): late: event time 2026-03-02T05:00:00.000Z is 
   || { echo "the late line not reported"; cat "$tmp/late.err"; fail=1; }
 grep -q '"node":"gpu-777"' "$tmp/late.out" && { echo "the late signal opened an incident"; fail=1; }
 grep -q '"node":"gpu-778"' "$tmp/late.out" || { echo "a signal within the allowed lateness was lost"; fail=1; }
+# A signal from the future (a fast clock, local time written as Z, year
+# 9999) is refused with its line and moves no clock: the real signals
+# after it are not "late" (before, each was, by 179 min, for good).
+{ head -n -1 "$src"
+  echo '{"ts":"2026-03-02T11:00:00Z","source":"kernel","host":"gpu-901","line":"NVRM: Xid (PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen off the bus."}'
+  echo '{"ts":"9999-12-31T23:59:59Z","source":"kernel","host":"gpu-902","line":"NVRM: Xid (PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen off the bus."}'
+  tail -n 1 "$src"
+  echo '{"ts":"2026-03-02T08:30:00Z","source":"kernel","host":"gpu-903","line":"NVRM: Xid (PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen off the bus."}'
+} > "$tmp/future.jsonl"
+"$bin" replay --now 2026-03-02T08:40:00Z "$tmp/future.jsonl" > "$tmp/future.out" 2> "$tmp/future.err"; rc=$?
+[ "$rc" -eq 1 ] || { echo "future: exit $rc, want 1"; fail=1; }
+grep -q "future.jsonl:$last: future: event time 2026-03-02T11:00:00.000Z is 140 min ahead of the wall clock" "$tmp/future.err" \
+  || { echo "the future line not reported"; cat "$tmp/future.err"; fail=1; }
+grep -q "future.jsonl:$((last + 1)): future: event time 9999-12-31" "$tmp/future.err" \
+  || { echo "the year-9999 line not reported"; cat "$tmp/future.err"; fail=1; }
+grep -q "late:" "$tmp/future.err" && { echo "real signals after a future one were late"; cat "$tmp/future.err"; fail=1; }
+grep -q '"node":"gpu-901"' "$tmp/future.out" && { echo "the future signal opened an incident"; fail=1; }
+grep -q '"node":"gpu-903"' "$tmp/future.out" || { echo "a real signal after the future ones was lost"; fail=1; }
 [ $fail -eq 0 ] && echo "replay bad input: ok"
 cat "$tmp/err"
 exit $fail

@@ -409,7 +409,7 @@ static int report_feed(classifier *k, int rank, const char *line,
     int n;
 
     *done = 0;
-    while (cls_report_next(k, &s, s.ts, &head, &g) == 1) {
+    while (cls_report_next(k, &s, NULL, s.ts, &head, &g) == 1) {
         (*done)++;
         snprintf(done_detail, sizeof done_detail, "%s", g.detail);
         CHECK_STR(g.scenario, "nccl.rank_desync");
@@ -502,10 +502,10 @@ static void test_desync_report(void)
         CHECK_INT(report_feed(b, 4, lines[i], t, &done), 0);
     sig h;
     fact g;
-    CHECK_INT(cls_report_next(b, NULL, INT64_MAX, &h, &g), 1);
+    CHECK_INT(cls_report_next(b, NULL, NULL, INT64_MAX, &h, &g), 1);
     CHECK_STR(g.detail, want);
     sig_free(&h);
-    CHECK_INT(cls_report_next(b, NULL, INT64_MAX, &h, &g), 0);
+    CHECK_INT(cls_report_next(b, NULL, NULL, INT64_MAX, &h, &g), 0);
     /* malformed stored forms are refused */
     CHECK_INT(cls_tb_restore(b, "default|g1|r1|9", "5 R 6 1 no tab"), -1);
     CHECK_INT(cls_tb_restore(b, "default|g1|r1|9", "5 R 6 1 x\tnot json"), -1);

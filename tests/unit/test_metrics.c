@@ -235,6 +235,29 @@ static void test_wall_clock(void)
     eng_free(e);
 }
 
+/* One cluster live, another still reading its backlog two hours behind:
+ * the live one's signal must not put the backlog's timers on the wall
+ * clock (before, it did: the stall fired, and incidents resolved early
+ * against replay). Once the backlog catches up, it goes live too. */
+static void test_wall_clock_per_cluster(void)
+{
+    engine *e = stall_run(0.5, 110, 40);
+    int64_t last = ts_of("2026-03-02T08:40:00Z");
+    char line[512], ts[40];
+
+    ts_format(last + 2 * 3600 * TS_SEC, ts, sizeof ts);
+    snprintf(line, sizeof line,
+             "{\"ts\":\"%s\",\"source\":\"metric\",\"cluster\":\"live-1\","
+             "\"host\":\"x1\",\"name\":\"DCGM_FI_DEV_GPU_UTIL\",\"value\":50,"
+             "\"labels\":{\"gpu\":\"0\"}}", ts);
+    feed_line(e, line);
+    eng_tick(e, last + 2 * 3600 * TS_SEC + 45 * TS_SEC);
+    EXPECT(e, ""); /* the default cluster is still at 08:40 */
+    eng_tick(e, last + 45 * TS_SEC); /* (a test's clock may go back) */
+    EXPECT(e, "job.stalled"); /* caught up: its timers run on the wall */
+    eng_free(e);
+}
+
 /* ---- thermal ----------------------------------------------------------- */
 
 /* A 2-node job; n1's GPU 0 heats to `hot1` from minute 5, n2's to `hot2`;
@@ -750,6 +773,7 @@ int main(void)
     test_rdma();
     test_stalls();
     test_wall_clock();
+    test_wall_clock_per_cluster();
     test_straggler();
     test_fleet();
     test_ghost();

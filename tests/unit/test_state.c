@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "core/ts.h"
 #include "engine_fixture.h"
 #include "engine/engine.h"
 #include "engine/state.h"
@@ -226,8 +227,41 @@ static void test_reset(void)
     eng_free(e);
 }
 
+/* A signal from the future is refused and moves no clock: before, one
+ * alert three hours ahead made every real signal after it "late" until a
+ * restart, and a year-9999 stamp did it for good. */
+static void test_future(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    char why[256];
+    sig s;
+    const char *y9999 = XID79("9999-12-31T23:59:59Z", "n2");
+    int64_t wall;
+
+    ts_parse_rfc3339("2026-03-02T08:00:00Z", &wall);
+    CHECK_INT(feed(e, XID79("2026-03-02T11:00:00Z", "n1")), 1); /* no bound yet */
+    eng_free(e);
+    e = eng_new(&ops, &r, &err);
+    eng_tick(e, wall); /* live: the wall clock bounds event times */
+    CHECK_INT(feed(e, XID79("2026-03-02T11:00:00Z", "n1")), ENG_EARLY);
+    CHECK_INT(feed(e, y9999), ENG_EARLY);
+    CHECK_INT(eng_clock(e, "default"), 0); /* nothing moved */
+    CHECK_INT(feed(e, XID79("2026-03-02T08:09:00Z", "n3")), 1); /* within skew */
+    CHECK_INT(feed(e, XID79("2026-03-02T08:00:00Z", "n4")), 1); /* not late */
+    CHECK(sig_parse_json(&s, y9999, strlen(y9999), &err) == 0);
+    eng_refusal_reason(e, &s, why, sizeof why);
+    CHECK(strstr(why, "future: event time 9999-12-31T23:59:59.000Z is ") == why);
+    CHECK(strstr(why, "ahead of the wall clock (2026-03-02T08:00:00.000Z); the "
+                      "allowed skew is 10 min") != NULL);
+    sig_free(&s);
+    eng_free(e);
+}
+
 int main(void)
 {
+    test_future();
     test_reset();
     test_cut_utf8();
     test_seen_prune();
