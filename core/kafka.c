@@ -203,7 +203,7 @@ kfk_producer_opts kfk_producer_defaults(const char *brokers)
 
 kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err)
 {
-    char linger[16];
+    char linger[16], max_bytes[16];
     const char *const kv[] = {"bootstrap.servers", o->brokers,
                               "client.id", "cascade-producer",
                               /* small requests, answered one by one: no
@@ -219,9 +219,11 @@ kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err)
                                * machine with what reads its output. */
                               "compression.codec", o->codec ? o->codec : "lz4",
                               "compression.level", "1",
-                              "linger.ms", linger, NULL};
+                              "linger.ms", linger,
+                              "message.max.bytes", max_bytes, NULL};
 
     snprintf(linger, sizeof linger, "%d", o->linger_ms);
+    snprintf(max_bytes, sizeof max_bytes, "%d", KFK_MESSAGE_MAX_BYTES);
     kfk_producer *p = calloc(1, sizeof *p);
     rd_kafka_conf_t *conf;
 
@@ -242,11 +244,25 @@ fail:
     return NULL;
 }
 
+/* What librdkafka counts beside key and value against message.max.bytes
+ * (a record's varints and attributes), with room to spare. */
+#define RECORD_FRAMING 512
+
 int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
                         size_t keylen, const void *val, size_t len,
                         kfk_tracker *t, cs_err *err)
 {
-    rd_kafka_resp_err_t e = rd_kafka_producev(
+    rd_kafka_resp_err_t e;
+
+    /* Checked here, before librdkafka: its refusal reads like any other
+     * error, and the callers retried it. */
+    if (len + keylen + RECORD_FRAMING > KFK_MESSAGE_MAX_BYTES) {
+        cs_err_set(err, "a message of %zu bytes for %s is over the %d-byte "
+                   "message limit", len + keylen, topic,
+                   KFK_MESSAGE_MAX_BYTES);
+        return KFK_TOO_BIG;
+    }
+    e = rd_kafka_producev(
         p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, keylen),
         RD_KAFKA_V_VALUE((void *)val, len),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(t),
@@ -262,6 +278,8 @@ int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
     if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
         return KFK_QUEUE_FULL;
     cs_err_set(err, "producing to %s: %s", topic, rd_kafka_err2str(e));
+    if (e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+        return KFK_TOO_BIG;
     return -1;
 }
 

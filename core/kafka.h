@@ -37,8 +37,11 @@ typedef struct kfk_producer_opts {
 kfk_producer_opts kfk_producer_defaults(const char *brokers);
 kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err);
 
-/* kfk_produce returns one of these, or -1 on any other error (err set). */
-enum { KFK_OK = 0, KFK_QUEUE_FULL = 1 };
+/* kfk_produce returns one of these, or -1 on any other error (err set).
+ * KFK_TOO_BIG: key and value are over KFK_MESSAGE_MAX_BYTES with their
+ * framing (err says how big): no retry can help, so the caller refuses
+ * it (a 413, a dead letter with its place) and goes on. */
+enum { KFK_OK = 0, KFK_QUEUE_FULL = 1, KFK_TOO_BIG = 2 };
 /* Copies key and payload. key may be NULL (keylen 0). */
 int kfk_produce(kfk_producer *p, const char *topic, const char *key,
                 size_t keylen, const void *val, size_t len, cs_err *err);

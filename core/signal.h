@@ -6,6 +6,8 @@
 #define CS_SIGNAL_H
 
 #include <jansson.h>
+
+#include "core/topics.h"
 #include <stdint.h>
 
 #include "core/err.h"
@@ -49,8 +51,13 @@ typedef struct sig {
     json_t *body;
 } sig;
 
-/* Limits on one signal, so one bad producer cannot exhaust the engine. */
-#define SIG_MAX_BYTES (1024 * 1024)
+/* Limits on one signal, so one bad producer cannot exhaust the engine:
+ * a signal's JSON line (replay, `cascade ingest file`) is at most this
+ * long, which keeps its Kafka message (msgpack, no larger than the JSON
+ * but for a few bytes per field) within KFK_MESSAGE_MAX_BYTES. One limit
+ * everywhere: a line one side took and the other refused, or that Kafka
+ * refused after the collector took it, was lost or retried forever. */
+#define SIG_MAX_BYTES (KFK_MESSAGE_MAX_BYTES - KFK_RECORD_OVERHEAD)
 
 const char *sig_source_name(sig_source s);
 int sig_source_parse(const char *name, sig_source *out);

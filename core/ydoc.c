@@ -2,6 +2,7 @@
 #include "core/ydoc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,20 +218,18 @@ int yd_size(const char *v, long long *out)
 {
     char *end;
     long long n;
+    int shift;
 
     errno = 0;
     n = strtoll(v, &end, 10);
     if (errno || end == v || n < 0)
         return -1;
-    if (!strcmp(end, "KiB"))
-        n <<= 10;
-    else if (!strcmp(end, "MiB"))
-        n <<= 20;
-    else if (!strcmp(end, "GiB"))
-        n <<= 30;
-    else if (*end)
+    shift = !strcmp(end, "KiB") ? 10 : !strcmp(end, "MiB") ? 20
+          : !strcmp(end, "GiB") ? 30 : *end ? -1 : 0;
+    /* 18014398509481985KiB wrapped to 1024 and was taken */
+    if (shift < 0 || n > (LLONG_MAX >> shift))
         return -1;
-    *out = n;
+    *out = n << shift;
     return 0;
 }
 

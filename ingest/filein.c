@@ -28,7 +28,7 @@ typedef struct fin_run {
     kfk_producer *p;
     fin_stats *st;
     int progress;
-    char *line; /* SIG_MAX_BYTES bytes */
+    char *line; /* SIG_MAX_BYTES + 1 bytes */
     /* the last second formatted as RFC 3339 (lines come in time order) */
     time_t stamp_secs;
     char stamp[32];
@@ -131,6 +131,22 @@ static int produce_retry(kfk_producer *p, const char *topic, const char *key,
            KFK_QUEUE_FULL)
         kfk_producer_wait(p, 100);
     return rc;
+}
+
+/* A signal's message: 0 produced; 1 refused as too big (why says so:
+ * the line is dead-lettered and the file goes on); -1 failed. */
+static int produce_signal(fin_run *r, const char *key, const char *buf,
+                          size_t blen, cs_err *why, cs_err *err)
+{
+    int rc = produce_retry(r->p, KFK_TOPIC_SIGNALS, key, strlen(key), buf,
+                           blen, err);
+
+    if (rc == KFK_TOO_BIG) {
+        *why = *err;
+        err->msg[0] = '\0';
+        return 1;
+    }
+    return rc == KFK_OK ? 0 : -1;
 }
 
 static int dead_letter(fin_run *r, unsigned long lineno, const char *reason,
@@ -264,10 +280,9 @@ static int publish_line(fin_run *r, size_t len, cs_err *why, cs_err *err)
         if (!sig_log_msgpack(stamp, l.source, l.msg, l.host, l.job,
                              r->o->cluster, id, &buf, &blen)) {
             const char *c = r->o->cluster ? r->o->cluster : "default";
-            rc = produce_retry(r->p, KFK_TOPIC_SIGNALS, c, strlen(c), buf,
-                               blen, err);
+            rc = produce_signal(r, c, buf, blen, why, err);
             free(buf);
-            return rc == KFK_OK ? 0 : -1;
+            return rc;
         }
         if (!(o = syslog_object(r, &l, stamp, id))) {
             cs_err_set(why, "cannot encode the signal");
@@ -279,11 +294,10 @@ static int publish_line(fin_run *r, size_t len, cs_err *why, cs_err *err)
         return 1;
     }
     sig_to_msgpack(&s, &buf, &blen);
-    rc = produce_retry(r->p, KFK_TOPIC_SIGNALS, s.cluster, strlen(s.cluster),
-                       buf, blen, err);
+    rc = produce_signal(r, s.cluster, buf, blen, why, err);
     free(buf);
     sig_free(&s);
-    return rc == KFK_OK ? 0 : -1;
+    return rc;
 }
 
 static int handle_line(fin_run *r, size_t len, int too_long, cs_err *err)
@@ -336,8 +350,9 @@ static int read_all(fin_run *r, FILE *f, cs_err *err)
         cs_err_set(err, "out of memory");
         return -1;
     }
-    /* one byte kept back: a syslog line is parsed NUL-terminated */
-    while ((got = read_line(&rd, r->line, SIG_MAX_BYTES - 1, &len,
+    /* a line of SIG_MAX_BYTES is taken, as replay takes it; one byte more
+     * is kept for the NUL a syslog line is parsed with */
+    while ((got = read_line(&rd, r->line, SIG_MAX_BYTES, &len,
                             &too_long)) > 0) {
         r->st->lines++;
         if (handle_line(r, len, too_long, err)) {
@@ -408,7 +423,7 @@ int fin_publish_opts(const char *path, const fin_opts *o, kfk_producer *p,
     int rc;
 
     *r.st = (fin_stats){0};
-    if (!(r.line = malloc(SIG_MAX_BYTES))) {
+    if (!(r.line = malloc(SIG_MAX_BYTES + 1))) {
         cs_err_set(err, "out of memory");
         return -1;
     }

@@ -119,6 +119,11 @@ static void test_errors(void)
     CHECK_STR(load(&c, "webhook:\n  max_body: 3MB\n"),
               "c.yaml:2:13: webhook.max_body: expected a size from 1024 to "
               "1073741824 bytes (\"64KiB\", \"1MiB\" allowed), got '3MB'");
+    /* 2^54 KiB is 2^64 bytes: it wrapped to 1024 and was taken */
+    CHECK_STR(load(&c, "webhook:\n  max_body: 18014398509481985KiB\n"),
+              "c.yaml:2:13: webhook.max_body: expected a size from 1024 to "
+              "1073741824 bytes (\"64KiB\", \"1MiB\" allowed), got "
+              "'18014398509481985KiB'");
     CHECK(strstr(load(&c, "webhook:\n  token_file: /nonexistent/t\n"),
                  "c.yaml:2:15: token_file '/nonexistent/t': No such file"));
     CHECK(memcmp(&c, &before, sizeof c) == 0);

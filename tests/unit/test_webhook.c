@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "core/kafka.h"
+#include "core/mem.h"
 #include "core/kafka_broker.h"
 #include "core/signal.h"
 #include "core/ts.h"
@@ -450,6 +451,52 @@ static void test_filein(struct event_base *base, kfk_producer *p,
     unlink(path);
 }
 
+/* A signal line of exactly `len` bytes (a long app line). */
+static void put_signal(FILE *f, size_t len)
+{
+    const char *head = "{\"ts\":\"2026-03-02T08:00:02Z\",\"source\":\"app\","
+                       "\"host\":\"n3\",\"line\":\"";
+    size_t pad = len - strlen(head) - 2;
+
+    fputs(head, f);
+    for (size_t i = 0; i < pad; i++)
+        fputc('y', f);
+    fputs("\"}\n", f);
+}
+
+/* One limit for a line, derived from Kafka's message limit: a line at it
+ * is taken (replay takes it too), one over it is dead-lettered with its
+ * line number and the rest of the file goes on. Before, a 1,020,000-byte
+ * line passed the line limit (1 MiB), Kafka refused its message, and the
+ * run stopped there ("Broker: Message size too large", exit 2) with no
+ * line number, dropping the rest. A message over the limit is refused
+ * before librdkafka sees it, as one no retry can help. */
+static void test_filein_limits(kfk_producer *p)
+{
+    char path[256];
+    fin_stats st;
+    cs_err err = {{0}};
+    int fd;
+    FILE *f;
+
+    check_tmp_template(path, sizeof path, "cascade-limits");
+    REQUIRE((fd = mkstemp(path)) >= 0 && (f = fdopen(fd, "w")) != NULL);
+    put_signal(f, SIG_MAX_BYTES);
+    put_signal(f, 1020000); /* under the old 1 MiB, over Kafka's limit */
+    put_signal(f, 100);
+    REQUIRE(fclose(f) == 0);
+    REQUIRE(fin_publish(path, p, &st, &err) == 1);
+    REQUIRE(st.lines == 3 && st.published == 2 && st.rejected == 1);
+    unlink(path);
+    {
+        char *big = xcalloc(1, 999700);
+        REQUIRE(kfk_produce(p, KFK_TOPIC_SIGNALS, "k", 1, big, 999700, &err) ==
+                KFK_TOO_BIG);
+        REQUIRE(strstr(err.msg, "over the 1000000-byte message limit") != NULL);
+        free(big);
+    }
+}
+
 /* ---- connection limit --------------------------------------------------- */
 
 static int raw_connect(int port)
@@ -513,6 +560,7 @@ int main(void)
     test_queue_full(base);
     check_published(base, kfk_broker_bootstrap(b));
     test_filein(base, p, kfk_broker_bootstrap(b));
+    test_filein_limits(p);
     REQUIRE(kfk_producer_failed(p) == 0);
 
     wh_free(w);
