@@ -28,7 +28,9 @@ int cmd_config(int argc, char **argv)
                "           max_headers (sizes: 65536, 64KiB, 1MiB),\n"
                "           max_connections, timeout_s\n"
                "  log:     level (error, warn, info, debug)\n"
-               "  rules:   dir (a folder of rule files; \"\" = built-in set)\n\n"
+               "  rules:   dir (a folder of rule files; \"\" = built-in set)\n"
+               "  correlate: max_clusters (default 4096; signals of more\n"
+               "           clusters are dead-lettered)\n\n"
                "exit: 0 valid, 1 invalid, 2 usage\n");
         return argc < 2 ? 2 : 0;
     }

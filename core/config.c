@@ -28,6 +28,7 @@ void cfg_defaults(cs_config *c)
     c->max_connections = 256;
     c->timeout_s = 10;
     c->log_level = LOG_LVL_INFO;
+    c->max_clusters = 4096; /* engine/engine.h ENG_MAX_CLUSTERS */
 }
 
 #define C(f) offsetof(cs_config, f)
@@ -62,6 +63,8 @@ static const yd_key webhook_keys[] = {
 static const yd_key log_keys[] = {
     {"level", YD_ENUM, 0, C(log_level), 0, 0, levels, 4, 0, 0}};
 static const yd_key rules_keys[] = {BUF("dir", rules_dir)};
+static const yd_key correlate_keys[] = {
+    INT("max_clusters", max_clusters, 1, 1000000)};
 
 static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 
@@ -70,11 +73,11 @@ static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 /* In the order of sections[]. */
 static const yd_key root_keys[] = {SECTION("kafka"), SECTION("redis"),
                                    SECTION("webhook"), SECTION("log"),
-                                   SECTION("rules")};
+                                   SECTION("rules"), SECTION("correlate")};
 static const yd_table sections[] = {
     YD_TABLE("'kafka'", kafka_keys), YD_TABLE("'redis'", redis_keys),
     YD_TABLE("'webhook'", webhook_keys), YD_TABLE("'log'", log_keys),
-    YD_TABLE("'rules'", rules_keys)};
+    YD_TABLE("'rules'", rules_keys), YD_TABLE("'correlate'", correlate_keys)};
 static const yd_table root = YD_TABLE("the top level", root_keys);
 
 static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,
@@ -168,4 +171,5 @@ void cfg_print(const cs_config *c, void *stdio_file)
             c->log_level >= 0 && c->log_level <= 3 ? levels[c->log_level] : "?");
     fprintf(f, "rules:\n  dir: \"%s\"%s\n", c->rules_dir,
             c->rules_dir[0] ? "" : "   # built-in rule set");
+    fprintf(f, "correlate:\n  max_clusters: %d\n", c->max_clusters);
 }

@@ -8,6 +8,7 @@
  *            max_connections, timeout_s
  *   log:     level
  *   rules:   dir (a folder of rule files; empty: the built-in set)
+ *   correlate: max_clusters (signals of more are dead-lettered)
  *
  * Empty brokers or redis address means "start the embedded one". */
 #ifndef CS_CONFIG_H
@@ -31,6 +32,7 @@ typedef struct cs_config {
     int max_connections, timeout_s;
     int log_level; /* enum log_level */
     char rules_dir[512];
+    int max_clusters; /* correlate: signals of more clusters are refused */
 } cs_config;
 
 void cfg_defaults(cs_config *c);

@@ -662,6 +662,8 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     if (!(c->st = store_new(base, o->redis, "", err)) ||
         !(c->eng = eng_new(store_ops(), c->st, err)))
         goto fail;
+    if (o->max_clusters)
+        eng_set_max_clusters(c->eng, o->max_clusters);
     if (rules) {
         pb_catalog *r = rules;
         rules = NULL;

@@ -18,6 +18,7 @@ typedef struct corr_opts {
     size_t batch;        /* max signals per batch; default 1000 */
     int fetch_wait_ms;   /* kafka.fetch_wait_ms (0: answer at once) */
     struct pb_catalog *rules; /* rule set (taken over); NULL: built-in */
+    size_t max_clusters; /* 0: the engine's default (ENG_MAX_CLUSTERS) */
 } corr_opts;
 
 typedef struct correlator correlator;

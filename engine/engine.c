@@ -90,6 +90,7 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
         return NULL;
     }
     state_new(e);
+    e->max_clusters = ENG_MAX_CLUSTERS;
     return e;
 }
 
@@ -211,6 +212,14 @@ void eng_refusal_reason(const engine *e, const sig *s, char *buf, size_t len)
                  (long long)(ENG_MAX_AHEAD / TS_MIN));
         return;
     }
+    if (!strmap_get(e->clusters, s->cluster) &&
+        strmap_len(e->clusters) >= e->max_clusters) {
+        snprintf(buf, len, "cluster limit: %zu clusters are tracked, the "
+                 "most this correlator takes (correlate.max_clusters); "
+                 "cluster %.64s is not one of them", strmap_len(e->clusters),
+                 s->cluster);
+        return;
+    }
     ts_format(now, newest, sizeof newest);
     snprintf(buf, len, "late: event time %s is %lld min behind cluster %.64s "
              "(newest %s); the allowed lateness is %lld min", at,
@@ -226,6 +235,9 @@ int eng_feed(engine *e, const sig *s)
 
     if (e->wall && s->ts > e->wall + ENG_MAX_AHEAD)
         return ENG_EARLY; /* before its cluster is made: it moves nothing */
+    if (strmap_len(e->clusters) >= e->max_clusters &&
+        !strmap_get(e->clusters, s->cluster))
+        return ENG_FULL;
     clock = eng_clock_slot(e, s->cluster, s->ts); /* one lookup */
     if (s->ts < *clock - ENG_ALLOWED_LATENESS)
         return ENG_LATE;
@@ -340,6 +352,11 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
     EACH_DETECTOR(d)
         if ((*d)->flush)
             (*d)->flush(e);
+}
+
+void eng_set_max_clusters(engine *e, size_t n)
+{
+    e->max_clusters = n;
 }
 
 void eng_set_wall(engine *e, int64_t wall)

@@ -60,16 +60,24 @@ int eng_set_catalog(engine *e, struct pb_catalog *cat, cs_err *err);
  * (message.timestamp.after.max.ms). */
 #define ENG_MAX_AHEAD (10 * 60 * INT64_C(1000000))
 #define ENG_EARLY (-2)
+/* A cluster costs its windows, jobs and seen ids (some 30 KB at least):
+ * 50,000 distinct cluster labels took one process from 20 MB to 1.5 GB.
+ * A signal of a cluster beyond the engine's limit (ENG_MAX_CLUSTERS
+ * unless eng_set_max_clusters says otherwise) is refused, ENG_FULL;
+ * clusters read back from Redis are kept whatever their number. */
+#define ENG_MAX_CLUSTERS 4096
+#define ENG_FULL (-3)
 
 /* Feeds one signal. Returns 1 when it changed state, 0 when it was a
  * duplicate (same signal id seen within the window horizon) or carried
  * nothing the rules use; ENG_LATE when it was later than the allowed
  * lateness, ENG_EARLY when it was ahead of the wall clock by more than
- * ENG_MAX_AHEAD: either changed nothing (the caller dead-letters or
- * reports it). */
+ * ENG_MAX_AHEAD, ENG_FULL when its cluster would be one too many: each
+ * changed nothing (the caller dead-letters or reports it). */
 int eng_feed(engine *e, const sig *s);
-/* Why s was refused (ENG_LATE or ENG_EARLY), in words: its time, the
- * time it was measured against, the bound. */
+void eng_set_max_clusters(engine *e, size_t n);
+/* Why s was refused (ENG_LATE, ENG_EARLY or ENG_FULL), in words: its
+ * time and the time it was measured against, or the cluster limit. */
 void eng_refusal_reason(const engine *e, const sig *s, char *buf, size_t len);
 
 /* The wall clock (us) that bounds how far ahead a signal may be; 0 (the

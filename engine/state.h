@@ -184,6 +184,7 @@ struct engine {
     int64_t next_check; /* earliest stall check due (0: none) */
     int64_t live_clock; /* wall clock, once a cluster is live (eng_tick) */
     int64_t wall;       /* the wall clock, bounding event times (0: none) */
+    size_t max_clusters; /* signals of more clusters are refused */
     int64_t next_gap;   /* when the silent-host scan runs next */
     pb_catalog **old_cats; /* replaced rule sets, still referenced */
     size_t nold;

@@ -49,7 +49,8 @@ static void test_full_file(void)
              "webhook:\n  listen: 0.0.0.0\n  port: 0\n  token_file: %s\n"
              "  max_body: 64KiB\n  max_headers: 2048\n  max_connections: 9\n"
              "  timeout_s: 3\n"
-             "log:\n  level: debug\n", tok);
+             "log:\n  level: debug\n"
+             "correlate:\n  max_clusters: 64\n", tok);
     CHECK_STR(load(&c, text), "");
     CHECK_STR(c.brokers, "k1:9092,k2:9092");
     CHECK_STR(c.group, "g");
@@ -63,6 +64,7 @@ static void test_full_file(void)
     CHECK_INT(c.max_connections, 9);
     CHECK_INT(c.timeout_s, 3);
     CHECK_INT(c.log_level, LOG_LVL_DEBUG);
+    CHECK_INT(c.max_clusters, 64);
     /* a partial file keeps what it does not name */
     CHECK_STR(load(&c, "kafka:\n  batch: 7\n"), "");
     CHECK_INT(c.batch, 7);
@@ -98,7 +100,7 @@ static void test_errors(void)
               "got '80a'");
     CHECK_STR(load(&c, "logs:\n  level: info\n"),
               "c.yaml:1:1: unknown key 'logs' in the top level (known: kafka, "
-              "redis, webhook, log, rules)");
+              "redis, webhook, log, rules, correlate)");
     CHECK_STR(load(&c, "log:\n  level: loud\n"),
               "c.yaml:2:10: log.level: 'loud' is not one of error, warn, info, "
               "debug");
@@ -111,7 +113,7 @@ static void test_errors(void)
               "c.yaml:1:8: section 'kafka' must be a mapping of keys");
     CHECK_STR(load(&c, "- a\n"),
               "c.yaml:1:1: the top level must be a mapping (kafka, redis, "
-              "webhook, log, rules)");
+              "webhook, log, rules, correlate)");
     CHECK_STR(load(&c, "kafka:\n  brokers:\n    a: b\n"),
               "c.yaml:3:5: kafka.brokers: expected a single value, got a mapping");
     CHECK_STR(load(&c, "webhook:\n  token: a\n  token_file: /nonexistent\n"),

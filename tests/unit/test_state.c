@@ -259,9 +259,46 @@ static void test_future(void)
     eng_free(e);
 }
 
+/* Distinct clusters are bounded: 50,000 cluster labels took one process
+ * from 20 MB to 1.55 GB. Past the limit a new cluster's signal is refused
+ * with the reason; the clusters already tracked go on. */
+static void test_cluster_limit(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    char line[512], why[256];
+    sig s;
+
+    eng_set_max_clusters(e, 3);
+    for (int i = 0; i < 4; i++) {
+        snprintf(line, sizeof line,
+                 "{\"ts\":\"2026-03-02T08:00:0%dZ\",\"source\":\"kernel\","
+                 "\"cluster\":\"c%d\",\"host\":\"n1\",\"line\":\"NVRM: Xid "
+                 "(PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen off "
+                 "the bus.\"}", i, i);
+        CHECK_INT(feed(e, line), i < 3 ? 1 : ENG_FULL);
+    }
+    CHECK(sig_parse_json(&s, line, strlen(line), &err) == 0);
+    eng_refusal_reason(e, &s, why, sizeof why);
+    CHECK_STR(why, "cluster limit: 3 clusters are tracked, the most this "
+                   "correlator takes (correlate.max_clusters); cluster c3 is "
+                   "not one of them");
+    sig_free(&s);
+    CHECK_INT(feed(e, XID79("2026-03-02T08:00:09Z", "n2")), ENG_FULL); /* default */
+    CHECK_INT(eng_clock(e, "c3"), 0);
+    /* a tracked cluster goes on */
+    CHECK_INT(feed(e, "{\"ts\":\"2026-03-02T08:00:09Z\",\"source\":\"kernel\","
+                      "\"cluster\":\"c1\",\"host\":\"n5\",\"line\":\"NVRM: Xid "
+                      "(PCI:0000:3a:00): 79, pid=1, name=python3, GPU has fallen "
+                      "off the bus.\"}"), 1);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_future();
+    test_cluster_limit();
     test_reset();
     test_cut_utf8();
     test_seen_prune();
