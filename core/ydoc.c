@@ -29,21 +29,74 @@ static void tell(yd_sink fn, void *arg, const char *name, size_t line,
         fn(arg, where, msg);
 }
 
+/* The parser's problem, as FILE:LINE:COL: YAML: what. */
+static void tell_parser(yd_sink fn, void *arg, const char *name,
+                        const yaml_parser_t *p)
+{
+    char msg[512];
+
+    snprintf(msg, sizeof msg, "YAML: %s%s%s",
+             p->problem ? p->problem : "unreadable", p->context ? " " : "",
+             p->context ? p->context : "");
+    tell(fn, arg, name, p->problem_mark.line + 1, p->problem_mark.column + 1,
+         msg);
+}
+
+/* A pass over the events before the document is built: a file nested
+ * thousands deep froze the loop for 21 s on a reload, and a second
+ * document after "---" was silently not read. 0, or -1 reported. */
+static int check_shape(const char *name, const char *text, size_t len,
+                       yd_sink fn, void *arg)
+{
+    yaml_parser_t p;
+    yaml_event_t ev;
+    int depth = 0, docs = 0, rc = 0, done = 0;
+    char msg[160];
+
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    while (!done && rc == 0) {
+        if (!yaml_parser_parse(&p, &ev)) {
+            tell_parser(fn, arg, name, &p);
+            rc = -1;
+            break;
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT ||
+            ev.type == YAML_MAPPING_START_EVENT)
+            depth++;
+        else if (ev.type == YAML_SEQUENCE_END_EVENT ||
+                 ev.type == YAML_MAPPING_END_EVENT)
+            depth--;
+        if (depth > YD_MAX_DEPTH || (ev.type == YAML_DOCUMENT_START_EVENT &&
+                                     ++docs > 1)) {
+            snprintf(msg, sizeof msg, depth > YD_MAX_DEPTH
+                     ? "YAML: nested deeper than %d levels"
+                     : "YAML: a second document (after '---'): a file holds "
+                       "one", YD_MAX_DEPTH);
+            tell(fn, arg, name, ev.start_mark.line + 1,
+                 ev.start_mark.column + 1, msg);
+            rc = -1;
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
 yd_doc *yd_parse(const char *name, const char *text, size_t len, yd_sink fn,
                  void *arg)
 {
     yaml_parser_t p;
-    yd_doc *d = xcalloc(1, sizeof *d);
+    yd_doc *d;
 
+    if (check_shape(name, text, len, fn, arg))
+        return NULL;
+    d = xcalloc(1, sizeof *d);
     yaml_parser_initialize(&p);
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     if (!yaml_parser_load(&p, &d->doc)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "YAML: %s%s%s",
-                 p.problem ? p.problem : "unreadable", p.context ? " " : "",
-                 p.context ? p.context : "");
-        tell(fn, arg, name, p.problem_mark.line + 1,
-             p.problem_mark.column + 1, msg);
+        tell_parser(fn, arg, name, &p);
         yaml_parser_delete(&p);
         free(d);
         return NULL;

@@ -25,7 +25,11 @@ typedef struct yd_doc yd_doc;
 /* where: "FILE:LINE:COL" (or the file alone when it cannot be read). */
 typedef void (*yd_sink)(void *arg, const char *where, const char *msg);
 
-/* Parses text; a YAML syntax error is reported and NULL returned. */
+/* How deep blocks may nest: no file of cascade's needs ten. */
+#define YD_MAX_DEPTH 64
+
+/* Parses text; a YAML syntax error, nesting deeper than YD_MAX_DEPTH or a
+ * second document is reported and NULL returned. */
 yd_doc *yd_parse(const char *name, const char *text, size_t len, yd_sink fn,
                  void *arg);
 /* The same for a file; one that cannot be read is reported too. */

@@ -121,6 +121,21 @@ static void test_errors(void)
     CHECK_STR(load(&c, "webhook:\n  max_body: 3MB\n"),
               "c.yaml:2:13: webhook.max_body: expected a size from 1024 to "
               "1073741824 bytes (\"64KiB\", \"1MiB\" allowed), got '3MB'");
+    /* a second document was silently not read */
+    CHECK_STR(load(&c, "kafka:\n  batch: 5\n---\nkafka:\n  batch: 7\n"),
+              "c.yaml:3:1: YAML: a second document (after '---'): a file "
+              "holds one");
+    {
+        /* nested thousands deep: a reload froze the loop for 21 s */
+        static char deep[40000];
+        size_t n = 0;
+        n += (size_t)snprintf(deep, sizeof deep, "kafka:\n  brokers: ");
+        for (int i = 0; i < 10000; i++)
+            deep[n++] = '[';
+        deep[n++] = '\n';
+        CHECK_STR(load(&c, deep), "c.yaml:2:74: YAML: nested deeper than 64 "
+                                  "levels");
+    }
     /* 2^54 KiB is 2^64 bytes: it wrapped to 1024 and was taken */
     CHECK_STR(load(&c, "webhook:\n  max_body: 18014398509481985KiB\n"),
               "c.yaml:2:13: webhook.max_body: expected a size from 1024 to "
