@@ -105,6 +105,14 @@ void ts_format(int64_t ts, char *buf, size_t len)
              (int)(ts % TS_SEC / 1000));
 }
 
+int64_t ts_mono(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * TS_SEC + t.tv_nsec / 1000;
+}
+
 int64_t ts_now(void)
 {
     struct timespec now;

@@ -18,5 +18,7 @@ int ts_from_epoch(double secs, int64_t *out);
 void ts_format(int64_t ts, char *buf, size_t len);
 /* Wall clock, for the live path only. */
 int64_t ts_now(void);
+/* A monotonic clock in us, for how long something took or waited. */
+int64_t ts_mono(void);
 
 #endif

@@ -247,13 +247,6 @@ static int produce_pending(correlator *c)
     return 0;
 }
 
-static int64_t mono_us(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
 
 /* Every output of the batch is reported: go on now, not at the next
  * tick (up to DELIVERY_POLL_US later). Not from inside the report's
@@ -275,7 +268,7 @@ static void arm_tick(correlator *c)
 static void on_stored(void *arg)
 {
     correlator *c = arg;
-    c->t_stored = mono_us();
+    c->t_stored = ts_mono();
     crash_point(c, PH_STORING);
     c->phase = PH_PUBLISHING;
     advance(c);
@@ -301,7 +294,7 @@ static void on_cleared(void *arg)
                       (double)(c->t_fed - c->t_batch) / 1000,
                       (double)(c->t_stored - c->t_fed) / 1000,
                       (double)(c->t_delivered - c->t_stored) / 1000,
-                      (double)(mono_us() - c->t_delivered) / 1000);
+                      (double)(ts_mono() - c->t_delivered) / 1000);
     }
     pend_clear(c);
     if (c->leftover) {
@@ -340,7 +333,7 @@ static void advance(correlator *c)
             return;
         }
         crash_point(c, PH_DELIVERING);
-        c->t_delivered = mono_us();
+        c->t_delivered = ts_mono();
         c->phase = PH_CLEARING;
         for (size_t i = 0; i < c->npend; i++)
             if (c->pend[i].outbox)
@@ -385,7 +378,7 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
 
     c->held = 1;
     c->nbatch = n;
-    c->t_batch = mono_us();
+    c->t_batch = ts_mono();
     eng_set_wall(c->eng, ts_now()); /* no signal may run ahead of it */
     for (size_t i = 0; i < n; i++) {
         sig s;
@@ -409,7 +402,7 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
      * silent topic is the one case where a stall waits for the next one. */
     eng_tick(c->eng, ts_now());
     eng_flush(c->eng, on_change, c);
-    c->t_fed = mono_us();
+    c->t_fed = ts_mono();
     c->phase = PH_STORING;
     store_flush(c->st, on_stored, c);
 }

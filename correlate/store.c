@@ -1,5 +1,6 @@
 #include "correlate/store.h"
 
+#include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,12 +12,18 @@
 #include "core/redisaddr.h"
 #include "core/rlink.h"
 #include "core/strmap.h"
+#include "core/ts.h"
 
 /* Consecutive writes to one hash go as one HSET (or HDEL) with many fields,
  * up to these: Redis spends most of a one-field HSET on the command itself
  * (a million new threshold states in ten seconds kept it busy 40-80 ms per
  * batch of 10 000; gathered, 30-40 ms). The caps keep one command short
  * next to the batch it belongs to, and its buffer small. */
+/* A batch unacknowledged this long is reported; then after twice as
+ * long, up to once a minute. */
+#define STALL_FIRST_S 5
+#define STALL_MAX_S 60
+
 #define GROUP_MAX_FIELDS 1024
 #define GROUP_MAX_BYTES (256 * 1024)
 
@@ -45,6 +52,10 @@ struct store {
     cmd *inflight;   /* the batch being acknowledged */
     size_t ninflight, acked;
     size_t refused;  /* error replies in the batch in flight */
+    char first_refusal[160]; /* the first of them, for the one log line */
+    struct event *stall;     /* says so while a batch waits (STALL_*) */
+    int64_t flushed_at;      /* when the batch in flight went out (mono) */
+    int stall_s;             /* when the stall timer fires next, in s */
     strmap *trims;   /* key -> int64_t cutoff, coalesced per batch */
     store_done_fn done;
     void *done_arg;
@@ -251,6 +262,11 @@ static void batch_acked(store *st)
     store_done_fn done = st->done;
     void *arg = st->done_arg;
 
+    if (st->stall_s > STALL_FIRST_S)
+        log_info("store", "redis acknowledged the batch after %lld s",
+                 (long long)((ts_mono() - st->flushed_at) / 1000000));
+    st->stall_s = 0;
+    evtimer_del(st->stall);
     free_cmds(st->inflight, st->ninflight);
     st->inflight = NULL;
     st->ninflight = st->acked = 0;
@@ -267,13 +283,19 @@ static void on_reply(void *arg, redisReply *reply)
 
     if (reply->type == REDIS_REPLY_ERROR) {
         /* OOM, READONLY, LOADING: the write did not happen. The batch is
-         * not acknowledged; it is sent again after a back-off. */
-        log_error("store", "redis refused a write: %s", reply->str);
-        st->refused++;
+         * not acknowledged; it is sent again after a back-off. Told once
+         * per batch: a full disk answered every command, 13,734 lines in
+         * 10 s. */
+        if (!st->refused++)
+            snprintf(st->first_refusal, sizeof st->first_refusal, "%s",
+                     reply->str);
     }
     if (++st->acked < st->ninflight)
         return;
     if (st->refused) {
+        log_error("store", "redis refused %zu of the batch's %zu commands "
+                  "(the first: %s); the batch goes again after a back-off",
+                  st->refused, st->ninflight, st->first_refusal);
         st->refused = 0;
         st->acked = 0;
         rlink_retry(st->link);
@@ -303,6 +325,25 @@ static void on_down(void *arg)
     st->refused = 0;
 }
 
+/* A batch Redis has not acknowledged: said after STALL_FIRST_S, then at
+ * growing intervals, so a stall is never silent (it was, for minutes:
+ * the correlator then commits nothing and reads nothing). */
+static void on_stall(evutil_socket_t fd, short what, void *arg)
+{
+    store *st = arg;
+    struct timeval next;
+
+    (void)fd;
+    (void)what;
+    log_warn("store", "redis has not acknowledged the batch for %lld s (%zu "
+             "commands, %zu answered, link %s); nothing is committed until "
+             "it does", (long long)((ts_mono() - st->flushed_at) / 1000000),
+             st->ninflight, st->acked, rlink_up(st->link) ? "up" : "down");
+    st->stall_s = st->stall_s * 2 > STALL_MAX_S ? STALL_MAX_S : st->stall_s * 2;
+    next = (struct timeval){st->stall_s, 0};
+    evtimer_add(st->stall, &next);
+}
+
 static const rlink_hooks hooks = {
     .ready = send_inflight, .reply = on_reply, .down = on_down};
 
@@ -317,6 +358,7 @@ store *store_new(struct event_base *base, const char *addr, const char *prefix,
     }
     snprintf(st->prefix, sizeof st->prefix, "%s", prefix ? prefix : "");
     st->trims = strmap_new();
+    st->stall = evtimer_new(base, on_stall, st);
     st->link = rlink_new(base, addr, "store", &hooks, st);
     return st;
 }
@@ -326,6 +368,8 @@ void store_free(store *st)
     if (!st)
         return;
     rlink_free(st->link);
+    if (st->stall)
+        event_free(st->stall);
     free_cmds(st->q, st->nq);
     free_cmds(st->inflight, st->ninflight);
     strmap_free(st->trims, free);
@@ -336,6 +380,8 @@ void store_free(store *st)
 
 int store_flush(store *st, store_done_fn done, void *arg)
 {
+    struct timeval first = {STALL_FIRST_S, 0};
+
     if (st->inflight)
         return -1;
     group_close(st);
@@ -351,6 +397,9 @@ int store_flush(store *st, store_done_fn done, void *arg)
     st->q = NULL;
     st->nq = st->capq = 0;
     st->acked = 0;
+    st->flushed_at = ts_mono();
+    st->stall_s = STALL_FIRST_S;
+    evtimer_add(st->stall, &first);
     send_inflight(st);
     return 0;
 }

@@ -4,11 +4,15 @@
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/redisproc.h"
 #include "correlate/store.h"
+#include "core/ts.h"
+#include "engine/engine.h"
 
 static void on_done(void *arg)
 {
@@ -153,6 +157,99 @@ static void test_many(struct event_base *base, store *st, redisContext *rc)
     CHECK_INT(store_commands_sent(st) - sent, 3); /* over the cap: one each */
 }
 
+/* stderr into a file while fn runs; how many of its lines hold what. */
+typedef struct capture {
+    int saved;
+    char path[64];
+} capture;
+
+static void capture_start(capture *c)
+{
+    int fd;
+
+    snprintf(c->path, sizeof c->path, "/tmp/cascade-store-log.XXXXXX");
+    REQUIRE((fd = mkstemp(c->path)) >= 0);
+    fflush(stderr);
+    c->saved = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+static int capture_count(capture *c, const char *what)
+{
+    char line[1024];
+    int n = 0;
+    FILE *f;
+
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    REQUIRE((f = fopen(c->path, "r")) != NULL);
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    fclose(f);
+    unlink(c->path);
+    return n;
+}
+
+/* Runs the loop for ms, or until the batch is acknowledged when idle is
+ * set. (A loop exit left pending by an earlier wait only ends one pass.) */
+static void run_for(struct event_base *base, store *st, int ms, int idle)
+{
+    int64_t end = ts_mono() + (int64_t)ms * 1000;
+
+    while (ts_mono() < end && !(idle && !store_busy(st)))
+        event_base_loop(base, EVLOOP_ONCE);
+}
+
+/* A Redis that refuses writes (OOM, a full disk) is told once per batch
+ * with the count: it was told once per command per retry (13,734 lines
+ * in 10 s). */
+static void test_refusals_told_once(struct event_base *base, store *st,
+                                    redisContext *rc)
+{
+    const eng_store_ops *o = store_ops();
+    char key[32];
+    capture c;
+    int lines;
+
+    freeReplyObject(redisCommand(rc, "CONFIG SET maxmemory-policy noeviction"));
+    freeReplyObject(redisCommand(rc, "CONFIG SET maxmemory 1"));
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "refused%d", i);
+        o->hash_put(st, key, "f", "v"); /* a command each */
+    }
+    capture_start(&c);
+    REQUIRE(store_flush(st, NULL, NULL) == 0);
+    run_for(base, st, 1000, 0); /* refused, then again after 100, 200, 400 ms */
+    freeReplyObject(redisCommand(rc, "CONFIG SET maxmemory 0"));
+    run_for(base, st, 5000, 1);
+    lines = capture_count(&c, "redis refused");
+    CHECK(!store_busy(st));
+    CHECK(lines >= 1 && lines <= 8);
+    if (lines > 8)
+        fprintf(stderr, "%d lines for the refusals\n", lines);
+}
+
+/* A Redis that stops answering is reported after a few seconds, not
+ * after minutes: here writes are paused for 6.5 s. */
+static void test_stall_told(struct event_base *base, store *st,
+                            redisContext *rc)
+{
+    capture c;
+    int lines;
+
+    freeReplyObject(redisCommand(rc, "CLIENT PAUSE 6500 WRITE"));
+    store_ops()->hash_put(st, "paused", "f", "v");
+    capture_start(&c);
+    REQUIRE(store_flush(st, NULL, NULL) == 0);
+    run_for(base, st, 10000, 1);
+    lines = capture_count(&c, "redis has not acknowledged the batch for 5 s");
+    CHECK(!store_busy(st));
+    CHECK_INT(lines, 1);
+    check_field(rc, "t:paused", "f", "v");
+}
+
 int main(void)
 {
     cs_err err;
@@ -171,6 +268,8 @@ int main(void)
     test_first_zadd(base, rproc_socket(rp), rc);
     test_order(base, st, rc);
     test_many(base, st, rc);
+    test_refusals_told_once(base, st, rc);
+    test_stall_told(base, st, rc);
     redisFree(rc);
     store_free(st);
     event_base_free(base);
