@@ -16,12 +16,19 @@ static void print_error(void *arg, const char *where, const char *msg)
     fprintf(stderr, "%s: %s\n", where, msg);
 }
 
+static void print_warning(void *arg, const char *where, const char *msg)
+{
+    (void)arg;
+    fprintf(stderr, "%s: warning: %s\n", where, msg);
+}
+
 static int rules_check(const char *dir)
 {
     pb_catalog *c = pb_catalog_new();
-    int errors = pb_catalog_load_dir(c, dir, print_error, NULL);
+    int errors = pb_catalog_load_dir(c, dir, print_error, NULL), warnings;
     size_t n = pb_catalog_count(c), nsig, nplay, ncorr;
 
+    warnings = errors ? 0 : pb_catalog_lint(c, print_warning, NULL);
     pb_signatures(c, &nsig);
     pb_playbooks(c, &nplay);
     pb_correlations(c, &ncorr);
@@ -29,8 +36,9 @@ static int rules_check(const char *dir)
     if (errors < 0)
         return 2;
     printf("%s: %zu scenarios, %zu signatures, %zu correlations, %zu "
-           "playbooks, %d error%s\n", dir, n, nsig, ncorr, nplay, errors,
-           errors == 1 ? "" : "s");
+           "playbooks, %d error%s, %d warning%s\n", dir, n, nsig, ncorr,
+           nplay, errors, errors == 1 ? "" : "s", warnings,
+           warnings == 1 ? "" : "s");
     return errors ? 1 : 0;
 }
 

@@ -10,9 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
+#include "core/mem.h"
 #include "core/str.h"
 #include "rules/assembly.h"
 #include "rules/hostlist.h"
+#include "rules/lines.h"
 #include "rules/playbooks.h"
 #include "rules/prefilter.h"
 
@@ -68,8 +71,17 @@ struct classifier {
     /* Per source, the signatures that read it, in catalog order. */
     size_t *by_src[SRC__COUNT];
     size_t nby_src[SRC__COUNT];
+    /* Per signature, the lines PCRE2 gave up on (its match limit): they
+     * count as no match, so they are counted and told. After the last
+     * signature's, the total. */
+    unsigned long *limit_hits;
+    size_t nsigs;
 };
 
+unsigned long cls_limit_hits(const classifier *c)
+{
+    return c->limit_hits ? c->limit_hits[c->nsigs] : 0;
+}
 
 void cls_take_state(classifier *to, classifier *from)
 {
@@ -86,6 +98,8 @@ static int by_source(classifier *c)
     size_t n;
     const pb_signature *g = pb_signatures(c->cat, &n);
 
+    c->limit_hits = xcalloc(n + 1, sizeof *c->limit_hits);
+    c->nsigs = n;
     for (int s = 0; s < SRC__COUNT; s++) {
         if (!(c->by_src[s] = malloc((n ? n : 1) * sizeof *c->by_src[s])))
             return -1;
@@ -202,6 +216,7 @@ void cls_free(classifier *c)
     free(c->named_all);
     for (int s = 0; s < SRC__COUNT; s++)
         free(c->by_src[s]);
+    free(c->limit_hits);
     free(c);
 }
 
@@ -297,7 +312,30 @@ static void take_fields(const classifier *c, const pb_signature *g,
 
 /* The first signature of this source that matches text; NULL when none.
  * only >= 0 restricts the search to one fact kind. */
-static int is_frame_line(const char *l);
+
+/* PCRE2 gave up on text (a pattern that backtracks catastrophically, a
+ * huge line): told at the 1st, 2nd, 4th, 8th... time for the signature. */
+static void limit_hit(const classifier *c, size_t i, int rc, size_t len)
+{
+    size_t nsigs;
+    const pb_signature *g = &pb_signatures(c->cat, &nsigs)[i];
+    unsigned long n = ++c->limit_hits[i];
+    PCRE2_UCHAR why[120];
+
+    c->limit_hits[c->nsigs]++;
+    if (n & (n - 1))
+        return;
+    pcre2_get_error_message(rc, why, sizeof why);
+    log_warn("classify", "signature %s (%s:%d): PCRE2 gave up on a %zu-byte "
+             "line (%s); it counts as no match (%lu time%s so far)", g->id,
+             g->file, g->line, len, (char *)why, n, n == 1 ? "" : "s");
+}
+
+static int gave_up(int rc)
+{
+    return rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+           rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT;
+}
 
 static const pb_signature *first_match(const classifier *c, int source,
                                        const char *text, int only)
@@ -314,49 +352,14 @@ static const pb_signature *first_match(const classifier *c, int source,
         size_t i = c->by_src[source][k];
         if ((may && !may[i]) || (only >= 0 && g[i].kind != only))
             continue;
-        if (pcre2_match(g[i].re, (PCRE2_SPTR)text, len, 0, 0, c->md, NULL) >= 0)
+        int rc = pcre2_match(g[i].re, (PCRE2_SPTR)text, len, 0, 0, c->md,
+                             NULL);
+        if (rc >= 0)
             return &g[i];
+        if (gave_up(rc))
+            limit_hit(c, i, rc, len);
     }
     return NULL;
-}
-
-/* The rank prefix torchrun puts on a line ("[rank3]: ", "[RANK 3] "):
- * its length, 0 when there is none; *rank gets the number. Read by hand
- * since it is tried on every app line. */
-static size_t rank_prefix(const char *l, int *rank)
-{
-    const char *p = l + 5;
-    long r = 0;
-
-    if (l[0] != '[' || (strncmp(l + 1, "rank", 4) && strncmp(l + 1, "RANK", 4)))
-        return 0;
-    if (*p == ' ')
-        p++;
-    if (*p < '0' || *p > '9')
-        return 0;
-    for (; *p >= '0' && *p <= '9'; p++)
-        if (r < 100000000)
-            r = r * 10 + (*p - '0');
-    if (*p++ != ']')
-        return 0;
-    if (*p == ':')
-        p++;
-    if (*p == ' ')
-        p++;
-    *rank = (int)r;
-    return (size_t)(p - l);
-}
-
-/* The text after "NVRM: " when the kernel line may be a piece of a driver
- * message printed over several lines, else NULL. An Xid report is one
- * line of its own: it neither starts nor continues such a message. */
-static const char *kmsg_part(const char *line)
-{
-    const char *nv = strstr(line, "NVRM: ");
-
-    if (!nv || strncmp(nv + 6, "Xid (", 5) == 0)
-        return NULL;
-    return nv + 6;
 }
 
 int cls_edge_keep(const classifier *c, int source, const char *line)
@@ -367,11 +370,11 @@ int cls_edge_keep(const classifier *c, int source, const char *line)
     if (first_match(c, source, line, -1))
         return 1;
     if (source == SRC_KERNEL)
-        return kmsg_part(line) != NULL;
+        return ln_kmsg_part(line) != NULL;
     if (source != SRC_APP)
         return 0;
-    t += rank_prefix(t, &rank);
-    return is_frame_line(t) ||
+    t += ln_rank_prefix(t, &rank);
+    return ln_is_frame(t) ||
            strncmp(t, "Traceback (most recent call last)", 33) == 0;
 }
 
@@ -414,25 +417,10 @@ int cls_parse_xid(classifier *c, const char *line, fact *f)
     return 1;
 }
 
-static double to_bytes(const char *num, const char *unit)
-{
-    double v = strtod(num, NULL);
-    static const struct { const char *u; double m; } units[] = {
-        {"B", 1},          {"bytes", 1},         {"KiB", 1024.0},
-        {"KB", 1024.0},    {"MiB", 1048576.0},   {"MB", 1048576.0},
-        {"GiB", 1073741824.0}, {"GB", 1073741824.0},
-        {"TiB", 1099511627776.0}, {"TB", 1099511627776.0}};
-
-    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-        if (strcmp(unit, units[i].u) == 0)
-            return v * units[i].m;
-    return -1;
-}
-
 static double size_of(const classifier *c, enum re_id id, const char *line)
 {
     char cap[2][64];
-    return match(c, id, line, cap, 2) ? to_bytes(cap[0], cap[1]) : -1;
+    return match(c, id, line, cap, 2) ? ln_to_bytes(cap[0], cap[1]) : -1;
 }
 
 /* The sizes a CUDA OOM message gives, across PyTorch generations. */
@@ -604,11 +592,6 @@ int cls_classify_labels(classifier *c, const char *labels_json, fact *out)
     return n;
 }
 
-static int is_frame_line(const char *l)
-{
-    return l[0] == ' ' || l[0] == '\t';
-}
-
 /* Frames name the pass that was running: autograd's engine or a
  * .backward() call means backward; module __call__/forward means forward. */
 static void frame_pass(struct traceback *tb, const char *l)
@@ -626,7 +609,7 @@ static void frame_pass(struct traceback *tb, const char *l)
 static const char *app_line(const sig *s, int *rank)
 {
     *rank = s->rank;
-    return s->line + rank_prefix(s->line, rank);
+    return s->line + ln_rank_prefix(s->line, rank);
 }
 
 /* Appends src to key[*at..len), truncating; keeps key terminated. */
@@ -674,31 +657,12 @@ static const char *app_key(const sig *s, char *key, size_t len, int *rank)
     return line;
 }
 
-/* One report line as the detail keeps it: no indent, no "- " bullet. */
-static const char *report_piece(const char *line)
-{
-    while (isspace((unsigned char)*line))
-        line++;
-    if (line[0] == '-' && line[1] == ' ')
-        line += 2;
-    return line;
-}
-
-static int ends_with_colon(const char *t)
-{
-    size_t n = strlen(t);
-
-    while (n && isspace((unsigned char)t[n - 1]))
-        n--;
-    return n && t[n - 1] == ':';
-}
-
 /* Whether line (already stripped of its rank prefix) continues the report:
  * indented, not before it, and while it is still being printed. */
 static int report_continues(const struct traceback *tb, const char *line,
                             int64_t ts)
 {
-    return is_frame_line(line) && ts >= tb->started &&
+    return ln_is_frame(line) && ts >= tb->started &&
            ts - tb->last <= REPORT_QUIET && tb->lines < REPORT_MAX_LINES;
 }
 
@@ -707,7 +671,7 @@ static int report_continues(const struct traceback *tb, const char *line,
  * again (a redelivery after a restart repeats lines). */
 static void report_add(struct traceback *tb, const char *line, int64_t ts)
 {
-    const char *piece = report_piece(line);
+    const char *piece = ln_report_piece(line);
     size_t len = strlen(tb->text);
 
     tb->last = ts;
@@ -716,7 +680,7 @@ static void report_add(struct traceback *tb, const char *line, int64_t ts)
     if (!*piece || strstr(tb->text, piece))
         return;
     snprintf(tb->text + len, sizeof tb->text - len, "%s%s",
-             !len ? "" : ends_with_colon(tb->text) ? " " : "; ", piece);
+             !len ? "" : ln_ends_with_colon(tb->text) ? " " : "; ", piece);
     for (char *t = tb->text + len; *t; t++)
         if (*t == '\t') /* the stored form separates fields with tabs */
             *t = ' ';
@@ -761,8 +725,8 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         return 0;
     }
     if (tb && tb->kind == TB_REPORTED) {
-        if (is_frame_line(line) && *report_piece(line) &&
-            strstr(tb->text, report_piece(line)))
+        if (ln_is_frame(line) && *ln_report_piece(line) &&
+            strstr(tb->text, ln_report_piece(line)))
             return 0; /* a line of a report already given */
         tb = NULL;    /* not an assembly that lines continue */
     }
@@ -776,7 +740,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         asb_open(c->asb, key, s->host, s->ts);
         return 0;
     }
-    if (tb && is_frame_line(line)) {
+    if (tb && ln_is_frame(line)) {
         int f = tb->forward, b = tb->backward;
         frame_pass(tb, line);
         if (f != tb->forward || b != tb->backward)
@@ -883,16 +847,6 @@ int cls_report_next(classifier *c, const sig *s, const char *cluster,
     return 0;
 }
 
-
-static int ends_sentence(const char *l)
-{
-    size_t n = strlen(l);
-
-    while (n && isspace((unsigned char)l[n - 1]))
-        n--;
-    return n && strchr(".!?", l[n - 1]);
-}
-
 /* "CLUSTER|HOST|kernel": a host's wrapped driver message. */
 static void kernel_key(const sig *s, char *key, size_t len)
 {
@@ -909,7 +863,7 @@ static void kernel_key(const sig *s, char *key, size_t len)
  * begin) a driver message the kernel wrapped over several lines. */
 static int classify_kernel(classifier *c, const sig *s, fact *out)
 {
-    const char *nv = kmsg_part(s->line);
+    const char *nv = ln_kmsg_part(s->line);
     /* an Xid report no signature takes leaves an open message alone */
     int aside = !nv && strstr(s->line, "NVRM: Xid (") != NULL;
     struct traceback *tb = NULL;
@@ -940,11 +894,11 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
         tb->lines++;
         tb->dirty = 1;
         n = classify_text(c, s, tb->text, out);
-        if (n || ends_sentence(nv) || tb->lines >= KMSG_MAX_LINES)
+        if (n || ln_ends_sentence(nv) || tb->lines >= KMSG_MAX_LINES)
             asb_end(c->asb, key);
         return n;
     }
-    if (ends_sentence(nv))
+    if (ln_ends_sentence(nv))
         return 0;
     tb = asb_open(c->asb, key, s->host, s->ts);
     tb->kind = TB_KMSG;

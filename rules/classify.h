@@ -23,6 +23,10 @@ classifier *cls_new(const struct pb_catalog *cat, cs_err *err);
  * tried in turn: the same answers, slower; for tests and benchmarks. */
 void cls_prefilter(classifier *c, int on);
 void cls_free(classifier *c);
+/* Lines PCRE2 gave up on (a signature's pattern hit its match limit):
+ * each counts as no match, and is logged with its signature at the 1st,
+ * 2nd, 4th... time. */
+unsigned long cls_limit_hits(const classifier *c);
 /* Moves the open multi-line assemblies of `from` into `to` (a rule set
  * swap keeps what was half-read). */
 void cls_take_state(classifier *to, classifier *from);

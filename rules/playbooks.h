@@ -222,6 +222,11 @@ int pb_catalog_load_dir(pb_catalog *c, const char *dir, pb_error_fn fn,
 /* Cross-file checks (scenarios named by signatures, examples, Xid codes);
  * load_dir runs it. Returns the number of problems. */
 int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg);
+/* Warnings about patterns that load but cost too much (after linking):
+ * nested unbounded quantifiers, which backtrack catastrophically on a
+ * line that almost matches, and patterns the prefilter cannot hold. Each
+ * goes to fn as (FILE:LINE, message); returns how many. */
+int pb_catalog_lint(const pb_catalog *c, pb_error_fn fn, void *arg);
 /* The rule files built into the binary (validated by the test suite). */
 pb_catalog *pb_catalog_embedded(void);
 size_t pb_catalog_count(const pb_catalog *c);

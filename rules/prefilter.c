@@ -342,6 +342,14 @@ size_t pfl_always(const pfl *p)
     return p->always;
 }
 
+int pfl_bypassed(const pfl *p, size_t i)
+{
+    for (int s = 0; s < SRC__COUNT; s++)
+        if (p->db[s] && p->base[s][i])
+            return 1;
+    return 0;
+}
+
 int pfl_reused(const pfl *p)
 {
     return p->reused;

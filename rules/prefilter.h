@@ -59,6 +59,9 @@ void pfl_free(pfl *p);
 
 /* Patterns some source always tries (held by none of its databases). */
 size_t pfl_always(const pfl *p);
+/* Whether pattern i is tried on every line of a source that has a
+ * database (Hyperscan could not hold it): its cost is never filtered. */
+int pfl_bypassed(const pfl *p, size_t i);
 /* Sources whose database came from pre, not from a compile. */
 int pfl_reused(const pfl *p);
 /* Sources with a database. */

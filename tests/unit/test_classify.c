@@ -626,6 +626,55 @@ static void test_open_hosts(void)
     cls_free(k);
 }
 
+static void count_warning(void *arg, const char *where, const char *msg)
+{
+    (void)where;
+    (void)msg;
+    ++*(int *)arg;
+}
+
+/* A pattern that backtracks catastrophically: PCRE2 gives up at its
+ * match limit and the line counts as no match. That was silent; now it
+ * is counted (and logged with the signature), and `rules check` warns of
+ * such a pattern (rules/lint.c). */
+static void test_match_limit(void)
+{
+    static const char rules[] =
+        "family: t\n"
+        "signatures:\n"
+        "  - {id: t.nested, source: app, fact: job_fault, match: "
+        "'^error: (\\w+\\s?)+$', examples: [{line: 'error: bad thing', "
+        "fact: job_fault}]}\n";
+    pb_catalog *k = pb_catalog_new();
+    classifier *x = NULL;
+    fact f[CLS_MAX_FACTS];
+    char line[200];
+    cs_err err;
+    sig s;
+    int warned = 0;
+
+    CHECK_INT(pb_catalog_add(k, "t.yaml", rules, sizeof rules - 1, NULL, NULL),
+              0);
+    CHECK_INT(pb_catalog_link(k, NULL, NULL), 0);
+    CHECK_INT(pb_catalog_lint(k, count_warning, &warned), 1);
+    CHECK_INT(warned, 1);
+    CHECK((x = cls_new(k, &err)) != NULL);
+    if (!x)
+        goto out;
+    snprintf(line, sizeof line, "error: %s!", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    s = app("r1", 0, line, "2026-03-02T08:10:04Z");
+    CHECK_INT(cls_classify(x, &s, f), 0);
+    CHECK_INT(cls_limit_hits(x), 1);
+    sig_free(&s);
+    s = app("r1", 0, "error: bad thing", "2026-03-02T08:10:05Z");
+    CHECK_INT(cls_classify(x, &s, f), 1);
+    CHECK_INT(cls_limit_hits(x), 1);
+    sig_free(&s);
+out:
+    cls_free(x);
+    pb_catalog_free(k);
+}
+
 int main(void)
 {
     cs_err err;
@@ -646,6 +695,7 @@ int main(void)
     test_kmsg_xid();
     test_desync_report();
     test_open_hosts();
+    test_match_limit();
     cls_free(c);
     pb_catalog_free(cat);
     return check_report();

@@ -27,6 +27,9 @@ static void test_embedded(void)
     const pb_scenario *s = pb_find(c, "hw.gpu_off_bus");
 
     CHECK(pb_catalog_count(c) >= 8);
+    /* no built-in pattern backtracks catastrophically or escapes the
+     * prefilter (what `rules check` warns of) */
+    CHECK_INT(pb_catalog_lint(c, collect, NULL), 0);
     CHECK(s != NULL);
     if (s) {
         CHECK_INT(s->node_level, 1);

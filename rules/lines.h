@@ -1,0 +1,26 @@
+/* Reading log lines the way the classifier needs them: the small string
+ * tests it runs on every line, apart from the classifier's state. A leaf:
+ * it knows no signal, fact or catalog. */
+#ifndef CS_LINES_H
+#define CS_LINES_H
+
+#include <stddef.h>
+
+/* The rank prefix torchrun puts on a line ("[rank3]: ", "[RANK 3] "):
+ * its length, 0 when there is none; *rank gets the number. */
+size_t ln_rank_prefix(const char *l, int *rank);
+/* The text after "NVRM: " when the kernel line may be a piece of a driver
+ * message printed over several lines, else NULL (an Xid report is one
+ * line of its own). */
+const char *ln_kmsg_part(const char *line);
+/* num (a number) in unit (B, KiB, MB, GiB...) as bytes; -1: no unit. */
+double ln_to_bytes(const char *num, const char *unit);
+/* A traceback's frame line: indented. */
+int ln_is_frame(const char *l);
+/* One report line as the detail keeps it: no indent, no "- " bullet. */
+const char *ln_report_piece(const char *line);
+/* The line, trailing blanks aside, ends with ':' / with . ! or ?. */
+int ln_ends_with_colon(const char *t);
+int ln_ends_sentence(const char *l);
+
+#endif
