@@ -42,7 +42,6 @@ struct run {
     char id[32];
     json_t *req, *target, *params; /* target, params: borrowed from req */
     const pb_playbook *pb;
-    pb_approval approval;
     char who[96];          /* "engine" or "human:NAME" */
     int approved, in_batch, durable;
     int owner;             /* this run acts for its id (no other may) */

@@ -84,6 +84,70 @@ static const pb_budget *spent(guard *g, const guard_req *r, int *count)
     return NULL;
 }
 
+/* auto < canary < hitl */
+static const pb_approval by_rank[] = {APPR_AUTO, APPR_CANARY, APPR_HITL};
+
+static int rank(pb_approval a)
+{
+    return a == APPR_AUTO ? 0 : a == APPR_CANARY ? 1 : 2;
+}
+
+static pb_approval stricter(pb_approval a, pb_approval b)
+{
+    return rank(a) >= rank(b) ? a : b;
+}
+
+/* The least a class may run under, whatever its playbook says. */
+static pb_approval class_floor(pb_class k)
+{
+    return k == PB_CLASS_DESTRUCTIVE ? APPR_HITL
+           : k == PB_CLASS_CHANGE    ? APPR_CANARY : APPR_AUTO;
+}
+
+/* The strictest approval s asks for pb over its steps; -1: none proposes
+ * it. Several steps may (one per `when`): the request does not say which
+ * it came from, so the strictest stands. */
+static int scenario_asks(const pb_scenario *s, const pb_playbook *pb)
+{
+    int best = -1;
+
+    for (int i = 0; s && i < s->nsteps; i++)
+        if (!strcmp(s->steps[i].playbook, pb->id) &&
+            rank(s->steps[i].approval) > best)
+            best = rank(s->steps[i].approval);
+    return best;
+}
+
+pb_approval guard_required(const pb_catalog *c, const pb_playbook *pb,
+                           const char *scenario, const char *root,
+                           pb_approval asked, char *why, size_t len)
+{
+    const pb_scenario *s = scenario ? pb_find(c, scenario) : NULL;
+    const pb_scenario *rs = s && s->root_actions && root ? pb_find(c, root)
+                                                         : NULL;
+    int own = scenario_asks(s, pb);
+    int of_root = rs && rs != s ? scenario_asks(rs, pb) : -1;
+    pb_approval need = stricter(pb->approval, class_floor(pb->cls));
+
+    if (!s) {
+        snprintf(why, len, "scenario '%.80s' is not in this executor's rules",
+                 scenario ? scenario : "");
+        return APPR_HITL;
+    }
+    if (own < 0 && of_root < 0) {
+        snprintf(why, len, "scenario %s does not propose it", s->id);
+        return APPR_HITL;
+    }
+    snprintf(why, len, "its playbook asks for hitl");
+    if (need != APPR_HITL && (own == 2 || of_root == 2))
+        snprintf(why, len, "scenario %s asks for hitl",
+                 own == 2 ? s->id : rs->id);
+    need = stricter(need, by_rank[own > of_root ? own : of_root]);
+    if (need != APPR_HITL && asked == APPR_HITL)
+        snprintf(why, len, "the request asks for hitl");
+    return stricter(need, asked);
+}
+
 static guard_decision decide(guard_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -103,6 +167,8 @@ guard_decision guard_check(guard *g, const guard_req *r)
 {
     const pb_playbook *pb = r->pb;
     pb_mode mode = r->mode < pb->mode ? r->mode : pb->mode;
+    pb_approval need = stricter(stricter(r->approval, pb->approval),
+                                class_floor(pb->cls));
     const pb_budget *b;
     int count = 0;
     guard_decision d;
@@ -129,16 +195,18 @@ guard_decision guard_check(guard *g, const guard_req *r)
                  b->per_rack && r->rack ? r->rack : "");
         return d;
     }
-    if (r->approval == APPR_HITL)
-        return decide(GUARD_APPROVAL, "%s %s: the incident asks for a human's "
-                      "approval", pb->id, pb->version);
+    if (need == APPR_HITL)
+        return decide(GUARD_APPROVAL, "%s %s needs a human's approval%s%s",
+                      pb->id, pb->version, r->approval_why ? ": " : "",
+                      r->approval_why ? r->approval_why : "");
     if (mode == PB_MODE_CANARY && pb->cls == PB_CLASS_CHANGE && !r->canary)
         return decide(GUARD_APPROVAL, "%s %s in canary mode: runs alone on "
                       "canary nodes only, this one is not", pb->id,
                       pb->version);
-    if (pb->cls == PB_CLASS_CHANGE && pb->approval != APPR_AUTO && !r->canary)
-        return decide(GUARD_APPROVAL, "%s %s changes a node: it needs an "
-                      "approval or a canary node", pb->id, pb->version);
+    if (need == APPR_CANARY && !r->canary)
+        return decide(GUARD_APPROVAL, "%s %s%s: it needs an approval or a "
+                      "canary node", pb->id, pb->version,
+                      pb->cls == PB_CLASS_CHANGE ? " changes a node" : "");
     return decide(GUARD_RUN, "%s %s: within its guardrails", pb->id,
                   pb->version);
 }

@@ -21,7 +21,10 @@ typedef enum {
 typedef struct guard_req {
     const pb_playbook *pb;
     pb_mode mode;       /* the operator's mode for it: never above pb->mode */
-    pb_approval approval; /* what the action request says: auto or hitl */
+    pb_approval approval; /* what the executor requires (guard_required);
+                           * never less than the playbook's own and its
+                           * class's, whatever is passed here */
+    const char *approval_why; /* where a hitl comes from, or NULL */
     int approved;       /* a human approved this action */
     int canary;         /* its node is on the canary list */
     const char *cluster, *rack; /* rack may be NULL or "" */
@@ -34,6 +37,17 @@ typedef struct guard_decision {
 } guard_decision;
 
 typedef struct guard guard;
+
+/* The approval an action needs, decided from the executor's own catalog:
+ * the strictest of the playbook's least, its class's (a change is never
+ * auto, a destructive one always hitl), and what the incident's scenario
+ * asks for the playbook (with root_actions, its root scenario's too; a
+ * scenario that does not propose it, or that the catalog lacks, gives no
+ * ground to act alone: hitl). asked, the request's own field, can only
+ * make it stricter. why says where a hitl comes from. */
+pb_approval guard_required(const pb_catalog *c, const pb_playbook *pb,
+                           const char *scenario, const char *root,
+                           pb_approval asked, char *why, size_t len);
 
 guard *guard_new(void);
 void guard_free(guard *g);

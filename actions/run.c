@@ -250,8 +250,6 @@ run *run_new(act *a, json_t *req)
     r->params = json_object_get(action, "params");
     pb = json_string_value(json_object_get(action, "playbook"));
     r->pb = pb ? pb_playbook_find(a->o.rules, pb) : NULL;
-    const char *appr = json_string_value(json_object_get(action, "approval"));
-    r->approval = appr && !strcmp(appr, "auto") ? APPR_AUTO : APPR_HITL;
     str_copy(r->id, sizeof r->id, run_req_str(r, "id") ? run_req_str(r, "id") : "");
     if (!r->id[0])
         pb_action_id(run_req_str(r, "incident") ? run_req_str(r, "incident") : "",
@@ -604,11 +602,27 @@ static void started(run *r)
     facts_then(r, preconditions);
 }
 
+/* The approval the request asks for: it can only add to what the
+ * catalog requires (guard_required), so anything but "auto" is hitl. */
+static pb_approval asked_of(const run *r)
+{
+    const char *a = json_string_value(
+        json_object_get(json_object_get(r->req, "action"), "approval"));
+
+    return a && !strcmp(a, "auto") ? APPR_AUTO : APPR_HITL;
+}
+
 void run_decide(run *r)
 {
     act *a = r->a;
+    char awhy[160];
+    const char *root = json_string_value(
+        json_object_get(json_object_get(r->req, "root_cause"), "scenario"));
+    pb_approval need = guard_required(a->o.rules, r->pb,
+                                      run_req_str(r, "scenario"), root,
+                                      asked_of(r), awhy, sizeof awhy);
     guard_req gr = {.pb = r->pb, .mode = ex_mode_for(a->o.ex, r->pb, a->o.mode),
-                  .approval = r->approval,
+                    .approval = need, .approval_why = awhy,
                     .approved = r->approved, .canary = on_canary(a, node_of(r)),
                     .cluster = run_req_str(r, "cluster") ? run_req_str(r, "cluster")
                                                      : "default",

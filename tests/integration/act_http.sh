@@ -102,32 +102,30 @@ C
 }
 config > "$tmp/act.yaml"
 echo "carol-secret" > "$tmp/carol.token"
-echo "carol file:$tmp/carol.token change" > "$tmp/approvers"
+echo "carol file:$tmp/carol.token change,recovery" > "$tmp/approvers"
 
 act_n=0
 start_act() {
   act_n=$((act_n + 1))
-  "$bin" act --brokers "$brokers" --redis "$tmp/redis.sock" --mode on \
+  start_act_n $act_n --brokers "$brokers" --redis "$tmp/redis.sock" --mode on \
     --scheduler k8s --canary gpu-a --config "$1" --approvers "$tmp/approvers" \
-    --port 0 --verify-poll-ms 100 > "$tmp/act$act_n.out" 2> "$tmp/act$act_n.err" &
-  act_pid=$!
-  pids+=($act_pid)
-  for _ in $(seq 1 100); do
-    api=$(sed -n 's/^act: approvals API on \(http[^ ]*\).*/\1/p' "$tmp/act$act_n.out" 2>/dev/null || true)
-    [ -n "$api" ] && return 0
-    sleep 0.05
-  done
-  fail "cascade act did not start: $(cat "$tmp/act$act_n.err")"
+    --port 0 --verify-poll-ms 100
 }
 
-# req ID INCIDENT PLAYBOOK APPROVAL TARGET [PARAMS]: one action request as
-# the correlator writes it (with status, root cause and proposed actions).
+# req ID INCIDENT PLAYBOOK APPROVAL TARGET [PARAMS] [SCENARIO]: one action
+# request as the correlator writes it (with status, root cause and proposed
+# actions) for an incident of SCENARIO (default hw.ecc_uncorrectable).
 req() {
-  printf '%s\n' "{\"id\":\"$(aid $1)\",\"incident\":\"inc-$2\",\"scenario\":\"hw.ecc_uncorrectable\",\"cluster\":\"prod-a\",\"rack\":\"r7\",\"summary\":\"uncorrectable ECC on gpu-a (GPU 3), 2 jobs failed\",\"status\":\"open\",\"root_cause\":{\"scenario\":\"hw.ecc_uncorrectable\",\"node\":\"gpu-a\",\"ts\":\"2026-11-21T03:00:00Z\"},\"proposed\":[\"node.drain (canary)\",\"ticket.create (auto)\"],\"action\":{\"playbook\":\"$3\",\"approval\":\"$4\",\"target\":$5,\"params\":${6:-{\}},\"state\":\"proposed\"}}" |
+  printf '%s\n' "{\"id\":\"$(aid $1)\",\"incident\":\"inc-$2\",\"scenario\":\"${7:-hw.ecc_uncorrectable}\",\"cluster\":\"prod-a\",\"rack\":\"r7\",\"summary\":\"uncorrectable ECC on gpu-a (GPU 3), 2 jobs failed\",\"status\":\"open\",\"root_cause\":{\"scenario\":\"hw.ecc_uncorrectable\",\"node\":\"gpu-a\",\"ts\":\"2026-11-21T03:00:00Z\"},\"proposed\":[\"node.drain (canary)\",\"ticket.create (auto)\"],\"action\":{\"playbook\":\"$3\",\"approval\":\"$4\",\"target\":$5,\"params\":${6:-{\}},\"state\":\"proposed\"}}" |
     kcat -b "$brokers" -P -t cascade.actions -k "inc-$2" 2>>"$tmp/kcat.err"
 }
 
 aid() { printf 'act-%016d' "$1"; }
+# approve N: carol approves the action.
+approve() {
+  "$bin" approve "$(aid $1)" --url "$api" --token-file "$tmp/carol.token" > "$tmp/approve.out" ||
+    fail "carol could not approve $(aid $1): $(cat "$tmp/approve.out")"
+}
 
 # vendor SELECTOR: the vendor server's log entries jq selects
 vendor() { jq -c "select($1)" "$tmp/vendor.log"; }
@@ -180,9 +178,10 @@ vendor '.vendor == "pagerduty"' | jq -s -e 'length == 2 and .[0].body.event_acti
   fail "PagerDuty did not get trigger then resolve under dedup key inc-3"
 
 # 4. node.drain on the canary node: cordon (owned by the incident) and
-#    taint; verified from the API (CORDONED). Then resume: uncordon, and
-#    cascade's taint is gone while the node's own stays.
-req 6 4 node.drain auto '{"node":"gpu-a"}'
+#    taint; verified from the API (CORDONED). Then resume (approved: no
+#    scenario proposes one): uncordon, and cascade's taint is gone while
+#    the node's own stays.
+req 6 4 node.drain auto '{"node":"gpu-a"}' '{}' hw.ecc_correctable_rising
 until_event "$(aid 6)" done
 audit | jq -r 'select(.action == "'"$(aid 6)"'" and .event == "done") |
   .before["node.state"] == "SCHEDULABLE" and .after["node.state"] == "CORDONED" and
@@ -195,6 +194,8 @@ vendor '.vendor == "k8s" and .method == "PATCH" and .path == "/api/v1/nodes/gpu-
     (.[1].body.metadata.resourceVersion | length > 0)' >/dev/null ||
   fail "cordon or taint did not send the documented patches"
 req 7 5 node.resume auto '{"node":"gpu-a"}'
+until_event "$(aid 7)" waiting
+approve 7
 until_event "$(aid 7)" done
 vendor '.vendor == "k8s" and .method == "PATCH" and .path == "/api/v1/nodes/gpu-a"' | tail -n 1 |
   jq -e '.body.spec.unschedulable == false and (.body.spec.taints | map(.key) == ["nvidia.com/gpu"]) and
@@ -203,6 +204,8 @@ vendor '.vendor == "k8s" and .method == "PATCH" and .path == "/api/v1/nodes/gpu-
 
 # 5. A node a human cordoned is theirs.
 req 8 6 node.resume auto '{"node":"gpu-h"}'
+until_event "$(aid 8)" waiting
+approve 8
 until_event "$(aid 8)" refused
 [ "$(count '.path == "/api/v1/nodes/gpu-h" and .method == "PATCH"')" = 0 ] || fail "cascade touched gpu-h"
 
@@ -214,7 +217,8 @@ until_event "$(aid 9)" done
 
 # 7. job.resubmit: the Job again, under a new name, with the incident's
 #    patch (env, nodes to avoid) and without the old Job's identity.
-req 10 8 job.resubmit auto '{"job":"train-1"}' '{"env":{"NCCL_P2P_DISABLE":"1"},"exclude_nodes":["gpu-a"],"batch_size":16}'
+req 10 8 job.resubmit auto '{"job":"train-1"}' '{"env":{"NCCL_P2P_DISABLE":"1"},"exclude_nodes":["gpu-a"],"batch_size":16}' \
+  cascade.node_crash
 until_event "$(aid 10)" done
 vendor '.method == "POST" and .path == "/apis/batch/v1/namespaces/ml/jobs"' | jq -e '
   .status == 201 and (.body.metadata.name | test("^train-1-[0-9a-z]{6}$")) and
@@ -231,7 +235,7 @@ until_event "$(aid 11)" proposed
 # 9. An API error is a failed step with the server's reason.
 req 12 10 job.cancel auto '{"job":"no-such-job"}'
 until_event "$(aid 12)" done   # already gone: 404 on delete is success
-req 13 11 job.resubmit auto '{"job":"no-such-job"}'
+req 13 11 job.resubmit auto '{"job":"no-such-job"}' '{}' cascade.node_crash
 until_event "$(aid 13)" failed
 audit | jq -r 'select(.action == "'"$(aid 13)"'" and .event == "step_failed") | .detail' |
   grep -q 'HTTP 404: jobs.batch "no-such-job" not found' || fail "the failed step does not say why"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # cascade act against a real SLURM controller (slurmctld, slurmd, munge from
 # Debian) started here: drains really drain (sinfo shows it, with the
-# incident in the reason), resume resumes, the budget stops the third drain
-# of a rack until a human approves it, a human's drain is left alone, a
-# resubmission excludes the bad node and sets the incident's environment,
-# a redelivered request runs nothing twice, and kill -9 in the middle of a
-# step neither repeats the step nor leaves the node drained without an
-# audit record saying why. Every decision is checked on cascade.audit.
+# incident in the reason), resume resumes once a human approves it, the
+# budget stops the third drain of a rack until a human approves it, a
+# human's drain is left alone, a resubmission excludes the bad node and
+# sets the incident's environment, a redelivered request runs nothing
+# twice, and kill -9 in the middle of a step neither repeats the step nor
+# leaves the node drained without an audit record saying why. Every
+# decision is checked on cascade.audit.
 # usage: act_slurm.sh CASCADE_BIN
 set -euo pipefail
 bin=$(realpath "$1")
@@ -42,33 +43,34 @@ A
 act_n=0
 start_act() {
   act_n=$((act_n + 1))
-  "$bin" act --brokers "$brokers" --redis "$tmp/redis.sock" --mode on \
+  start_act_n $act_n --brokers "$brokers" --redis "$tmp/redis.sock" --mode on \
     --scheduler slurm --canary gpu-001,gpu-002,gpu-003,gpu-005 \
     --slurm-bin "$tmp/bin" --approvers "$tmp/approvers" --port 0 \
-    --verify-poll-ms 200 > "$tmp/act$act_n.out" 2> "$tmp/act$act_n.err" &
-  act_pid=$!
-  pids+=($act_pid)
-  for _ in $(seq 1 100); do
-    api=$(sed -n 's/^act: approvals API on \(http[^ ]*\).*/\1/p' "$tmp/act$act_n.out" 2>/dev/null || true)
-    [ -n "$api" ] && return 0
-    sleep 0.05
-  done
-  fail "cascade act did not start"
+    --verify-poll-ms 200
 }
 
-# request ID-SUFFIX PLAYBOOK APPROVAL TARGET [PARAMS] [RACK]: one action
-# request as the correlator writes it; the id is printed.
+# request ID-SUFFIX PLAYBOOK APPROVAL TARGET [PARAMS] [RACK] [SCENARIO]: one
+# action request as the correlator writes it for an incident of SCENARIO
+# (default hw.ecc_uncorrectable); the id is printed.
 request() {
-  local id="act-test$1" rack=${6:-r1}
-  printf '%s\n' "{\"id\":\"$id\",\"incident\":\"inc-$1\",\"scenario\":\"hw.ecc_uncorrectable\",\"cluster\":\"default\",\"rack\":\"$rack\",\"summary\":\"test $1\",\"action\":{\"playbook\":\"$2\",\"approval\":\"$3\",\"target\":$4,\"params\":${5:-{\}},\"state\":\"proposed\"}}" |
+  local id="act-test$1" rack=${6:-r1} scenario=${7:-hw.ecc_uncorrectable}
+  printf '%s\n' "{\"id\":\"$id\",\"incident\":\"inc-$1\",\"scenario\":\"$scenario\",\"cluster\":\"default\",\"rack\":\"$rack\",\"summary\":\"test $1\",\"action\":{\"playbook\":\"$2\",\"approval\":\"$3\",\"target\":$4,\"params\":${5:-{\}},\"state\":\"proposed\"}}" |
     kcat -b "$brokers" -P -t cascade.actions -k "inc-$1" 2>>"$tmp/kcat.err"
   echo "$id"
 }
 
 start_act
 
-# 1. A drain on a canary node runs alone and really drains.
-a1=$(request 1 node.drain auto '{"node":"gpu-001"}')
+# approve ID: alice approves the action.
+approve() {
+  "$bin" approve "$1" --url "$api" --token-file "$tmp/alice.token" > "$tmp/approve.out" ||
+    fail "alice could not approve $1: $(cat "$tmp/approve.out")"
+}
+
+# 1. A drain on a canary node runs alone and really drains (rising
+#    correctable errors: the scenario drains on a canary node alone).
+rising=hw.ecc_correctable_rising
+a1=$(request 1 node.drain auto '{"node":"gpu-001"}' '{}' r1 $rising)
 until_event "$a1" done
 [ "$(node_state gpu-001)" = drained ] || fail "gpu-001 is $(node_state gpu-001), not drained"
 node_reason gpu-001 | grep -q "cascade inc-1" || fail "gpu-001's reason names no incident: $(node_reason gpu-001)"
@@ -78,9 +80,9 @@ audit | jq -r --arg a "$a1" 'select(.action == $a and .event == "done") |
   fail "the done record lacks playbook, version, who or state before/after"
 
 # 2. The second drain of rack r1 in the hour runs; 3. the third waits.
-a2=$(request 2 node.drain auto '{"node":"gpu-002"}')
+a2=$(request 2 node.drain auto '{"node":"gpu-002"}' '{}' r1 $rising)
 until_event "$a2" done
-a3=$(request 3 node.drain auto '{"node":"gpu-003"}')
+a3=$(request 3 node.drain auto '{"node":"gpu-003"}' '{}' r1 $rising)
 until_event "$a3" waiting
 audit | jq -r --arg a "$a3" 'select(.action == $a and .event == "waiting") |
   .detail | test("budget spent: 2 of 2 per rack")' | grep -qx true ||
@@ -105,15 +107,21 @@ set +e
 set -e
 [ "$rc_again" = 1 ] && grep -q "not waiting" "$tmp/again.out" || fail "a second approval was taken: $(cat "$tmp/again.out")"
 
-# 5. A human's drain is theirs: cascade neither resumes it nor drains it.
+# 5. A human's drain is theirs: cascade neither resumes it nor drains it,
+#    approved or not. (No scenario proposes a resume: it waits for a human.)
 scontrol update NodeName=gpu-004 State=DRAIN Reason="disk swap, ticket OPS-12"
 a5=$(request 5 node.resume auto '{"node":"gpu-004"}' '{}' r2)
+until_event "$a5" waiting
+approve "$a5"
 until_event "$a5" refused
 [ "$(node_state gpu-004)" = drained ] || fail "cascade resumed a node a human drained"
 [ "$(node_reason gpu-004)" = "disk swap, ticket OPS-12" ] || fail "the human's reason changed: $(node_reason gpu-004)"
 
-# 6. Resume of a node cascade drained runs, budget spent or not.
+# 6. Resume of a node cascade drained runs once approved, budget spent or
+#    not.
 a6=$(request 6 node.resume auto '{"node":"gpu-001"}')
+until_event "$a6" waiting
+approve "$a6"
 until_event "$a6" done
 [ "$(node_state gpu-001)" = idle ] || fail "gpu-001 was not resumed: $(node_state gpu-001)"
 
@@ -133,7 +141,8 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 a8=$(request 8 job.resubmit auto "{\"job\":\"$jid\",\"job_name\":\"train-7b\"}" \
-     '{"exclude_nodes":["gpu-005"],"env":{"NCCL_DEBUG":"INFO"},"batch_size":16}')
+     '{"exclude_nodes":["gpu-005"],"env":{"NCCL_DEBUG":"INFO"},"batch_size":16}' r1 \
+     cascade.node_crash)
 until_event "$a8" done
 new=$(audit | jq -r --arg a "$a8" 'select(.action == $a and .event == "step_ok") | .detail' |
       sed -n 's/.*resubmitted as \([0-9]*\).*/\1/p')
@@ -144,7 +153,7 @@ scontrol show job -o "$new" | grep -q "WorkDir=$tmp/work " || fail "job $new los
 
 # 9. A redelivered request runs nothing again.
 before=$(grep -c "State=DRAIN" "$tmp/calls.log")
-request 1 node.drain auto '{"node":"gpu-001"}' > /dev/null
+request 1 node.drain auto '{"node":"gpu-001"}' '{}' r1 $rising > /dev/null
 for _ in $(seq 1 100); do
   [ "$(audit | jq -r --arg a "$a1" 'select(.action == $a and .event == "duplicate") | .event' | wc -l)" -ge 1 ] && break
   sleep 0.1
@@ -168,7 +177,7 @@ grep -q "node.explode' is not in this executor's rules" "$tmp/dead.txt" && grep 
 # 11. kill -9 in the middle of a drain: the step is not run twice, and the
 #     drained node has its audit record.
 touch "$tmp/slow"
-a11=$(request 11 node.drain auto '{"node":"gpu-005"}' '{}' r3)
+a11=$(request 11 node.drain auto '{"node":"gpu-005"}' '{}' r3 $rising)
 until_event "$a11" step_started
 sleep 0.5
 kill -9 "$act_pid"

@@ -35,17 +35,28 @@ done
 touch "$tmp/calls.log"
 printf 'slurmrestd: {url: "unix:%s"}\n' "$tmp/rest.sock" > "$tmp/act.yaml"
 
+echo "alice-secret" > "$tmp/alice.token"
+echo "alice file:$tmp/alice.token change,recovery" > "$tmp/approvers"
 "$bin" act --brokers "$brokers" --redis "$tmp/redis.sock" --mode on --scheduler slurm \
   --canary gpu-001,gpu-002 --slurm-bin "$tmp/bin" --config "$tmp/act.yaml" \
+  --approvers "$tmp/approvers" --port 0 \
   --verify-poll-ms 200 > "$tmp/act.out" 2> "$tmp/act.err" &
 act_pid=$!; pids+=($act_pid)
 for _ in $(seq 1 100); do grep -q "executors: slurm slurmrestd" "$tmp/act.out" 2>/dev/null && break; sleep 0.05; done
 grep -q "executors: slurm slurmrestd" "$tmp/act.out" || fail "cascade act did not start with slurmrestd"
+api=$(sed -n 's/^act: approvals API on \(http[^ ]*\).*/\1/p' "$tmp/act.out")
+[ -n "$api" ] || fail "cascade act serves no approvals API"
 
+# request N PLAYBOOK TARGET [SCENARIO]: a request of an incident of
+# SCENARIO (default hw.ecc_uncorrectable); its id is printed.
 request() {
-  printf '%s\n' "{\"id\":\"act-$(printf %016d "$1")\",\"incident\":\"inc-$1\",\"scenario\":\"hw.ecc_uncorrectable\",\"cluster\":\"default\",\"rack\":\"r$1\",\"summary\":\"test $1\",\"action\":{\"playbook\":\"$2\",\"approval\":\"auto\",\"target\":$3,\"params\":{},\"state\":\"proposed\"}}" |
+  printf '%s\n' "{\"id\":\"act-$(printf %016d "$1")\",\"incident\":\"inc-$1\",\"scenario\":\"${4:-hw.ecc_uncorrectable}\",\"cluster\":\"default\",\"rack\":\"r$1\",\"summary\":\"test $1\",\"action\":{\"playbook\":\"$2\",\"approval\":\"auto\",\"target\":$3,\"params\":{},\"state\":\"proposed\"}}" |
     kcat -b "$brokers" -P -t cascade.actions -k "inc-$1" 2>>"$tmp/kcat.err"
   printf 'act-%016d' "$1"
+}
+approve() {
+  "$bin" approve "$1" --url "$api" --token-file "$tmp/alice.token" > "$tmp/approve.out" ||
+    fail "alice could not approve $1: $(cat "$tmp/approve.out")"
 }
 rest_log() { grep -c "operations_router: .* $1" "$tmp/rest.err" || true; }
 
@@ -54,8 +65,11 @@ job=$(cd "$tmp" && sbatch --parsable -J train -w gpu-002 --wrap "sleep 600")
 for _ in $(seq 1 100); do [ "$(squeue -h -j "$job" -o %T)" = RUNNING ] && break; sleep 0.1; done
 [ "$(squeue -h -j "$job" -o %T)" = RUNNING ] || fail "the test job did not start"
 
-# 1. A GPU reset with a job on the node: refused on facts read over REST.
+# 1. A GPU reset with a job on the node: refused on facts read over REST
+#    (once a human approved it: a reset always needs one).
 a1=$(request 1 gpu.reset '{"node":"gpu-002"}')
+until_event "$a1" waiting
+approve "$a1"
 until_event "$a1" refused
 audit | jq -r --arg a "$a1" 'select(.action == $a and .event == "refused") | .detail' |
   grep -q "node.jobs is 1" || fail "the reset was not refused for the running job"
@@ -72,7 +86,7 @@ audit | jq -r --arg a "$a2" 'select(.action == $a and .event == "done") | .after
   grep -qx CANCELLED || fail "the cancel's verification did not read CANCELLED over REST"
 
 # 3. node.drain: facts over REST, the drain itself through scontrol.
-a3=$(request 3 node.drain '{"node":"gpu-001"}')
+a3=$(request 3 node.drain '{"node":"gpu-001"}' hw.ecc_correctable_rising)
 until_event "$a3" done
 [ "$(node_state gpu-001)" = drained ] || fail "gpu-001 is not drained"
 grep -q "^scontrol update NodeName=gpu-001 State=DRAIN" "$tmp/calls.log" || fail "the drain did not run scontrol"
@@ -85,6 +99,8 @@ audit | jq -r --arg a "$a3" 'select(.action == $a and .event == "done") |
 # 4. A human's drain, read over REST, is theirs.
 scontrol update NodeName=gpu-003 State=DRAIN Reason="bad fan, OPS-7"
 a4=$(request 4 node.resume '{"node":"gpu-003"}')
+until_event "$a4" waiting
+approve "$a4"
 until_event "$a4" refused
 audit | jq -r --arg a "$a4" 'select(.action == $a and .event == "refused") | .detail' |
   grep -q "node.drained_by is human" || fail "the human's drain was not recognised over REST"

@@ -100,3 +100,19 @@ until_event() {
   audit | jq -c --arg a "$1" 'select(.action == $a) | [.event, .detail]' | tail -n 20
   fail "no '$2' audit record for $1"
 }
+
+# start_act N ARGS...: `cascade act ARGS...` in the background (pid in
+# act_pid, output in act$N.out and act$N.err); waits for its approvals API
+# (--approvers) and puts its URL in api.
+start_act_n() {
+  local n=$1; shift
+  "$bin" act "$@" > "$tmp/act$n.out" 2> "$tmp/act$n.err" &
+  act_pid=$!
+  pids+=($act_pid)
+  for _ in $(seq 1 100); do
+    api=$(sed -n 's/^act: approvals API on \(http[^ ]*\).*/\1/p' "$tmp/act$n.out" 2>/dev/null || true)
+    [ -n "$api" ] && return 0
+    sleep 0.05
+  done
+  fail "cascade act did not start: $(cat "$tmp/act$n.err")"
+}

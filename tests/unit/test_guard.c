@@ -1,4 +1,5 @@
-/* Guardrails on the built-in playbooks: what runs alone, what waits for a
+/* Guardrails on the built-in playbooks: the approval the catalog requires
+ * (never less for what a request says), what runs alone, what waits for a
  * human and why, budgets per rack and per cluster (recovery never held
  * back), shadow and canary modes, and preconditions read on facts. */
 #include "check.h"
@@ -39,11 +40,71 @@ static void test_classes(const pb_catalog *c, guard *g)
     CHECK_INT(guard_check(g, &r).verdict, GUARD_APPROVAL); /* not a canary */
     r.canary = 1;
     CHECK_INT(guard_check(g, &r).verdict, GUARD_RUN);
-    r.approval = APPR_HITL; /* the incident asked for a human */
+    r.approval = APPR_HITL; /* the executor requires a human */
+    r.approval_why = "scenario hw.ecc_uncorrectable asks for hitl";
     d = guard_check(g, &r);
     CHECK_INT(d.verdict, GUARD_APPROVAL);
-    CHECK_STR(d.why, "node.drain 1.0.0: the incident asks for a human's "
-                     "approval");
+    CHECK_STR(d.why, "node.drain 1.0.0 needs a human's approval: scenario "
+                     "hw.ecc_uncorrectable asks for hitl");
+    /* the playbook's own approval holds whatever the caller passes: a GPU
+     * reset (hitl) does not run alone on a canary node */
+    r = req(c, "gpu.reset", "r1", 0);
+    r.canary = 1;
+    CHECK_INT(guard_check(g, &r).verdict, GUARD_APPROVAL);
+}
+
+/* The approval is the catalog's: the playbook's, its class's, and what the
+ * incident's scenario asks for it; the request can only add to it. */
+static void test_required(const pb_catalog *c)
+{
+    const pb_playbook *cancel = pb_playbook_find(c, "job.cancel");
+    const pb_playbook *resume = pb_playbook_find(c, "node.resume");
+    const pb_playbook *drain = pb_playbook_find(c, "node.drain");
+    const pb_playbook *cleanup = pb_playbook_find(c, "node.cleanup");
+    const pb_playbook *resubmit = pb_playbook_find(c, "job.resubmit");
+    char why[160];
+
+    /* job.cancel: auto for an uncorrectable ECC error, hitl for a hang */
+    CHECK_INT(guard_required(c, cancel, "hw.ecc_uncorrectable", NULL,
+                             APPR_AUTO, why, sizeof why), APPR_AUTO);
+    CHECK_INT(guard_required(c, cancel, "nccl.hang_busy_wait", NULL,
+                             APPR_AUTO, why, sizeof why), APPR_HITL);
+    CHECK_STR(why, "scenario nccl.hang_busy_wait asks for hitl");
+    /* the request's field only ever makes it stricter */
+    CHECK_INT(guard_required(c, cancel, "hw.ecc_uncorrectable", NULL,
+                             APPR_HITL, why, sizeof why), APPR_HITL);
+    CHECK_STR(why, "the request asks for hitl");
+    /* no scenario proposes node.resume; an unknown scenario proposes nothing */
+    CHECK_INT(guard_required(c, resume, "hw.ecc_uncorrectable", NULL,
+                             APPR_AUTO, why, sizeof why), APPR_HITL);
+    CHECK_STR(why, "scenario hw.ecc_uncorrectable does not propose it");
+    CHECK_INT(guard_required(c, cancel, "no.such_scenario", NULL, APPR_AUTO,
+                             why, sizeof why), APPR_HITL);
+    CHECK_STR(why, "scenario 'no.such_scenario' is not in this executor's rules");
+    CHECK_INT(guard_required(c, cancel, NULL, NULL, APPR_AUTO, why, sizeof why),
+              APPR_HITL);
+    /* canary where the scenario says canary: the node list decides */
+    CHECK_INT(guard_required(c, drain, "hw.ecc_correctable_rising", NULL,
+                             APPR_AUTO, why, sizeof why), APPR_CANARY);
+    CHECK_INT(guard_required(c, drain, "hw.ecc_uncorrectable", NULL,
+                             APPR_AUTO, why, sizeof why), APPR_HITL);
+    /* destructive is hitl whatever anything says */
+    CHECK_INT(guard_required(c, cleanup, "node.stale_state", NULL, APPR_AUTO,
+                             why, sizeof why), APPR_HITL);
+    CHECK_STR(why, "its playbook asks for hitl");
+    /* a dependency chain keeps its root's response, and resubmits the
+     * pipeline once a human approves: the same playbook on the same job,
+     * which the request does not tell apart, so the strictest stands */
+    CHECK_INT(guard_required(c, resubmit, "cascade.dependency_chain",
+                             "oom.batch_size", APPR_AUTO, why, sizeof why),
+              APPR_HITL);
+    CHECK_INT(guard_required(c, pb_playbook_find(c, "ticket.create"),
+                             "cascade.dependency_chain", "creds.expired",
+                             APPR_AUTO, why, sizeof why), APPR_AUTO);
+    /* the root counts only for a scenario that keeps the root's response */
+    CHECK_INT(guard_required(c, cancel, "cascade.node_crash",
+                             "hw.ecc_uncorrectable", APPR_AUTO, why, sizeof why),
+              APPR_HITL);
 }
 
 /* node.drain: 2 per rack and 10 per cluster an hour. The third drain in a
@@ -142,6 +203,7 @@ int main(void)
     guard *g = guard_new();
 
     test_classes(c, g);
+    test_required(c);
     test_budgets(c);
     test_modes(c, g);
     test_preconditions(c);
