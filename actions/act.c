@@ -96,21 +96,35 @@ static void on_ledger(void *arg, redisReply *reply)
              reply->elements / 2);
 }
 
+/* An action a stop cut off: its id in the active set, its request read
+ * from its journal entry. */
+typedef struct resuming {
+    act *a;
+    char id[32];
+} resuming;
+
+/* The run goes on as the entry it was read from says, once its seal
+ * verifies (run_load); an entry with no usable request is refused. */
 static void on_resume_req(void *arg, redisReply *reply)
 {
-    act *a = arg;
-    json_t *req;
+    resuming *rs = arg;
+    json_t *req = NULL;
     char why[200];
+    run *r;
 
-    if (!reply)
-        return;
-    if (reply->type == REDIS_REPLY_STRING &&
-        (req = json_loads(reply->str, 0, NULL))) {
-        if (!run_invalid(a, req, why, sizeof why))
-            run_load(run_new(a, req));
-        else
-            json_decref(req);
+    if (reply && reply->type == REDIS_REPLY_STRING)
+        req = json_loads(reply->str, 0, NULL);
+    if (req && !run_invalid(rs->a, req, why, sizeof why)) {
+        r = run_new(rs->a, req);
+        str_copy(r->id, sizeof r->id, rs->id);
+        run_load(r);
+    } else if (reply) {
+        json_decref(req);
+        r = run_new(rs->a, json_pack("{s:s}", "id", rs->id));
+        r->durable = 1;
+        run_jr_refuse(r, NULL, "its request is missing or unusable here");
     }
+    free(rs);
 }
 
 static void on_active(void *arg, redisReply *reply)
@@ -124,10 +138,16 @@ static void on_active(void *arg, redisReply *reply)
             log_info("act", "%zu action(s) were running when the executor "
                      "last stopped; resuming them", reply->elements);
         for (size_t i = 0; i < reply->elements; i++) {
+            resuming *rs;
             char key[96];
             const char *argv[] = {"HGET", key, "req"};
-            run_key_of(key, sizeof key, reply->element[i]->str ? reply->element[i]->str : "", NULL);
-            jr_cmd(a->jr, on_resume_req, a, 3, argv);
+            if (!reply->element[i]->str || !*reply->element[i]->str)
+                continue;
+            rs = xcalloc(1, sizeof *rs);
+            rs->a = a;
+            str_copy(rs->id, sizeof rs->id, reply->element[i]->str);
+            run_key_of(key, sizeof key, rs->id, NULL);
+            jr_cmd(a->jr, on_resume_req, rs, 3, argv);
         }
     }
     a->ready = 1;
@@ -197,6 +217,14 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
     a->prod = prod;
     a->btrk = kfk_tracker_new();
     a->g = guard_new();
+    a->o.journal_key = NULL; /* the seal holds its copy */
+    if (!(a->seal = seal_new(o->journal_key, o->journal_key ?
+                             strlen(o->journal_key) : 0, err)))
+        goto fail;
+    if (!seal_kept(a->seal))
+        log_warn("act", "no journal key (journal.key in --config, or "
+                 "--journal-key): actions a restart finds running or waiting "
+                 "will be refused, since their seals cannot be verified");
     if (executors(a, base, o, err))
         goto fail;
     if (!(a->jr = jr_new(base, o->redis, err)))
@@ -249,6 +277,7 @@ void act_free(act *a)
     if (a->commit_timer)
         event_free(a->commit_timer);
     guard_free(a->g);
+    seal_free(a->seal);
     kfk_tracker_release(a->btrk);
     free(a);
 }

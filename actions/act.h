@@ -6,7 +6,8 @@
  * Exactly once per action id, whatever Kafka redelivers: every action has
  * a journal in Redis (act:ID) that is written, and acknowledged, before a
  * step starts and after it ends, together with an audit record Kafka has
- * confirmed. A process killed mid-step finds the step marked running when
+ * confirmed. Every entry carries a seal (actions/seal.h); one that does
+ * not verify is refused, never run. A process killed mid-step finds the step marked running when
  * the request comes again; it does not run it a second time, says so in
  * the audit topic, and lets the verification decide. Offsets are committed
  * once every action of a batch is in a durable state (done, failed,
@@ -34,6 +35,10 @@ typedef struct act_opts {
     const char *slurm_bin;   /* "" = PATH */
     int approval_ttl_s;      /* a pending approval expires after this */
     int verify_poll_ms;      /* how often a verification reads facts */
+    /* The journal's seal key (a secret's text, at least SEAL_KEY_MIN
+     * bytes; copied): NULL makes one for this process alone, and a
+     * restart then refuses the entries it finds (docs/ACTIONS.md). */
+    const char *journal_key;
 } act_opts;
 
 typedef struct act_stats {

@@ -16,6 +16,7 @@
 #include "actions/guard.h"
 #include "actions/httpc.h"
 #include "actions/journal.h"
+#include "actions/seal.h"
 #include "core/kafka.h"
 #include "rules/playbooks.h"
 
@@ -43,6 +44,7 @@ struct run {
     json_t *req, *target, *params; /* target, params: borrowed from req */
     const pb_playbook *pb;
     char who[96];          /* "engine" or "human:NAME" */
+    seal_entry jr;         /* the sealed fields as journaled */
     int approved, in_batch, durable;
     int owner;             /* this run acts for its id (no other may) */
     int phase, step, interrupted; /* interrupted: the step found running */
@@ -67,6 +69,7 @@ struct act {
     kfk_consumer *cons;
     kfk_tracker *btrk; /* the held batch's dead letters */
     journal *jr;
+    seal *seal;   /* what every journal entry is sealed with */
     guard *g;
     httpc *http;  /* the HTTP executors' client; NULL without a config */
     /* The executors configured here, in the order a step's operation is
@@ -101,6 +104,14 @@ run *run_new(act *a, json_t *req);
 void run_free(run *r);
 /* Reads the run's journal, then goes on from where it stands. */
 void run_load(run *r);
+/* Takes the journal entry in reply (HGETALL) as the run's when its seal
+ * verifies and it names the playbook version the run has: NULL; else why
+ * not. The run's request becomes the entry's. */
+const char *run_jr_check(run *r, const redisReply *reply, char *why,
+                         size_t len);
+/* Ends a run whose journal entry failed run_jr_check: refused, audited
+ * with what the entry claimed, never run. */
+void run_jr_refuse(run *r, const redisReply *reply, const char *why);
 void run_finish_state(run *r, const char *state, const char *event,
                       const char *detail, json_t *extra);
 int run_running_here(const act *a, const run *self);

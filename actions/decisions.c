@@ -46,6 +46,25 @@ static void approved_run(run *r)
     run_decide(r);
 }
 
+/* A waiting entry whose seal does not verify is nobody's to decide: it is
+ * refused (audited, out of the waiting set) whoever asks, and never run.
+ * 1 when so. */
+static int refused(decision *d, run *r, const redisReply *reply)
+{
+    char why[400], msg[600];
+    const char *zrem[] = {"ZREM", PENDING_KEY, r->id};
+
+    if (!run_jr_check(r, reply, why, sizeof why))
+        return 0;
+    r->durable = 1;
+    run_jr_run(r, 3, zrem);
+    run_jr_refuse(r, reply, why);
+    snprintf(msg, sizeof msg, "action %s: its journal entry fails "
+             "verification (%s); refused", d->id, why);
+    decided(d, 409, msg);
+    return 1;
+}
+
 static void on_decision_loaded(void *arg, redisReply *reply)
 {
     decision *d = arg;
@@ -85,12 +104,16 @@ static void on_decision_loaded(void *arg, redisReply *reply)
         return;
     }
     r = run_new(d->a, j);
+    /* the entry it was read from: a request naming another id fails its seal */
+    str_copy(r->id, sizeof r->id, d->id);
     if (run_running_here(d->a, r)) {
         run_free(r);
         snprintf(msg, sizeof msg, "action %s is being decided already", d->id);
         decided(d, 409, msg);
         return;
     }
+    if (refused(d, r, reply))
+        return;
     if (!d->expire && d->approve && !(d->classes & (1u << r->pb->cls))) {
         snprintf(msg, sizeof msg, "%.80s may not approve %s playbooks (%s)",
                  d->who, pb_class_name(r->pb->cls), r->pb->id);
@@ -152,6 +175,8 @@ static void on_lookup(void *arg, redisReply *reply)
                 continue;
             if (!strcmp(f, "req"))
                 json_object_set_new(out, "request", json_loads(v, 0, NULL));
+            else if (!strcmp(f, "mac"))
+                continue; /* the seal says nothing to a reader */
             else
                 json_object_set_new(out, f, json_string(v));
         }

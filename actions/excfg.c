@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actions/seal.h"
 #include "core/mem.h"
 #include "core/secret.h"
 #include "core/str.h"
@@ -61,6 +62,20 @@ static int secret_to(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
 static int is_http(const char *url)
 {
     return !strncmp(url, "https://", 8) || !strncmp(url, "http://", 7);
+}
+
+/* A key short enough to guess would make the seal worth nothing. */
+static int key_to(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    char msg[96];
+
+    if (secret_to(d, k, v, obj))
+        return -1;
+    if (strlen((char *)obj + k->off) >= SEAL_KEY_MIN)
+        return 0;
+    snprintf(msg, sizeof msg, "the key it names has fewer than %d bytes "
+             "(openssl rand -hex 32)", SEAL_KEY_MIN);
+    return fail(d, v, msg);
 }
 
 /* Slack's incoming webhook URL is itself the credential. */
@@ -155,6 +170,9 @@ static const yd_key k8s_keys[] = {
 static const yd_key slurmrestd_keys[] = {
     SET("url", slurmrestd.url, slurm_url_to), BUF("user", slurmrestd.user),
     SET("token", slurmrestd.token, secret_to), TLS(slurmrestd)};
+static const yd_key journal_keys[] = {
+    {"key", YD_SCALAR, YD_REQUIRED, F(journal_key), 0, SZ(journal_key), 0, 0, 0,
+     key_to}};
 static const yd_key http_keys[] = {
     {"timeout_s", YD_INT, 0, 0, 1, 600, 0, 0, 0, timeout_to},
     {"ca_file", YD_BUF, 0, 0, 0, 512, 0, 0, 0, ca_default_to}};
@@ -163,6 +181,8 @@ static int read_modes(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 static int read_endpoint(yd_doc *d, const yd_key *k, yaml_node_t *v,
                          void *obj);
 static int read_http(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
+static int read_journal(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                        void *obj);
 
 #define SECTION(n, e) {n, YD_MAP, 0, F(e), 0, 0, 0, 0, 0, read_endpoint}
 /* The endpoint sections in the order of endpoint_tables[]. */
@@ -172,7 +192,8 @@ static const yd_key root_keys[] = {
     SECTION("kubernetes", k8s), SECTION("slurmrestd", slurmrestd),
     {"modes", YD_MAP, 0, 0, 0, 0, 0, 0,
      "modes must map playbook ids to shadow, canary or on", read_modes},
-    {"http", YD_MAP, 0, 0, 0, 0, 0, 0, 0, read_http}};
+    {"http", YD_MAP, 0, 0, 0, 0, 0, 0, 0, read_http},
+    {"journal", YD_MAP, 0, 0, 0, 0, 0, 0, 0, read_journal}};
 static const yd_table endpoint_tables[] = {
     YD_TABLE("'slack'", slack_keys), YD_TABLE("'jira'", jira_keys),
     YD_TABLE("'pagerduty'", pagerduty_keys),
@@ -180,12 +201,20 @@ static const yd_table endpoint_tables[] = {
     YD_TABLE("'kubernetes'", k8s_keys),
     YD_TABLE("'slurmrestd'", slurmrestd_keys)};
 static const yd_table http_table = YD_TABLE("'http'", http_keys);
+static const yd_table journal_table = YD_TABLE("'journal'", journal_keys);
 static const yd_table root = YD_TABLE("the top level", root_keys);
 
 static int read_http(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
 {
     (void)k;
     return yd_read(d, v, &http_table, "http.", obj) ? -1 : 0;
+}
+
+static int read_journal(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                        void *obj)
+{
+    (void)k;
+    return yd_read(d, v, &journal_table, "journal.", obj) ? -1 : 0;
 }
 
 /* What each section cannot work without. */

@@ -13,6 +13,7 @@
  *   kubernetes: {api, token: SECRET, namespace, ca_file, insecure}
  *   slurmrestd: {url: http(s)://HOST:PORT or unix:PATH, user, token: SECRET
  *                (a JWT; none with rest_auth/local on a socket), ca_file}
+ *   journal:    {key: SECRET} (the journal's seal, actions/seal.h)
  *
  * Errors name FILE:LINE:COL; nothing half-loaded is returned. */
 #ifndef CS_EXCFG_H
@@ -41,6 +42,7 @@ typedef struct ex_conf {
     char jira_project[64], jira_issue_type[64];
     int jira_bearer;        /* else basic (user + token) */
     char k8s_namespace[128];
+    char journal_key[256];  /* the journal's seal key; "" = none given */
     long timeout_ms;
     ex_mode *modes;
     int nmodes;

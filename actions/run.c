@@ -117,26 +117,33 @@ static void on_jr_ack(void *arg, redisReply *reply)
         sync_check(r);
 }
 
-/* HSET act:ID f1 v1 f2 v2 ... NULL */
+/* HSET act:ID f1 v1 f2 v2 ... NULL, and the entry's seal as it stands
+ * after them: one command, so Redis never holds the one without the
+ * other. */
 void run_jr_set(run *r, ...)
 {
-    const char *argv[24];
-    char key[96], now[24];
-    int n = 0;
+    const char *argv[28];
+    char key[96], now[24], mac[SEAL_HEX];
+    int n = 0, k;
     va_list ap;
 
     run_key_of(key, sizeof key, r->id, NULL);
     argv[n++] = "HSET";
     argv[n++] = key;
     va_start(ap, r);
-    for (const char *f; n < 20 && (f = va_arg(ap, const char *));) {
+    for (const char *f; n < 22 && (f = va_arg(ap, const char *));) {
         argv[n++] = f;
         argv[n++] = va_arg(ap, const char *);
+        if ((k = seal_field_of(f)) >= 0)
+            seal_entry_set(&r->jr, k, argv[n - 1]);
     }
     va_end(ap);
     snprintf(now, sizeof now, "%lld", (long long)run_now_ms());
     argv[n++] = "updated";
     argv[n++] = now;
+    seal_sign(r->a->seal, r->id, &r->jr, mac);
+    argv[n++] = "mac";
+    argv[n++] = mac;
     r->jr_wait++;
     jr_cmd(r->a->jr, on_jr_ack, r, n, argv);
 }
@@ -238,22 +245,30 @@ void run_throttle(act *a)
               : "resumed", a->nruns);
 }
 
+/* The request the run carries out (stolen), and what it names. */
+static void set_req(run *r, json_t *req)
+{
+    json_t *action = json_object_get(req, "action");
+    const char *pb = json_string_value(json_object_get(action, "playbook"));
+
+    if (r->req != req)
+        json_decref(r->req);
+    r->req = req;
+    r->target = json_object_get(action, "target");
+    r->params = json_object_get(action, "params");
+    r->pb = pb ? pb_playbook_find(r->a->o.rules, pb) : NULL;
+}
+
 run *run_new(act *a, json_t *req)
 {
     run *r = xcalloc(1, sizeof *r);
-    const char *pb;
 
     r->a = a;
-    r->req = req;
-    json_t *action = json_object_get(req, "action");
-    r->target = json_object_get(action, "target");
-    r->params = json_object_get(action, "params");
-    pb = json_string_value(json_object_get(action, "playbook"));
-    r->pb = pb ? pb_playbook_find(a->o.rules, pb) : NULL;
+    set_req(r, req);
     str_copy(r->id, sizeof r->id, run_req_str(r, "id") ? run_req_str(r, "id") : "");
     if (!r->id[0])
         pb_action_id(run_req_str(r, "incident") ? run_req_str(r, "incident") : "",
-                     action, r->id, sizeof r->id);
+                     json_object_get(req, "action"), r->id, sizeof r->id);
     str_copy(r->who, sizeof r->who, "engine");
     r->interrupted = -1;
     r->trk = kfk_tracker_new();
@@ -283,6 +298,7 @@ void run_free(run *r)
     json_decref(r->req);
     json_decref(r->before);
     json_decref(r->facts);
+    seal_entry_clear(&r->jr);
     free(r);
 }
 
@@ -660,60 +676,112 @@ void run_decide(run *r)
     run_after(r, started);
 }
 
-/* What the journal says of an action id: new, finished, waiting, or cut
- * off mid-run by a stop. */
-static void on_loaded(void *arg, redisReply *reply)
+/* The value of field name in an HGETALL reply, or NULL. */
+static const char *field_of(const redisReply *reply, const char *name)
 {
-    run *r = arg;
-    const char *state = NULL, *phase = "steps";
-    int step = 0, running = -1;
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY &&
+                       i + 1 < reply->elements; i += 2)
+        if (reply->element[i]->str && reply->element[i + 1]->str &&
+            !strcmp(reply->element[i]->str, name))
+            return reply->element[i + 1]->str;
+    return NULL;
+}
 
-    r->jr_wait--;
-    if (!reply)
-        return;
-    if (reply->type == REDIS_REPLY_ARRAY)
-        for (size_t i = 0; i + 1 < reply->elements; i += 2) {
-            const char *f = reply->element[i]->str, *v = reply->element[i + 1]->str;
-            if (!f || !v)
-                continue;
-            if (!strcmp(f, "state"))
-                state = v;
-            else if (!strcmp(f, "phase"))
-                phase = v;
-            else if (!strcmp(f, "step"))
-                step = atoi(v);
-            else if (!strcmp(f, "running"))
-                running = atoi(v);
-            else if (!strcmp(f, "new_job"))
-                str_copy(r->new_job, sizeof r->new_job, v);
-            else if (!strcmp(f, "who"))
-                str_copy(r->who, sizeof r->who, v);
+/* Takes the entry's sealed fields; -1 when one holds a NUL, which the
+ * seal (over C strings) could not tell from its shorter self. */
+static int take_sealed(run *r, const redisReply *reply, const char **mac)
+{
+    int bad = 0, k;
+
+    seal_entry_clear(&r->jr);
+    *mac = NULL;
+    for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY &&
+                       i + 1 < reply->elements; i += 2) {
+        const redisReply *f = reply->element[i], *v = reply->element[i + 1];
+        if (!f->str || !v->str)
+            continue;
+        if (!strcmp(f->str, "mac"))
+            *mac = v->str;
+        else if ((k = seal_field_of(f->str)) >= 0) {
+            bad |= strlen(v->str) != v->len;
+            seal_entry_set(&r->jr, k, v->str);
         }
-    if (!state) {
-        if (run_running_here(r->a, r))
-            goto duplicate; /* the same request twice in one batch */
-        r->owner = 1;
-        r->a->st.requests++;
-        char *txt = json_dumps(r->req, JSON_COMPACT);
-        run_jr_set(r, "state", "new", "req", txt, NULL);
-        free(txt);
-        run_audit(r, "request", json_string_value(json_object_get(r->req, "summary")),
-              json_pack("{s:O?}", "params", r->params));
-        run_after(r, run_decide);
-        return;
     }
-    if (strcmp(state, "running") || run_running_here(r->a, r)) {
-duplicate:;
-        char why[128];
-        snprintf(why, sizeof why, "already %s%s; not run again",
-                 state ? state : "taken", state && strcmp(state, "running")
-                 ? "" : " here");
-        r->a->st.duplicates++;
-        run_audit(r, "duplicate", why, NULL);
-        run_after(r, run_end);
-        return;
+    return bad ? -1 : 0;
+}
+
+static void playbook_version(const run *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s", r->pb->id, r->pb->version);
+}
+
+const char *run_jr_check(run *r, const redisReply *reply, char *why,
+                         size_t len)
+{
+    const char *mac, *nokey = seal_kept(r->a->seal) ? "" :
+        "; this executor has no journal key (journal.key or --journal-key), "
+        "so it cannot verify what an earlier process wrote";
+    char pbv[160];
+    json_t *req;
+
+    if (take_sealed(r, reply, &mac) || (mac && seal_verify(r->a->seal, r->id,
+                                                           &r->jr, mac))) {
+        snprintf(why, len, "its seal does not match its fields%s", nokey);
+        return why;
     }
-    /* cut off by a stop: go on where the journal says */
+    if (!mac) {
+        snprintf(why, len, "it carries no seal%s", nokey);
+        return why;
+    }
+    req = r->jr.v[SEAL_REQ] ? json_loads(r->jr.v[SEAL_REQ], 0, NULL) : NULL;
+    if (!req || run_invalid(r->a, req, why, len)) {
+        json_decref(req);
+        snprintf(why, len, "its request is missing or unusable here");
+        return why;
+    }
+    set_req(r, req); /* what was journaled, not what a message says now */
+    playbook_version(r, pbv, sizeof pbv);
+    if (r->jr.v[SEAL_PLAYBOOK] && !strcmp(r->jr.v[SEAL_PLAYBOOK], pbv))
+        return NULL;
+    snprintf(why, len, "it was journaled under playbook %.60s; this "
+             "executor's rules have %.60s", r->jr.v[SEAL_PLAYBOOK]
+             ? r->jr.v[SEAL_PLAYBOOK] : "(none)", pbv);
+    return why;
+}
+
+void run_jr_refuse(run *r, const redisReply *reply, const char *why)
+{
+    static const char *const shown[] = {"state", "phase", "step", "running",
+                                        "who", "new_job", "playbook"};
+    json_t *claimed = json_object();
+    char detail[512];
+
+    for (size_t i = 0; reply && i < sizeof shown / sizeof *shown; i++) {
+        const char *v = field_of(reply, shown[i]);
+        if (v) /* not UTF-8: left out (json_string gives NULL) */
+            json_object_set_new(claimed, shown[i], json_string(v));
+    }
+    snprintf(detail, sizeof detail, "journal entry refused: %s", why);
+    log_error("act", "%s: %s", r->id, detail);
+    str_copy(r->who, sizeof r->who, "engine");
+    r->owner = 1;
+    r->a->st.refused++;
+    run_finish_state(r, "refused", "refused", detail,
+                     json_pack("{s:o}", "journal", claimed));
+}
+
+/* Cut off by a stop: go on where the journal, verified, says. */
+static void resume(run *r)
+{
+    const seal_entry *e = &r->jr;
+    const char *phase = e->v[SEAL_PHASE] ? e->v[SEAL_PHASE] : "steps";
+    int step = e->v[SEAL_STEP] ? atoi(e->v[SEAL_STEP]) : 0;
+    int running = e->v[SEAL_RUNNING] ? atoi(e->v[SEAL_RUNNING]) : -1;
+
+    if (e->v[SEAL_NEW_JOB])
+        str_copy(r->new_job, sizeof r->new_job, e->v[SEAL_NEW_JOB]);
+    if (e->v[SEAL_WHO])
+        str_copy(r->who, sizeof r->who, e->v[SEAL_WHO]);
     r->owner = 1;
     r->a->st.resumed++;
     r->phase = !strcmp(phase, "rollback") ? PH_ROLLBACK
@@ -733,6 +801,54 @@ duplicate:;
     } else {
         run_after(r, next_step);
     }
+}
+
+/* A new action id: its request journaled before anything else. */
+static void record_new(run *r)
+{
+    char *txt = json_dumps(r->req, JSON_COMPACT);
+    char pbv[160];
+
+    r->owner = 1;
+    r->a->st.requests++;
+    playbook_version(r, pbv, sizeof pbv);
+    run_jr_set(r, "state", "new", "req", txt, "playbook", pbv, NULL);
+    free(txt);
+    run_audit(r, "request", json_string_value(json_object_get(r->req, "summary")),
+          json_pack("{s:O?}", "params", r->params));
+    run_after(r, run_decide);
+}
+
+/* What the journal says of an action id: new, finished, waiting, or cut
+ * off mid-run by a stop; a run goes on only from an entry whose seal
+ * verifies. */
+static void on_loaded(void *arg, redisReply *reply)
+{
+    run *r = arg;
+    const char *state;
+    char why[400];
+
+    r->jr_wait--;
+    if (!reply)
+        return;
+    state = field_of(reply, "state");
+    if (!state && !run_running_here(r->a, r)) {
+        record_new(r);
+        return;
+    }
+    if (!state || strcmp(state, "running") || run_running_here(r->a, r)) {
+        snprintf(why, sizeof why, "already %s%s; not run again",
+                 state ? state : "taken", state && strcmp(state, "running")
+                 ? "" : " here");
+        r->a->st.duplicates++;
+        run_audit(r, "duplicate", why, NULL);
+        run_after(r, run_end);
+        return;
+    }
+    if (run_jr_check(r, reply, why, sizeof why))
+        run_jr_refuse(r, reply, why);
+    else
+        resume(r);
 }
 
 void run_load(run *r)

@@ -15,11 +15,13 @@
 #include "core/err.h"
 #include "core/kafka.h"
 #include "core/log.h"
+#include "core/secret.h"
 #include "core/str.h"
 #include "rules/playbooks.h"
 
 enum { O_BROKERS = 1, O_REDIS, O_GROUP, O_SCHED, O_MODE, O_CANARY, O_SLURM_BIN,
-       O_TTL, O_LISTEN, O_PORT, O_APPROVERS, O_RULES, O_FOR, O_POLL, O_CONFIG, O_HELP };
+       O_TTL, O_LISTEN, O_PORT, O_APPROVERS, O_RULES, O_FOR, O_POLL, O_CONFIG,
+       O_JOURNAL_KEY, O_HELP };
 
 static const struct option act_opts_long[] = {
     {"brokers", required_argument, 0, O_BROKERS},
@@ -37,6 +39,7 @@ static const struct option act_opts_long[] = {
     {"for", required_argument, 0, O_FOR},
     {"verify-poll-ms", required_argument, 0, O_POLL},
     {"config", required_argument, 0, O_CONFIG},
+    {"journal-key", required_argument, 0, O_JOURNAL_KEY},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0}};
 
@@ -45,8 +48,8 @@ static const char act_help[] =
     "                   [--mode shadow|canary|on] [--canary NODE,NODE]\n"
     "                   [--approvers FILE [--listen ADDR] [--port N]]\n"
     "                   [--approval-ttl SECONDS] [--slurm-bin DIR]\n"
-    "                   [--config FILE] [--rules DIR] [--group NAME]\n"
-    "                   [--for SECONDS]\n\n"
+    "                   [--config FILE] [--journal-key SECRET] [--rules DIR]\n"
+    "                   [--group NAME] [--for SECONDS]\n\n"
     "The executor: consumes cascade.actions, applies the guardrails (approval,\n"
     "canary nodes, budgets per rack and cluster, preconditions read from the\n"
     "scheduler right before acting), runs the playbook's steps, verifies,\n"
@@ -66,6 +69,12 @@ static const char act_help[] =
     "                     kubernetes, slurmrestd: URLs, secrets as file:PATH\n"
     "                     or env:NAME, CA files) and modes per playbook; see\n"
     "                     docs/ACTIONS.md\n"
+    "  --journal-key SECRET\n"
+    "                     file:PATH or env:NAME: the key the journal's entries\n"
+    "                     are sealed with, 32 bytes or more (openssl rand -hex\n"
+    "                     32); over journal.key in --config. Without one, a\n"
+    "                     restart refuses the actions it finds running or\n"
+    "                     waiting: it cannot verify an earlier process's seals\n"
     "  --canary NODES     nodes that may take a change without an approval\n"
     "  --approvers FILE   who may approve what (see docs/ACTIONS.md); serves\n"
     "                     the approvals API on --listen (127.0.0.1) --port (9096)\n"
@@ -79,7 +88,7 @@ static const char act_help[] =
 
 typedef struct act_args {
     const char *brokers, *redis, *group, *canary, *slurm_bin, *listen,
-        *approvers, *rules, *config;
+        *approvers, *rules, *config, *journal_key;
     pb_mode mode;
     pb_backend sched;
     int ttl, port, seconds, poll, help;
@@ -125,6 +134,7 @@ static int parse(int argc, char **argv, act_args *a)
         case O_APPROVERS: a->approvers = optarg; break;
         case O_RULES: a->rules = optarg; break;
         case O_CONFIG: a->config = optarg; break;
+        case O_JOURNAL_KEY: a->journal_key = optarg; break;
         case O_SCHED:
             if (!strcmp(optarg, "slurm"))
                 a->sched = PB_ON_SLURM;
@@ -189,6 +199,7 @@ int cmd_act(int argc, char **argv)
     act *ex = NULL;
     apv_server *srv = NULL;
     struct event *sigs[2] = {0}, *timer = NULL;
+    char jkey[256] = "";
     int rc = 2;
 
     if (parse(argc, argv, &a))
@@ -206,6 +217,10 @@ int cmd_act(int argc, char **argv)
         fprintf(stderr, "cascade act: %s\n", err.msg);
         goto out;
     }
+    if (a.journal_key && secret_read(a.journal_key, jkey, sizeof jkey, &err)) {
+        fprintf(stderr, "cascade act: --journal-key: %s\n", err.msg);
+        goto out;
+    }
     if (a.approvers && !(apv = apv_load(a.approvers, &err))) {
         fprintf(stderr, "cascade act: approvers: %s\n", err.msg);
         goto out;
@@ -221,11 +236,15 @@ int cmd_act(int argc, char **argv)
                    .rules = rules, .mode = a.mode, .scheduler = a.sched,
                    .canary = a.canary, .slurm_bin = a.slurm_bin,
                    .approval_ttl_s = a.ttl, .verify_poll_ms = a.poll,
-                   .ex = a.config ? &exc : NULL};
+                   .ex = a.config ? &exc : NULL,
+                   .journal_key = jkey[0] ? jkey
+                                  : exc.journal_key[0] ? exc.journal_key : NULL};
     if (a.sched == PB_ON_K8S && !exc.k8s.set)
         log_warn("act", "--scheduler k8s without a kubernetes section in "
                  "--config: Kubernetes calls and facts will fail");
-    if (!(ex = act_start(base, &o, prod, &err))) {
+    ex = act_start(base, &o, prod, &err);
+    explicit_bzero(jkey, sizeof jkey); /* the service holds its copy */
+    if (!ex) {
         fprintf(stderr, "cascade act: %s\n", err.msg);
         goto out;
     }
@@ -280,6 +299,7 @@ out:
         event_base_free(base);
     pb_catalog_free(rules);
     ex_conf_clear(&exc);
+    explicit_bzero(jkey, sizeof jkey);
     return rc;
 }
 

@@ -5,10 +5,12 @@ set -euo pipefail
 
 # libclang-rt-14-dev: clang's sanitizer and libFuzzer runtimes, which
 # Debian 12 packages apart from clang (the fuzz build links them).
+# libssl-dev: libcrypto's HMAC for the executor's journal seal
+# (libcurl4-openssl-dev only suggests it).
 PKGS=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
-  libcurl4-openssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
+  libcurl4-openssl-dev libssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
   redis-server redis-tools kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec
 )

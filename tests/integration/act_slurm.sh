@@ -40,13 +40,17 @@ alice   file:$tmp/alice.token change,job,recovery,destructive
 bob     file:$tmp/bob.token   job
 A
 
+# the key the journal is sealed with: the restart after kill -9 verifies
+# what the killed executor wrote
+openssl rand -hex 32 > "$tmp/journal.key"
+
 act_n=0
 start_act() {
   act_n=$((act_n + 1))
   start_act_n $act_n --brokers "$brokers" --redis "$tmp/redis.sock" --mode on \
     --scheduler slurm --canary gpu-001,gpu-002,gpu-003,gpu-005 \
     --slurm-bin "$tmp/bin" --approvers "$tmp/approvers" --port 0 \
-    --verify-poll-ms 200
+    --verify-poll-ms 200 --journal-key "file:$tmp/journal.key"
 }
 
 # request ID-SUFFIX PLAYBOOK APPROVAL TARGET [PARAMS] [RACK] [SCENARIO]: one

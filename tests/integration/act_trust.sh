@@ -4,7 +4,12 @@
 # catalog: the playbook, the class, what the incident's scenario asks for
 # it; the request's field may only make it stricter), so an `approval:
 # auto` written straight to cascade.actions for a cancel the scenario
-# gives a human, or for a resume no scenario proposes, waits for one.
+# gives a human, or for a resume no scenario proposes, waits for one; and
+# its journal in Redis over a restart: an entry is taken only with the seal
+# (HMAC) the executor put on it with its journal key, so one edited to
+# "running, approved by human:mallory" is refused and audited, never run,
+# while an untouched one resumes as before. Without a key, a restart
+# cannot verify what an earlier process wrote and refuses it.
 # usage: act_trust.sh CASCADE_BIN
 set -euo pipefail
 bin=$(realpath "$1")
@@ -16,12 +21,14 @@ start_redis
 start_broker 600
 start_slurm 3
 
-# the operator's tools, each call logged
+# the operator's tools, each call logged; scontrol update slowed down
+# while $tmp/slow exists (to stop the executor mid-step)
 mkdir -p "$tmp/bin"
 for t in scontrol squeue scancel sbatch; do
   cat > "$tmp/bin/$t" <<W
 #!/bin/sh
 echo "$t \$*" >> "$tmp/calls.log"
+[ -e "$tmp/slow" ] && [ "\$1" = update ] && sleep 3
 exec $(command -v $t) "\$@"
 W
   chmod +x "$tmp/bin/$t"
@@ -29,6 +36,8 @@ done
 touch "$tmp/calls.log"
 echo "alice-secret" > "$tmp/alice.token"
 echo "alice file:$tmp/alice.token change,job,recovery,destructive" > "$tmp/approvers"
+openssl rand -hex 32 > "$tmp/journal.key"
+key=(--journal-key "file:$tmp/journal.key")
 
 act_n=0
 # start_act [FLAG...]: a cascade act on the test's cluster, and its API.
@@ -52,8 +61,16 @@ detail() {
   audit | jq -r --arg a "$1" --arg e "$2" 'select(.action == $a and .event == $e) | .detail' | tail -n 1
 }
 job_state() { scontrol show job -o "$1" | sed -n 's/.*JobState=\([A-Z]*\).*/\1/p'; }
+rcli() { redis-cli -s "$tmp/redis.sock" "$@"; }
+stop_act() { kill -TERM "$act_pid"; wait "$act_pid" || fail "cascade act did not stop cleanly"; }
+# approve ID: alice approves; the command's exit status, its answer in approve.out.
+approve() {
+  local rc=0
+  "$bin" approve "$1" --url "$api" --token-file "$tmp/alice.token" > "$tmp/approve.out" 2>&1 || rc=$?
+  return $rc
+}
 
-start_act
+start_act "${key[@]}"
 
 # ---- 1. the approval is the executor's, not the request's ----
 
@@ -85,13 +102,84 @@ a3=$(request 3 hw.ecc_uncorrectable job.cancel hitl "{\"job\":\"$job\"}")
 until_event "$a3" waiting
 
 # A human's approval runs it, as always.
-"$bin" approve "$a2" --url "$api" --token-file "$tmp/alice.token" > /dev/null ||
-  fail "alice could not approve the resume"
+approve "$a2" || fail "alice could not approve the resume: $(cat "$tmp/approve.out")"
 until_event "$a2" done
 [ "$(node_state gpu-002)" = idle ] || fail "the approved resume did not resume gpu-002"
 
-kill -TERM "$act_pid"; wait "$act_pid" || fail "cascade act did not stop cleanly"
+# ---- 2. an untouched journal entry resumes after kill -9 ----
+
+touch "$tmp/slow"
+a4=$(request 4 hw.ecc_correctable_rising node.drain auto '{"node":"gpu-003"}')
+until_event "$a4" step_started
+sleep 0.5
+kill -9 "$act_pid"
+rm -f "$tmp/slow"
+for _ in $(seq 1 100); do [ "$(node_state gpu-003)" = drained ] && break; sleep 0.1; done
+[ "$(rcli HGET "cascade:act:$a4" state)" = running ] || fail "$a4 is not running in its journal"
+start_act "${key[@]}"
+until_event "$a4" resumed
+until_event "$a4" done
+audit | jq -c --arg a "$a4" 'select(.action == $a and .event == "step_interrupted")' | grep -q . ||
+  fail "the restart did not record the interrupted step"
+[ "$(grep -c "update NodeName=gpu-003 State=DRAIN" "$tmp/calls.log")" = 1 ] ||
+  fail "the drain of gpu-003 did not run exactly once"
+
+# ---- 3. a journal edited in Redis is refused on resume, and audited ----
+
+stop_act
+now=$(date +%s%3N)
+# the waiting cancel, made "running, approved by human:mallory"
+rcli HSET "cascade:act:$a1" state running phase steps step 0 running -1 who human:mallory > /dev/null
+rcli ZADD cascade:act:active "$now" "$a1" > /dev/null
+# an entry of its own: a destructive cleanup no request ever asked for
+a6=$(printf 'act-%016d' 6)
+rcli HSET "cascade:act:$a6" state running phase steps step 0 running -1 who human:mallory \
+  req "{\"id\":\"$a6\",\"incident\":\"inc-6\",\"scenario\":\"node.stale_state\",\"cluster\":\"default\",\"summary\":\"x\",\"action\":{\"playbook\":\"node.cleanup\",\"approval\":\"hitl\",\"target\":{\"node\":\"gpu-002\"},\"params\":{}}}" > /dev/null
+rcli ZADD cascade:act:active "$now" "$a6" > /dev/null
+# the waiting hitl cancel, its request pointed at another job
+rcli HSET "cascade:act:$a3" req "$(rcli HGET "cascade:act:$a3" req | sed "s/\"job\":\"$job\"/\"job\":\"1$job\"/")" > /dev/null
+calls=$(wc -l < "$tmp/calls.log")
+start_act "${key[@]}"
+for a in "$a1" "$a6"; do
+  until_event "$a" refused
+  detail "$a" refused | grep -qE "journal entry refused: (its seal does not match|it carries no seal)" ||
+    fail "$a is refused for another reason: $(detail "$a" refused)"
+  audit | jq -r --arg a "$a" 'select(.action == $a and .event == "refused") |
+    .who == "engine" and .journal.who == "human:mallory" and .journal.state == "running"' |
+    grep -qx true || fail "the refusal of $a does not say what its journal claimed"
+  grep -q "$a: journal entry refused" "$tmp/act$act_n.err" || fail "no log line names $a"
+  [ "$(rcli HGET "cascade:act:$a" state)" = refused ] || fail "$a is not refused in its journal"
+done
+[ "$(rcli ZCARD cascade:act:active)" = 0 ] || fail "refused actions are still active"
+# the human's approval of an edited request is refused too
+approve "$a3" && fail "an edited request was approved: $(cat "$tmp/approve.out")"
+grep -q "fails verification" "$tmp/approve.out" || fail "the approval was refused for another reason: $(cat "$tmp/approve.out")"
+until_event "$a3" refused
+sleep 1
+# nothing of them ran
+audit | jq -r --arg a "$a1" --arg b "$a6" --arg c "$a3" \
+  'select((.action == $a or .action == $b or .action == $c) and (.event == "step_started" or .event == "resumed")) | .action' |
+  grep -q . && fail "an edited journal entry ran"
+tail -n +"$((calls + 1))" "$tmp/calls.log" | grep -E "^scancel|cleanup|NodeName=gpu-002" &&
+  fail "an edited journal entry reached SLURM"
+[ "$(job_state "$job")" = RUNNING ] || fail "job $job was cancelled"
+[ "$(node_state gpu-002)" = idle ] || fail "gpu-002 was touched: $(node_state gpu-002)"
+
+# ---- 4. without a key, a restart cannot verify an earlier process's entry ----
+
+stop_act
+start_act
+grep -q "no journal key" "$tmp/act$act_n.err" || fail "no warning that the journal has no key"
+a7=$(request 7 hw.driver_dstate node.reboot auto '{"node":"gpu-003"}')
+until_event "$a7" waiting
+stop_act
+start_act
+approve "$a7" && fail "an entry of an earlier keyless process was approved"
+until_event "$a7" refused
+detail "$a7" refused | grep -q "no journal key" || fail "the refusal does not say why: $(detail "$a7" refused)"
+
+stop_act
 if grep -E "ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:" "$tmp"/act*.err; then
   fail "sanitizer report"
 fi
-echo "act_trust: a request's approval never loosens the catalog's"
+echo "act_trust: a request's approval never loosens the catalog's; a journal entry without its seal never runs"

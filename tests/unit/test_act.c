@@ -1,6 +1,7 @@
 /* The executor's readers of outside text: scontrol's one-line node and job
- * records (real 22.05 output) into the facts guardrails check, and the
- * approvers file with its line-numbered errors. */
+ * records (real 22.05 output) into the facts guardrails check, the
+ * approvers file with its line-numbered errors, and the seal a journal
+ * entry read back from Redis must carry. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "check.h"
 #include "actions/approvals.h"
+#include "actions/seal.h"
 #include "actions/slurm.h"
 
 static const char drained[] =
@@ -156,6 +158,47 @@ static void test_approvers(void)
     CHECK(strstr(err.msg, "no approvers") != NULL);
 }
 
+/* The journal's seal: any sealed field changed, moved, added or dropped,
+ * another id or another key, and it no longer verifies. */
+static void test_seal(void)
+{
+    cs_err err = {{0}};
+    seal *s = seal_new("0123456789abcdef0123456789abcdef", 32, &err);
+    seal *other = seal_new(NULL, 0, &err);
+    seal_entry e = {{0}};
+    char mac[SEAL_HEX];
+
+    CHECK(s && other);
+    if (!s || !other)
+        return;
+    CHECK(seal_kept(s) && !seal_kept(other));
+    CHECK(seal_new("short", 5, &err) == NULL);
+    CHECK(strstr(err.msg, "it needs 32 at least") != NULL);
+    CHECK_INT(seal_field_of("who"), SEAL_WHO);
+    CHECK_INT(seal_field_of("why"), -1);
+    seal_entry_set(&e, SEAL_REQ, "{\"action\":{\"playbook\":\"node.drain\"}}");
+    seal_entry_set(&e, SEAL_STATE, "pending");
+    seal_entry_set(&e, SEAL_PLAYBOOK, "node.drain 1.0.0");
+    seal_sign(s, "act-1", &e, mac);
+    CHECK_INT((int)strlen(mac), SEAL_HEX - 1);
+    CHECK_INT(seal_verify(s, "act-1", &e, mac), 0);
+    CHECK_INT(seal_verify(s, "act-2", &e, mac), -1);
+    CHECK_INT(seal_verify(other, "act-1", &e, mac), -1);
+    CHECK_INT(seal_verify(s, "act-1", &e, "00"), -1);
+    seal_entry_set(&e, SEAL_STATE, "running");
+    CHECK_INT(seal_verify(s, "act-1", &e, mac), -1);
+    seal_entry_set(&e, SEAL_STATE, "pending");
+    seal_entry_set(&e, SEAL_WHO, "human:mallory");
+    CHECK_INT(seal_verify(s, "act-1", &e, mac), -1);
+    seal_entry_set(&e, SEAL_WHO, ""); /* empty is not absent */
+    CHECK_INT(seal_verify(s, "act-1", &e, mac), -1);
+    seal_entry_set(&e, SEAL_WHO, NULL);
+    CHECK_INT(seal_verify(s, "act-1", &e, mac), 0);
+    seal_entry_clear(&e);
+    seal_free(s);
+    seal_free(other);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -163,6 +206,7 @@ int main(void)
     test_node();
     test_job();
     test_approvers();
+    test_seal();
     static const char *const made[] = {"alice.token", "ok", "inline", "class",
                                        "noenv", "same", "short", "empty"};
     for (size_t i = 0; i < sizeof made / sizeof *made; i++) {

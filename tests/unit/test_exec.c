@@ -86,6 +86,17 @@ static void test_config(const pb_catalog *c)
     CHECK(strstr(err.msg, ":1:1: unknown key 'slak' in the top level"));
     CHECK_INT(load(c, &x, "webhook: {url: https://x, insecure: yes}\n", &err), -1);
     CHECK(strstr(err.msg, "expected true or false"));
+    /* the journal's key: named like every secret, and long enough */
+    setenv("TEST_EXEC_KEY", "0123456789abcdef0123456789abcdef", 1);
+    CHECK_INT(load(c, &x, "journal: {key: env:TEST_EXEC_KEY}\n", &err), 0);
+    CHECK_STR(x.journal_key, "0123456789abcdef0123456789abcdef");
+    ex_conf_clear(&x);
+    setenv("TEST_EXEC_KEY", "too-short", 1);
+    CHECK_INT(load(c, &x, "journal: {key: env:TEST_EXEC_KEY}\n", &err), -1);
+    CHECK(strstr(err.msg, ":1:16: the key it names has fewer than 32 bytes"));
+    CHECK(!strstr(err.msg, "too-short"));
+    CHECK_INT(load(c, &x, "journal: {}\n", &err), -1);
+    CHECK(strstr(err.msg, "key"));
     CHECK_INT(load(c, &x, "jira: [\n", &err), -1);
     CHECK(strstr(err.msg, "act.yaml:2:"));
     ex_conf_init(&x);
