@@ -1,0 +1,73 @@
+/* The logger (core/log.c): a line built from outside text stays one line.
+ * Newlines, carriage returns, tabs, ESC and the other control characters
+ * in a message are written escaped (\n, \r, \t, \xNN), so that a value a
+ * client sent (an approval reason, a URI) cannot forge a log line or drive
+ * the terminal; everything else, UTF-8 included, is written as it is. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/log.h"
+
+/* What one log_warn writes to stderr, without its time stamp. */
+static char *logged(const char *arg)
+{
+    char path[256], *text = malloc(8192);
+    int saved = dup(2), fd;
+    FILE *f;
+    size_t n;
+
+    REQUIRE(text != NULL);
+    check_tmp_template(path, sizeof path, "cascade-log");
+    fd = mkstemp(path);
+    REQUIRE(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    REQUIRE(dup2(fd, 2) == 2);
+    log_warn("test", "reason: %s", arg);
+    fflush(stderr);
+    REQUIRE(dup2(saved, 2) == 2);
+    close(saved);
+    close(fd);
+    f = fopen(path, "r");
+    REQUIRE(f != NULL);
+    n = fread(text, 1, 8191, f);
+    text[n] = '\0';
+    fclose(f);
+    unlink(path);
+    return text;
+}
+
+/* The line after "warn  test: ", which must be the whole output. */
+static const char *message(const char *line)
+{
+    const char *m = strstr(line, " test: ");
+    const char *nl = strchr(line, '\n');
+
+    REQUIRE(m != NULL && nl != NULL);
+    CHECK(nl[1] == '\0'); /* one line, ended once */
+    return m + 7;
+}
+
+static void check_logged(const char *arg, const char *want)
+{
+    char *line = logged(arg), expect[512];
+
+    snprintf(expect, sizeof expect, "reason: %s\n", want);
+    CHECK_STR(message(line), expect);
+    free(line);
+}
+
+int main(void)
+{
+    check_logged("plain text", "plain text");
+    check_logged("forged\n2026-01-01T00:00:00.000Z info  approvals: bob x",
+                 "forged\\n2026-01-01T00:00:00.000Z info  approvals: bob x");
+    check_logged("a\rb\tc", "a\\rb\\tc");
+    check_logged("\x1b[2J\x1b[31mred", "\\x1b[2J\\x1b[31mred");
+    check_logged("\x01\x1f\x7f", "\\x01\\x1f\\x7f");
+    /* UTF-8 and backslashes are left alone */
+    check_logged("caf\xc3\xa9 \\n", "caf\xc3\xa9 \\n");
+    return check_report();
+}
