@@ -171,9 +171,11 @@ static void reply(struct evhttp_request *req, int code, json_t *body)
 static void fail(struct evhttp_request *req, int code, const char *msg)
 {
     json_t *b = json_pack("{s:s}", "error", msg);
+    char uri[256];
+
     log_warn("approvals", "%s %s: %d: %s",
              evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET" : "POST",
-             evhttp_request_get_uri(req), code, msg);
+             hl_log_uri(req, uri, sizeof uri), code, msg);
     reply(req, code, b ? b : json_pack("{s:s}", "error", "refused"));
 }
 

@@ -1,6 +1,7 @@
 #include "core/hlisten.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -206,6 +207,20 @@ int hl_port(const hlisten *h)
     if (ss.ss_family == AF_INET6)
         return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     return -1;
+}
+
+const char *hl_log_uri(const struct evhttp_request *req, char *buf,
+                       size_t len)
+{
+    const char *uri = evhttp_request_get_uri(req);
+    size_t path;
+
+    if (!uri)
+        uri = "?";
+    path = strcspn(uri, "?#");
+    snprintf(buf, len, "%.*s%s", (int)path, uri,
+             uri[path] ? "?<redacted>" : "");
+    return buf;
 }
 
 void hl_free(hlisten *h)

@@ -38,6 +38,11 @@ hlisten *hl_start(struct event_base *base, const hl_opts *o, cs_err *err);
 /* The port actually bound (the one the system chose for port 0); -1 if
  * the socket cannot say. */
 int hl_port(const hlisten *h);
+/* The request's URI as a log line may show it: the path, and
+ * "?<redacted>" for a query, which may hold a credential (?token=...).
+ * Written into buf (truncated to len), which is returned. */
+const char *hl_log_uri(const struct evhttp_request *req, char *buf,
+                       size_t len);
 /* Closes the listener and every connection; a request not answered yet
  * is dropped with its connection. NULL is fine. */
 void hl_free(hlisten *h);

@@ -63,7 +63,7 @@ static void reject(webhook *w, struct evhttp_request *req, int code,
 static void reject(webhook *w, struct evhttp_request *req, int code,
                    const char *reason, const char *fmt, ...)
 {
-    char msg[600], *addr = NULL;
+    char msg[600], uri[256], *addr = NULL;
     ev_uint16_t port = 0;
     va_list ap;
 
@@ -75,7 +75,7 @@ static void reject(webhook *w, struct evhttp_request *req, int code,
     log_warn("webhook", "%s:%u %s %s: %d: %s", addr ? addr : "?",
              (unsigned)port, evhttp_request_get_command(req) == EVHTTP_REQ_GET
                                  ? "GET" : "POST",
-             evhttp_request_get_uri(req), code, msg);
+             hl_log_uri(req, uri, sizeof uri), code, msg);
     w->rejected++;
     send_json(req, code, reason, error_body(msg));
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int check_passed, check_failed;
 
@@ -63,6 +64,43 @@ static inline void check_tmp_template(char *buf, size_t len, const char *name)
 {
     const char *t = getenv("TMPDIR");
     snprintf(buf, len, "%s/%s-XXXXXX", t && *t ? t : "/tmp", name);
+}
+
+/* What the process writes to stderr (the log) between check_stderr_begin
+ * and check_stderr_end, which returns it as a malloc'd string. */
+typedef struct check_capture {
+    int saved, fd;
+    char path[256];
+} check_capture;
+
+static inline void check_stderr_begin(check_capture *c)
+{
+    check_tmp_template(c->path, sizeof c->path, "cascade-stderr");
+    c->fd = mkstemp(c->path);
+    c->saved = dup(2);
+    fflush(stderr);
+    REQUIRE(c->fd >= 0 && c->saved >= 0 && dup2(c->fd, 2) == 2);
+}
+
+static inline char *check_stderr_end(check_capture *c)
+{
+    FILE *f;
+    long n;
+    char *text;
+
+    fflush(stderr);
+    REQUIRE(dup2(c->saved, 2) == 2);
+    close(c->saved);
+    close(c->fd);
+    f = fopen(c->path, "r");
+    REQUIRE(f != NULL && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0);
+    rewind(f);
+    text = malloc((size_t)n + 1);
+    REQUIRE(text != NULL && fread(text, 1, (size_t)n, f) == (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    unlink(c->path);
+    return text;
 }
 
 static inline int check_report(void)

@@ -6,37 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "core/log.h"
 
-/* What one log_warn writes to stderr, without its time stamp. */
+/* What one log_warn writes to stderr. */
 static char *logged(const char *arg)
 {
-    char path[256], *text = malloc(8192);
-    int saved = dup(2), fd;
-    FILE *f;
-    size_t n;
+    check_capture cap;
 
-    REQUIRE(text != NULL);
-    check_tmp_template(path, sizeof path, "cascade-log");
-    fd = mkstemp(path);
-    REQUIRE(fd >= 0 && saved >= 0);
-    fflush(stderr);
-    REQUIRE(dup2(fd, 2) == 2);
+    check_stderr_begin(&cap);
     log_warn("test", "reason: %s", arg);
-    fflush(stderr);
-    REQUIRE(dup2(saved, 2) == 2);
-    close(saved);
-    close(fd);
-    f = fopen(path, "r");
-    REQUIRE(f != NULL);
-    n = fread(text, 1, 8191, f);
-    text[n] = '\0';
-    fclose(f);
-    unlink(path);
-    return text;
+    return check_stderr_end(&cap);
 }
 
 /* The line after "warn  test: ", which must be the whole output. */

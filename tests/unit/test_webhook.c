@@ -302,6 +302,27 @@ static void test_rejections(struct event_base *base, int port)
     expect(&r, 404, "\"error\"");
 }
 
+/* A credential in a query string never reaches the log: the logged URI
+ * keeps its path and loses its query. */
+static void test_uri_redacted(struct event_base *base, int port)
+{
+    check_capture cap;
+    char *log;
+    resp r;
+
+    check_stderr_begin(&cap);
+    request(base, port, &r, EVHTTP_REQ_POST, "/api/v2/alerts?token=qs-secret-1",
+            NULL, valid_post);
+    request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts?token=qs-secret-2",
+            NULL, valid_post);
+    log = check_stderr_end(&cap);
+    fputs(log, stderr);
+    REQUIRE(strstr(log, "qs-secret") == NULL);
+    REQUIRE(strstr(log, "/api/v2/alerts?<redacted>: 404") != NULL);
+    REQUIRE(strstr(log, "/api/v1/alerts?<redacted>: 401") != NULL);
+    free(log);
+}
+
 static void test_routes(struct event_base *base, int port, webhook *w)
 {
     unsigned long accepted, rejected;
@@ -310,12 +331,13 @@ static void test_routes(struct event_base *base, int port, webhook *w)
     request(base, port, &r, EVHTTP_REQ_GET, "/healthz", NULL, NULL);
     expect(&r, 200, "ok");
     test_rejections(base, port);
+    test_uri_redacted(base, port);
     request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts",
             "bearer " TOKEN, valid_post);
     expect(&r, 200, "{\"accepted\":3}");
     wh_stats(w, &accepted, &rejected);
     REQUIRE(accepted == 3);
-    REQUIRE(rejected == 7); /* 413 is evhttp's own answer */
+    REQUIRE(rejected == 9); /* 413 is evhttp's own answer */
 }
 
 /* A producer whose queue is full (its broker is unreachable) makes the
