@@ -168,15 +168,21 @@ static void reply(struct evhttp_request *req, int code, json_t *body)
     json_decref(body);
 }
 
-static void fail(struct evhttp_request *req, int code, const char *msg)
+static void error_reply(struct evhttp_request *req, int code, const char *msg)
 {
     json_t *b = json_pack("{s:s}", "error", msg);
+
+    reply(req, code, b ? b : json_pack("{s:s}", "error", "refused"));
+}
+
+static void fail(struct evhttp_request *req, int code, const char *msg)
+{
     char uri[256];
 
     log_warn("approvals", "%s %s: %d: %s",
              evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET" : "POST",
              hl_log_uri(req, uri, sizeof uri), code, msg);
-    reply(req, code, b ? b : json_pack("{s:s}", "error", "refused"));
+    error_reply(req, code, msg);
 }
 
 static const approver *who(const apv_server *s, struct evhttp_request *req)
@@ -199,21 +205,30 @@ static const approver *who(const apv_server *s, struct evhttp_request *req)
 
 typedef struct pending_reply {
     struct evhttp_request *req;
-    char id[32], by[64];
+    char id[32], by[64], reason[512];
     int approve;
 } pending_reply;
 
+/* The decision is logged once act_decide has checked who may make it:
+ * what was recorded, or that it was refused and why. */
 static void on_decided(void *arg, int status, const char *msg)
 {
     pending_reply *pr = arg;
 
-    if (status == 200)
+    if (status == 200) {
+        log_info("approvals", "%s %s %s%s%s", pr->by,
+                 pr->approve ? "approves" : "denies", pr->id,
+                 pr->reason[0] ? ": " : "", pr->reason);
         reply(pr->req, 200, json_pack("{s:s, s:s, s:s}", "action", pr->id,
                                       "decision", pr->approve ? "approved"
                                                               : "denied",
                                       "by", pr->by));
-    else
-        fail(pr->req, status, msg ? msg : "refused");
+    } else {
+        msg = msg ? msg : "refused";
+        log_warn("approvals", "%s's %s of %s refused: %d: %s", pr->by,
+                 pr->approve ? "approval" : "denial", pr->id, status, msg);
+        error_reply(pr->req, status, msg);
+    }
     free(pr);
 }
 
@@ -319,8 +334,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     pr->approve = approve;
     str_copy(pr->id, sizeof pr->id, id);
     str_copy(pr->by, sizeof pr->by, u->name);
-    log_info("approvals", "%s %s %s%s%s", u->name, approve ? "approves" : "denies",
-             id, reason[0] ? ": " : "", reason);
+    str_copy(pr->reason, sizeof pr->reason, reason);
     act_decide(s->a, id, approve, u->name, u->classes, reason, on_decided, pr);
 }
 

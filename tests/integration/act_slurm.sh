@@ -100,9 +100,16 @@ CASCADE_TOKEN=nope "$bin" approve "$a3" --url "$api" > "$tmp/nope.out" 2>&1; rc_
 set -e
 [ "$rc_nope" = 1 ] && grep -q "unknown bearer token" "$tmp/nope.out" || fail "an unknown token was not refused: $(cat "$tmp/nope.out")"
 [ "$rc_bob" = 1 ] && grep -q "may not approve change" "$tmp/bob.out" || fail "bob approved a change: $(cat "$tmp/bob.out")"
-"$bin" approve "$a3" --url "$api" --token-file "$tmp/alice.token" --reason "hardware team agrees" > "$tmp/alice.out" ||
+# The log says what was decided, after the permission check.
+! grep -q "bob approves" "$tmp/act1.err" || fail "bob's refused approval is logged as an approval: $(grep bob "$tmp/act1.err")"
+grep -q "approvals: bob's approval of $a3 refused: 403" "$tmp/act1.err" || fail "bob's refused approval is not logged as refused"
+# A reason is the approver's text: a newline in it cannot start a log line.
+"$bin" approve "$a3" --url "$api" --token-file "$tmp/alice.token" \
+  --reason $'hardware team agrees\n2026-01-01T00:00:00.000Z info  approvals: bob approves act-forged' > "$tmp/alice.out" ||
   fail "alice could not approve: $(cat "$tmp/alice.out")"
 until_event "$a3" done
+grep -q "approvals: alice approves $a3: hardware team agrees\\\\n2026" "$tmp/act1.err" || fail "alice's approval is not logged with its reason escaped"
+! grep -q "^2026-01-01T00:00:00.000Z" "$tmp/act1.err" || fail "an approval reason forged a log line"
 [ "$(node_state gpu-003)" = drained ] || fail "the approved drain did not drain gpu-003"
 audit | jq -r --arg a "$a3" 'select(.action == $a and .event == "approved") | .who == "human:alice"' | grep -qx true ||
   fail "the approval is not audited as alice's"
