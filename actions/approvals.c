@@ -339,7 +339,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 }
 
 apv_server *apv_start(struct event_base *base, act *a, approvers *p,
-                      const char *listen, int port, cs_err *err)
+                      const apv_opts *o, cs_err *err)
 {
     apv_server *s = xcalloc(1, sizeof *s);
 
@@ -348,10 +348,13 @@ apv_server *apv_start(struct event_base *base, act *a, approvers *p,
     /* evhttp refuses bodies past twice the limit on its own; on_request
      * answers those in between with its own 413. */
     s->http = hl_start(base, &(hl_opts){.name = "approvals",
-                                        .listen_addr = listen,
-                                        .port = port,
+                                        .listen_addr = o->listen,
+                                        .port = o->port,
                                         .max_body = APV_MAX_BODY * 2,
+                                        .max_connections = o->max_connections,
                                         .timeout_s = 10,
+                                        .request_deadline_s =
+                                            o->request_timeout_s,
                                         .on_request = on_request,
                                         .arg = s},
                        err);

@@ -30,9 +30,16 @@ void apv_free(approvers *p);
 
 typedef struct apv_server apv_server;
 
-/* Takes ownership of p. port 0: an ephemeral port (apv_port). */
+typedef struct apv_opts {
+    const char *listen;    /* default 127.0.0.1 */
+    int port;              /* 0: an ephemeral port (apv_port) */
+    int max_connections;   /* 0: the listener's default (256) */
+    int request_timeout_s; /* 0: the listener's default (30) */
+} apv_opts;
+
+/* Takes ownership of p. */
 apv_server *apv_start(struct event_base *base, act *a, approvers *p,
-                      const char *listen, int port, cs_err *err);
+                      const apv_opts *o, cs_err *err);
 int apv_port(const apv_server *s);
 void apv_stop(apv_server *s);
 

@@ -249,7 +249,8 @@ int cmd_act(int argc, char **argv)
         goto out;
     }
     if (apv) {
-        if (!(srv = apv_start(base, ex, apv, a.listen, a.port, &err))) {
+        apv_opts ao = {.listen = a.listen, .port = a.port};
+        if (!(srv = apv_start(base, ex, apv, &ao, &err))) {
             apv = NULL; /* apv_start freed it */
             fprintf(stderr, "cascade act: %s\n", err.msg);
             goto out;

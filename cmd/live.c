@@ -337,5 +337,6 @@ wh_config live_webhook_config(const live *l)
                        .token = c->token, .max_body = c->max_body,
                        .max_headers = c->max_headers,
                        .max_connections = c->max_connections,
-                       .timeout_s = c->timeout_s};
+                       .timeout_s = c->timeout_s,
+                       .request_timeout_s = c->request_timeout_s};
 }

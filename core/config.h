@@ -5,7 +5,7 @@
  *   kafka:   brokers, group, batch, linger_ms, fetch_wait_ms
  *   redis:   address
  *   webhook: listen, port, token | token_file, max_body, max_headers,
- *            max_connections, timeout_s
+ *            max_connections, timeout_s, request_timeout_s
  *   log:     level
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
@@ -30,6 +30,7 @@ typedef struct cs_config {
     char token[256];
     size_t max_body, max_headers;
     int max_connections, timeout_s;
+    int request_timeout_s; /* a whole request, head and body */
     int log_level; /* enum log_level */
     char rules_dir[512];
     int max_clusters; /* correlate: signals of more clusters are refused */

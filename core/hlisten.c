@@ -13,6 +13,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "core/hlconn.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -21,22 +22,27 @@
 #define HL_DEFAULT_MAX_HEADERS (16 * 1024)
 #define HL_DEFAULT_MAX_CONNECTIONS 256
 #define HL_DEFAULT_TIMEOUT_S 10
+/* Three times the silence a connection may keep: a client that sends
+ * anything at all gets a little more than a silent one, and a whole
+ * 1 MiB post needs only about 35 KB/s. */
+#define HL_DEFAULT_DEADLINE_S 30
 
 #define HL_REAP_MS 200
 
 /* Counts open connections and pauses accepting at the limit. libevent
  * 2.1 tells nobody when evhttp drops a connection, so the gate keeps a
- * reference on each connection's bufferevent and notices the drop by the
- * callbacks bufferevent_free() clears. (A filter bufferevent with a free
- * callback would say so directly, but evhttp then frees a connection while
- * its last response still sits in the socket bufferevent: 413 answers and
- * "Connection: close" replies were lost that way.) */
+ * reference on each connection's bufferevent (core/hlconn.h) and notices
+ * the drop by the callbacks bufferevent_free() clears. (A filter
+ * bufferevent with a free callback would say so directly, but evhttp then
+ * frees a connection while its last response still sits in the socket
+ * bufferevent: 413 answers and "Connection: close" replies were lost that
+ * way.) */
 typedef struct hl_gate {
-    struct bufferevent **conns; /* each holding one reference of ours */
+    hlc **conns;
     int active, max, paused;
     struct evconnlistener *lst;
     struct event *reap;
-    const char *name; /* the listener's, for the log */
+    const hlc_cfg *cfg; /* each connection's */
 } hl_gate;
 
 struct hlisten {
@@ -44,26 +50,20 @@ struct hlisten {
     struct evhttp_bound_socket *bound;
     char *name;
     hl_gate gate;
+    hlc_cfg conn;
+    void (*on_request)(struct evhttp_request *req, void *arg);
+    void *arg;
 };
 
 /* ---- connection limit --------------------------------------------------- */
-
-static int released(struct bufferevent *bev)
-{
-    bufferevent_data_cb rd, wr;
-    bufferevent_event_cb ev;
-
-    bufferevent_getcb(bev, &rd, &wr, &ev, NULL);
-    return !rd && !wr && !ev;
-}
 
 static void gate_reap(hl_gate *g)
 {
     int i = 0;
 
     while (i < g->active) {
-        if (released(g->conns[i])) {
-            bufferevent_decref(g->conns[i]); /* closes the socket */
+        if (hlc_released(g->conns[i])) {
+            hlc_free(g->conns[i]); /* closes the socket */
             g->conns[i] = g->conns[--g->active];
         } else {
             i++;
@@ -86,32 +86,43 @@ static void gate_tick(evutil_socket_t fd, short what, void *arg)
 static struct bufferevent *gate_bev(struct event_base *base, void *arg)
 {
     hl_gate *g = arg;
-    struct bufferevent *bev;
+    hlc *c;
 
     gate_reap(g);
-    /* Only when accepting could not pause: evhttp then makes its own. */
-    if (g->active >= g->max)
+    /* Only when accepting could not pause: evhttp then makes its own,
+     * with no deadline. evconnlistener looks at whether it is enabled
+     * after each accept, so this does not happen. */
+    if (g->active >= g->max || !(c = hlc_new(base, g->cfg)))
         return NULL;
-    bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!bev)
-        return NULL;
-    bufferevent_incref(bev);
-    g->conns[g->active++] = bev;
+    g->conns[g->active++] = c;
     if (g->active >= g->max && g->lst) {
         evconnlistener_disable(g->lst);
         g->paused = 1;
-        log_warn(g->name, "%d connections open: pausing accept", g->active);
+        log_warn(g->cfg->name, "%d connections open: pausing accept",
+                 g->active);
     }
-    return bev;
+    return hlc_bev(c);
+}
+
+static hlc *gate_find(const hl_gate *g, struct evhttp_request *req)
+{
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+    struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con)
+                                  : NULL;
+
+    for (int i = 0; bev && i < g->active; i++)
+        if (hlc_bev(g->conns[i]) == bev)
+            return g->conns[i];
+    return NULL;
 }
 
 static int gate_init(hl_gate *g, struct event_base *base, int max,
-                     const char *name)
+                     const hlc_cfg *cfg)
 {
     struct timeval tv = {0, HL_REAP_MS * 1000};
 
     g->max = max;
-    g->name = name;
+    g->cfg = cfg;
     g->conns = xcalloc((size_t)max, sizeof *g->conns);
     g->reap = event_new(base, -1, EV_PERSIST, gate_tick, g);
     return g->reap && event_add(g->reap, &tv) == 0 ? 0 : -1;
@@ -123,8 +134,21 @@ static void gate_free(hl_gate *g)
     if (g->reap)
         event_free(g->reap);
     for (int i = 0; i < g->active; i++)
-        bufferevent_decref(g->conns[i]);
+        hlc_free(g->conns[i]);
     free(g->conns);
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/* evhttp's one callback: a request read in full. */
+static void hl_request(struct evhttp_request *req, void *arg)
+{
+    hlisten *h = arg;
+    hlc *c = gate_find(&h->gate, req);
+
+    if (c)
+        hlc_request(c, req);
+    h->on_request(req, h->arg);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -164,21 +188,32 @@ static int hl_bind(hlisten *h, const hl_opts *o, cs_err *err)
     return 0;
 }
 
+static void set_callbacks(hlisten *h, const hl_opts *o)
+{
+    h->on_request = o->on_request;
+    h->arg = o->arg;
+    h->conn = (hlc_cfg){.name = h->name,
+                        .deadline_s = o->request_deadline_s > 0
+                                          ? o->request_deadline_s
+                                          : HL_DEFAULT_DEADLINE_S};
+}
+
 static int hl_init(hlisten *h, struct event_base *base, const hl_opts *o,
                    cs_err *err)
 {
+    set_callbacks(h, o);
     h->http = evhttp_new(base);
     if (!h->http ||
         gate_init(&h->gate, base, o->max_connections > 0
                                       ? o->max_connections
                                       : HL_DEFAULT_MAX_CONNECTIONS,
-                  h->name)) {
+                  &h->conn)) {
         cs_err_set(err, "%s: cannot create the HTTP server", h->name);
         return -1;
     }
     apply_limits(h->http, o);
     evhttp_set_bevcb(h->http, gate_bev, &h->gate);
-    evhttp_set_gencb(h->http, o->on_request, o->arg);
+    evhttp_set_gencb(h->http, hl_request, h);
     return hl_bind(h, o, err);
 }
 

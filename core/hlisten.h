@@ -6,7 +6,13 @@
  * pauses at the limit and resumes when one closes). An oversized body is
  * read to its end before evhttp answers 413, so the client sees the answer
  * rather than a reset. Every request goes to one callback, which answers
- * it (evhttp_send_reply) now or later on the same loop. */
+ * it (evhttp_send_reply) now or later on the same loop.
+ *
+ * A client has request_deadline_s for a whole request, head and body,
+ * counted from the connection's accept or from the answer to its previous
+ * request: trickling a byte at a time (which restarts timeout_s on every
+ * byte) does not keep a connection past it. The clock stops while the
+ * server works on a request it has read in full. */
 #ifndef CS_HLISTEN_H
 #define CS_HLISTEN_H
 
@@ -24,7 +30,9 @@ typedef struct hl_opts {
     size_t max_body;         /* default 1 MiB */
     size_t max_headers;      /* default 16 KiB */
     int max_connections;     /* default 256 */
-    int timeout_s;           /* default 10 */
+    int timeout_s;           /* default 10: the longest silence */
+    int request_deadline_s;  /* default 30: the longest a request may take
+                              * to arrive, head and body */
     void (*on_request)(struct evhttp_request *req, void *arg);
     void *arg;
 } hl_opts;

@@ -412,6 +412,8 @@ webhook *wh_start(struct event_base *base, const wh_config *cfg,
                                         .max_headers = cfg->max_headers,
                                         .max_connections = cfg->max_connections,
                                         .timeout_s = cfg->timeout_s,
+                                        .request_deadline_s =
+                                            cfg->request_timeout_s,
                                         .on_request = wh_request,
                                         .arg = w},
                        err);

@@ -25,7 +25,9 @@ typedef struct wh_config {
     size_t max_body;         /* default 1 MiB */
     size_t max_headers;      /* default 16 KiB */
     int max_connections;     /* default 256 */
-    int timeout_s;           /* default 10 */
+    int timeout_s;           /* default 10: the longest silence */
+    int request_timeout_s;   /* default 30: the longest a request may take
+                              * to arrive, head and body */
 } wh_config;
 
 typedef struct webhook webhook;

@@ -3,7 +3,8 @@
  * callback, evhttp answers a body over the limit and a method other than
  * GET and POST without it, the connection limit holds a client back until
  * another connection closes, and a port already taken is an error that
- * names the listener, the address and the port. */
+ * names the listener, the address and the port. Slow clients lose their
+ * connection at the request deadline. */
 #include <errno.h>
 #include <signal.h>
 
@@ -16,6 +17,7 @@
 #include <event2/util.h>
 
 #include "check.h"
+#include "rawhttp.h"
 #include "core/hlisten.h"
 #include "core/mem.h"
 
@@ -58,24 +60,9 @@ static void on_answer(struct evhttp_request *req, void *arg)
     event_base_loopbreak(a->base);
 }
 
-static void on_deadline(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    event_base_loopbreak(arg);
-}
-
-/* Runs the loop until a->done or ms pass; returns a->done. */
 static int wait_answer(answer *a, int ms)
 {
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    struct event *t = evtimer_new(a->base, on_deadline, a->base);
-
-    evtimer_add(t, &tv);
-    while (!a->done && evtimer_pending(t, NULL))
-        event_base_dispatch(a->base);
-    event_free(t);
-    return a->done;
+    return run_until(a->base, &a->done, ms);
 }
 
 static struct evhttp_connection *send_request(struct event_base *base,
@@ -151,22 +138,6 @@ static void test_taken(struct event_base *base, int port)
     CHECK_STR(err.msg, "test port 65536 is out of range");
 }
 
-/* A client that connects and says nothing: it holds one connection. */
-static struct bufferevent *hold_connection(struct event_base *base, int port)
-{
-    struct bufferevent *b = bufferevent_socket_new(base, -1,
-                                                   BEV_OPT_CLOSE_ON_FREE);
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    char addr[32];
-
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    REQUIRE(b != NULL);
-    REQUIRE(evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &len) == 0);
-    REQUIRE(bufferevent_socket_connect(b, (struct sockaddr *)&ss, len) == 0);
-    return b;
-}
-
 /* One connection allowed: a second client waits until the first closes. */
 static void test_conn_limit(struct event_base *base)
 {
@@ -185,6 +156,38 @@ static void test_conn_limit(struct event_base *base)
     bufferevent_free(held);
     REQUIRE(wait_answer(&a, 5000));
     CHECK_INT(a.code, 200);
+    evhttp_connection_free(conn);
+    hl_free(h);
+}
+
+/* ---- the request deadline ----------------------------------------------- */
+
+/* Four trickling clients fill a listener of four connections; each gets
+ * one second for its request, so a client behind them is answered soon
+ * after, and the tricklers find their connections closed. */
+static void test_deadline(struct event_base *base)
+{
+    cs_err err = {{0}};
+    int calls = 0, idle = 0;
+    hlisten *h = hl_start(base, &(hl_opts){.name = "test", .max_connections = 4,
+                                           .request_deadline_s = 1,
+                                           .on_request = on_request,
+                                           .arg = &calls}, &err);
+    struct evhttp_connection *conn;
+    raw slow[4];
+    answer a;
+
+    REQUIRE(h != NULL);
+    for (int i = 0; i < 4; i++)
+        trickle(&slow[i], base, hl_port(h));
+    run_until(base, &idle, 300); /* the server accepts them: now full */
+    conn = send_request(base, hl_port(h), &a, EVHTTP_REQ_GET, 0);
+    CHECK(wait_answer(&a, 4000));
+    CHECK_INT(a.code, 200);
+    for (int i = 0; i < 4; i++) {
+        CHECK(run_until(base, &slow[i].closed, 1000));
+        raw_close(&slow[i]);
+    }
     evhttp_connection_free(conn);
     hl_free(h);
 }
@@ -222,6 +225,7 @@ int main(void)
     hl_free(h);
     hl_free(NULL);
     test_conn_limit(base);
+    test_deadline(base);
     test_ipv6(base);
     event_base_free(base);
     return check_report();
