@@ -154,7 +154,8 @@ static void reply(struct evhttp_request *req, int code, json_t *body)
     static const struct { int code; const char *why; } reasons[] = {
         {200, "OK"}, {400, "Bad Request"}, {401, "Unauthorized"},
         {403, "Forbidden"}, {404, "Not Found"}, {405, "Method Not Allowed"},
-        {409, "Conflict"}, {413, "Payload Too Large"}, {503, "Service Unavailable"}};
+        {409, "Conflict"}, {413, "Payload Too Large"},
+        {431, "Request Header Fields Too Large"}, {503, "Service Unavailable"}};
     const char *why = "Error";
 
     for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
@@ -185,10 +186,10 @@ static void fail(struct evhttp_request *req, int code, const char *msg)
     error_reply(req, code, msg);
 }
 
-static const approver *who(const apv_server *s, struct evhttp_request *req)
+static const approver *who(const apv_server *s,
+                           const struct evkeyvalq *headers)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
-                                       "Authorization");
+    const char *h = evhttp_find_header(headers, "Authorization");
     const approver *found = NULL;
 
     if (!h || strncasecmp(h, "Bearer ", 7))
@@ -305,7 +306,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         fail(req, 405, "use POST");
         return;
     }
-    if (!(u = who(s, req))) {
+    if (!(u = who(s, evhttp_request_get_input_headers(req)))) {
         fail(req, 401, "missing or unknown bearer token");
         return;
     }
@@ -338,6 +339,28 @@ static void on_request(struct evhttp_request *req, void *arg)
     act_decide(s->a, id, approve, u->name, u->classes, reason, on_decided, pr);
 }
 
+/* A decision, and any request with a body, needs a known token before
+ * its body is read: without one the body is never read. */
+static int on_headers(const hl_head *head, void *arg)
+{
+    const apv_server *s = arg;
+    char id[32];
+    int approve;
+
+    if (!head->has_body &&
+        (strcmp(head->method, "POST") ||
+         route(head->path, id, sizeof id, &approve) || approve == 2))
+        return 0;
+    return who(s, head->headers) ? 0 : 401;
+}
+
+static void on_refused(struct evhttp_request *req, int code, const char *why,
+                       void *arg)
+{
+    (void)arg;
+    fail(req, code, why ? why : "missing or unknown bearer token");
+}
+
 apv_server *apv_start(struct event_base *base, act *a, approvers *p,
                       const apv_opts *o, cs_err *err)
 {
@@ -356,6 +379,8 @@ apv_server *apv_start(struct event_base *base, act *a, approvers *p,
                                         .request_deadline_s =
                                             o->request_timeout_s,
                                         .on_request = on_request,
+                                        .on_headers = on_headers,
+                                        .on_refused = on_refused,
                                         .arg = s},
                        err);
     if (!s->http) {

@@ -52,6 +52,8 @@ struct hlisten {
     hl_gate gate;
     hlc_cfg conn;
     void (*on_request)(struct evhttp_request *req, void *arg);
+    void (*on_refused)(struct evhttp_request *req, int code, const char *why,
+                       void *arg);
     void *arg;
 };
 
@@ -90,8 +92,8 @@ static struct bufferevent *gate_bev(struct event_base *base, void *arg)
 
     gate_reap(g);
     /* Only when accepting could not pause: evhttp then makes its own,
-     * with no deadline. evconnlistener looks at whether it is enabled
-     * after each accept, so this does not happen. */
+     * with neither deadline nor judged heads. evconnlistener looks at
+     * whether it is enabled after each accept, so this does not happen. */
     if (g->active >= g->max || !(c = hlc_new(base, g->cfg)))
         return NULL;
     g->conns[g->active++] = c;
@@ -140,15 +142,21 @@ static void gate_free(hl_gate *g)
 
 /* ---- requests ----------------------------------------------------------- */
 
-/* evhttp's one callback: a request read in full. */
+/* evhttp's one callback: a request read in full, or the stand-in of one
+ * refused at its head. */
 static void hl_request(struct evhttp_request *req, void *arg)
 {
     hlisten *h = arg;
     hlc *c = gate_find(&h->gate, req);
+    const char *why = NULL;
+    int code = c ? hlc_request(c, req, &why) : 0;
 
-    if (c)
-        hlc_request(c, req);
-    h->on_request(req, h->arg);
+    if (!code)
+        h->on_request(req, h->arg);
+    else if (h->on_refused)
+        h->on_refused(req, code, why, h->arg);
+    else
+        evhttp_send_error(req, code, why);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -191,11 +199,16 @@ static int hl_bind(hlisten *h, const hl_opts *o, cs_err *err)
 static void set_callbacks(hlisten *h, const hl_opts *o)
 {
     h->on_request = o->on_request;
+    h->on_refused = o->on_refused;
     h->arg = o->arg;
-    h->conn = (hlc_cfg){.name = h->name,
-                        .deadline_s = o->request_deadline_s > 0
-                                          ? o->request_deadline_s
-                                          : HL_DEFAULT_DEADLINE_S};
+    h->conn = (hlc_cfg){
+        .name = h->name,
+        .max_headers = o->max_headers ? o->max_headers
+                                      : HL_DEFAULT_MAX_HEADERS,
+        .deadline_s = o->request_deadline_s > 0 ? o->request_deadline_s
+                                                : HL_DEFAULT_DEADLINE_S,
+        .on_headers = o->on_headers,
+        .arg = o->arg};
 }
 
 static int hl_init(hlisten *h, struct event_base *base, const hl_opts *o,

@@ -12,7 +12,13 @@
  * counted from the connection's accept or from the answer to its previous
  * request: trickling a byte at a time (which restarts timeout_s on every
  * byte) does not keep a connection past it. The clock stops while the
- * server works on a request it has read in full. */
+ * server works on a request it has read in full.
+ *
+ * A request's head is read before its body, and judged: two
+ * Content-Length fields (RFC 9112 section 6.3) are refused with 400, header
+ * fields over max_headers with 431, and on_headers may refuse it (a
+ * missing credential: 401). A refused request's body is never read; the
+ * connection closes after the answer. */
 #ifndef CS_HLISTEN_H
 #define CS_HLISTEN_H
 
@@ -22,18 +28,38 @@
 
 struct event_base;
 struct evhttp_request;
+struct evkeyvalq;
+
+/* A request's head, before any of its body is read. */
+typedef struct hl_head {
+    const char *method; /* as sent: "GET", "POST" */
+    const char *uri;    /* as sent: path and query */
+    const char *path;   /* the URI's path, not decoded; "" when none */
+    const struct evkeyvalq *headers; /* evhttp_find_header reads them */
+    int has_body;       /* a Content-Length over 0, or Transfer-Encoding */
+} hl_head;
 
 typedef struct hl_opts {
     const char *name;        /* "webhook": begins its errors, tags its log */
     const char *listen_addr; /* default "127.0.0.1"; IPv4 or IPv6 */
     int port;                /* 0 = any free port; read back with hl_port() */
     size_t max_body;         /* default 1 MiB */
-    size_t max_headers;      /* default 16 KiB */
+    size_t max_headers;      /* default 16 KiB: the header fields, line
+                              * ends included (the request line apart) */
     int max_connections;     /* default 256 */
     int timeout_s;           /* default 10: the longest silence */
     int request_deadline_s;  /* default 30: the longest a request may take
                               * to arrive, head and body */
     void (*on_request)(struct evhttp_request *req, void *arg);
+    /* Optional: 0 reads the body and hands the request to on_request; an
+     * HTTP status (401) refuses it unread. */
+    int (*on_headers)(const hl_head *head, void *arg);
+    /* Answers a request refused at its head: code is what on_headers
+     * returned (why NULL), or 400 or 431 from the listener itself (why
+     * says what was wrong). req has the method and URI, no header fields
+     * and no body. NULL: evhttp's plain error page. */
+    void (*on_refused)(struct evhttp_request *req, int code, const char *why,
+                       void *arg);
     void *arg;
 } hl_opts;
 

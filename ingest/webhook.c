@@ -82,10 +82,16 @@ static void reject(webhook *w, struct evhttp_request *req, int code,
 
 /* ---- authentication ----------------------------------------------------- */
 
-static int authorized(const webhook *w, struct evhttp_request *req)
+static void reject_unauthorized(webhook *w, struct evhttp_request *req)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
-                                       "Authorization");
+    evhttp_add_header(evhttp_request_get_output_headers(req),
+                      "WWW-Authenticate", "Bearer");
+    reject(w, req, 401, "Unauthorized", "missing or invalid bearer token");
+}
+
+static int authorized(const webhook *w, const struct evkeyvalq *headers)
+{
+    const char *h = evhttp_find_header(headers, "Authorization");
 
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return 0;
@@ -345,11 +351,9 @@ static void handle_alerts(webhook *w, struct evhttp_request *req)
     sig *s;
     size_t n = 0;
 
-    if (!authorized(w, req)) {
-        evhttp_add_header(evhttp_request_get_output_headers(req),
-                          "WWW-Authenticate", "Bearer");
-        reject(w, req, 401, "Unauthorized",
-               "missing or invalid bearer token");
+    /* judged at the head already (wh_headers); checked again whole */
+    if (!authorized(w, evhttp_request_get_input_headers(req))) {
+        reject_unauthorized(w, req);
         return;
     }
     s = wh_signals(len ? (const char *)evbuffer_pullup(in, -1) : "", len, &n,
@@ -366,6 +370,31 @@ static int alerts_path(const char *path)
 {
     return strcmp(path, "/api/v1/alerts") == 0 || strcmp(path, "/") == 0 ||
            strcmp(path, "/webhook") == 0;
+}
+
+/* A post of alerts, and any request with a body, needs the token before
+ * its body is read: without it the body is never read. */
+static int wh_headers(const hl_head *head, void *arg)
+{
+    const webhook *w = arg;
+
+    if (!head->has_body &&
+        (strcmp(head->method, "POST") || !alerts_path(head->path)))
+        return 0;
+    return authorized(w, head->headers) ? 0 : 401;
+}
+
+static void wh_refused(struct evhttp_request *req, int code, const char *why,
+                       void *arg)
+{
+    webhook *w = arg;
+
+    if (code == 401)
+        reject_unauthorized(w, req);
+    else
+        reject(w, req, code,
+               code == 431 ? "Request Header Fields Too Large" : NULL, "%s",
+               why ? why : "request refused");
 }
 
 static void wh_request(struct evhttp_request *req, void *arg)
@@ -415,6 +444,8 @@ webhook *wh_start(struct event_base *base, const wh_config *cfg,
                                         .request_deadline_s =
                                             cfg->request_timeout_s,
                                         .on_request = wh_request,
+                                        .on_headers = wh_headers,
+                                        .on_refused = wh_refused,
                                         .arg = w},
                        err);
     if (!w->http) {

@@ -5,8 +5,10 @@
  * Routes: POST /api/v1/alerts, / and /webhook take a webhook body
  * (200 {"accepted": N}; 400 malformed, 401 bad or missing bearer token,
  * 413 too large, 503 + Retry-After while the producer queue is full);
- * GET /healthz answers "ok". A post is validated whole before any of its
- * alerts is published. */
+ * GET /healthz answers "ok". The token is checked on the request's head:
+ * a post without it, or any request with a body and without it, is
+ * answered 401 before its body is read. A post is validated whole before
+ * any of its alerts is published. */
 #ifndef CS_WEBHOOK_H
 #define CS_WEBHOOK_H
 

@@ -1,8 +1,10 @@
 /* The approvals API's listener (actions/approvals.c on core/hlisten.h),
- * with no executor behind it: no request here gets as far as one. Clients
- * past the connection limit wait, and slow or silent connections are
- * closed at the request deadline; a token sent in a query string never
- * reaches the log. */
+ * with no executor behind it: no request here gets as far as one. The
+ * token is judged on a request's head, so an unknown one is refused before
+ * the body is read; header fields over the limit are refused at once, and
+ * two Content-Length fields too; clients past the connection limit wait,
+ * and slow or silent connections are closed at the request deadline; a
+ * token sent in a query string never reaches the log. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,31 @@ static apv_server *start(struct event_base *base)
     return s;
 }
 
+/* A head declaring 100 kB, and nothing after it: the answer comes. */
+static void test_token_first(struct event_base *base, int port)
+{
+    raw r;
+
+    CHECK_INT(raw_ask(base, port,
+                      "POST /v1/actions/act-1/approve HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Length: 100000\r\n\r\n", &r), 401);
+    CHECK(strstr(r.got, "Connection: close") != NULL);
+    raw_close(&r);
+    CHECK_INT(raw_ask(base, port,
+                      "POST /v1/actions/act-1/deny HTTP/1.1\r\nHost: x\r\n"
+                      "Authorization: Bearer nope\r\n"
+                      "Content-Length: 100000\r\n\r\n", &r), 401);
+    raw_close(&r);
+    /* a body sent anywhere needs a token too */
+    CHECK_INT(raw_ask(base, port,
+                      "GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Length: 100000\r\n\r\n", &r), 401);
+    raw_close(&r);
+    CHECK_INT(raw_ask(base, port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                      &r), 200);
+    raw_close(&r);
+}
+
 static void test_query_not_logged(struct event_base *base, int port)
 {
     check_capture cap;
@@ -65,6 +92,24 @@ static void test_query_not_logged(struct event_base *base, int port)
     CHECK(strstr(log, "POST /v1/actions/act-1/approve?<redacted>: 401") !=
           NULL);
     free(log);
+}
+
+static void test_head_limits(struct event_base *base, int port)
+{
+    static char big[100000];
+    raw r;
+
+    snprintf(big, sizeof big, "POST /v1/actions/act-1/approve HTTP/1.1\r\n"
+             "Authorization: Bearer " TOKEN "\r\nX-Big: %0*d\r\n\r\n",
+             90000, 0);
+    CHECK_INT(raw_ask(base, port, big, &r), 431);
+    raw_close(&r);
+    CHECK_INT(raw_ask(base, port,
+                      "POST /v1/actions/act-1/approve HTTP/1.1\r\nHost: x\r\n"
+                      "Authorization: Bearer " TOKEN "\r\nContent-Length: 2\r\n"
+                      "Content-Length: 3\r\n\r\n{}", &r), 400);
+    CHECK(strstr(r.got, "Content-Length") != NULL);
+    raw_close(&r);
 }
 
 /* Four slow clients (a header line every 300 ms, the head never ended)
@@ -99,7 +144,9 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     REQUIRE(base != NULL);
     s = start(base);
+    test_token_first(base, apv_port(s));
     test_query_not_logged(base, apv_port(s));
+    test_head_limits(base, apv_port(s));
     test_slow_clients(base, apv_port(s));
     apv_stop(s);
     event_base_free(base);

@@ -4,7 +4,9 @@
  * GET and POST without it, the connection limit holds a client back until
  * another connection closes, and a port already taken is an error that
  * names the listener, the address and the port. Slow clients lose their
- * connection at the request deadline. */
+ * connection at the request deadline; a request's head is judged before
+ * its body is read (on_headers, two Content-Length fields, header fields
+ * over the limit), and a refused one is answered without it. */
 #include <errno.h>
 #include <signal.h>
 
@@ -192,6 +194,115 @@ static void test_deadline(struct event_base *base)
     hl_free(h);
 }
 
+/* ---- the head, judged before the body ----------------------------------- */
+
+typedef struct judged {
+    int calls, heads;
+    char seen[128];
+} judged;
+
+/* Refuses a request without "X-Key: k"; notes what it saw. */
+static int on_headers(const hl_head *hd, void *arg)
+{
+    judged *j = arg;
+    const char *key = evhttp_find_header(hd->headers, "X-Key");
+
+    j->heads++;
+    snprintf(j->seen, sizeof j->seen, "%s %s %s %d", hd->method, hd->uri,
+             hd->path, hd->has_body);
+    return key && !strcmp(key, "k") ? 0 : 401;
+}
+
+static void on_judged_request(struct evhttp_request *req, void *arg)
+{
+    on_request(req, &((judged *)arg)->calls);
+}
+
+static void on_refused(struct evhttp_request *req, int code, const char *why,
+                       void *arg)
+{
+    (void)arg;
+    evbuffer_add_printf(evhttp_request_get_output_buffer(req), "refused %s",
+                        why ? why : "-");
+    evhttp_send_reply(req, code, NULL, NULL);
+}
+
+static hlisten *start_judged(struct event_base *base, judged *j)
+{
+    cs_err err = {{0}};
+    hlisten *h = hl_start(base, &(hl_opts){.name = "test",
+                                           .max_body = MAX_BODY,
+                                           .on_request = on_judged_request,
+                                           .on_headers = on_headers,
+                                           .on_refused = on_refused,
+                                           .arg = j}, &err);
+
+    REQUIRE(h != NULL);
+    return h;
+}
+
+/* A refused request is answered from its head alone: the client sends a
+ * head declaring a megabyte and nothing more. */
+static void test_head_refused(struct event_base *base)
+{
+    judged j = {0};
+    hlisten *h = start_judged(base, &j);
+    raw r;
+
+    CHECK_INT(raw_ask(base, hl_port(h),
+                      "POST /in?q=1 HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Length: 1000000\r\n\r\n", &r), 401);
+    CHECK_STR(j.seen, "POST /in?q=1 /in 1");
+    CHECK(strstr(r.got, "refused -") != NULL);
+    CHECK(strstr(r.got, "Connection: close") != NULL);
+    CHECK(run_until(base, &r.closed, 2000));
+    raw_close(&r);
+    /* with the key: the body is read and the request served */
+    CHECK_INT(raw_ask(base, hl_port(h),
+                      "POST /in HTTP/1.1\r\nHost: x\r\nX-Key: k\r\n"
+                      "Content-Length: 5\r\n\r\nhello", &r), 200);
+    CHECK(strstr(r.got, "POST /in 5") != NULL);
+    /* the next request on that connection is judged too */
+    raw_send(&r, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_INT(raw_status(&r, 2000), 401);
+    raw_close(&r);
+    /* and so is one sent before the answer to the one before it */
+    raw_open(&r, base, hl_port(h),
+             "POST /in HTTP/1.1\r\nX-Key: k\r\nContent-Length: 2\r\n\r\nhi"
+             "POST /in HTTP/1.1\r\nContent-Length: 9\r\n\r\nsmuggled!");
+    CHECK(run_until(base, &r.closed, 2000));
+    CHECK(strstr(r.got, "HTTP/1.1 200") != NULL);
+    CHECK(strstr(r.got, "HTTP/1.1 401") != NULL);
+    CHECK(strstr(r.got, "POST /in 9") == NULL);
+    raw_close(&r);
+    CHECK_INT(j.calls, 2);
+    CHECK_INT(j.heads, 5);
+    hl_free(h);
+}
+
+/* Two Content-Length fields make a request invalid (RFC 9112 6.3); header
+ * fields over max_headers are refused with 431, before any body. */
+static void test_head_limits(struct event_base *base)
+{
+    judged j = {0};
+    hlisten *h = start_judged(base, &j);
+    char big[40000];
+    raw r;
+
+    CHECK_INT(raw_ask(base, hl_port(h),
+                      "POST /in HTTP/1.1\r\nX-Key: k\r\nContent-Length: 5\r\n"
+                      "Content-Length: 6\r\n\r\nhello!", &r), 400);
+    CHECK(strstr(r.got, "refused two Content-Length fields") != NULL);
+    raw_close(&r);
+    snprintf(big, sizeof big, "POST /in HTTP/1.1\r\nX-Key: k\r\n"
+             "Content-Length: 1000000\r\nX-Big: %0*d\r\n\r\n", 30000, 0);
+    CHECK_INT(raw_ask(base, hl_port(h), big, &r), 431);
+    raw_close(&r);
+    CHECK_INT(j.calls, 0);
+    CHECK_INT(j.heads, 0);
+    hl_free(h);
+}
+
 static void test_ipv6(struct event_base *base)
 {
     cs_err err = {{0}};
@@ -226,6 +337,8 @@ int main(void)
     hl_free(NULL);
     test_conn_limit(base);
     test_deadline(base);
+    test_head_refused(base);
+    test_head_limits(base);
     test_ipv6(base);
     event_base_free(base);
     return check_report();
