@@ -338,5 +338,7 @@ wh_config live_webhook_config(const live *l)
                        .max_headers = c->max_headers,
                        .max_connections = c->max_connections,
                        .timeout_s = c->timeout_s,
-                       .request_timeout_s = c->request_timeout_s};
+                       .request_timeout_s = c->request_timeout_s,
+                       .max_alerts = (size_t)c->max_alerts,
+                       .max_output = c->max_output};
 }

@@ -5,7 +5,8 @@
  *   kafka:   brokers, group, batch, linger_ms, fetch_wait_ms
  *   redis:   address
  *   webhook: listen, port, token | token_file, max_body, max_headers,
- *            max_connections, timeout_s, request_timeout_s
+ *            max_connections, timeout_s, request_timeout_s, max_alerts,
+ *            max_output
  *   log:     level
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
@@ -31,6 +32,8 @@ typedef struct cs_config {
     size_t max_body, max_headers;
     int max_connections, timeout_s;
     int request_timeout_s; /* a whole request, head and body */
+    int max_alerts;        /* in one post */
+    size_t max_output;     /* one post's signals, as JSON */
     int log_level; /* enum log_level */
     char rules_dir[512];
     int max_clusters; /* correlate: signals of more clusters are refused */

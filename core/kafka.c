@@ -248,9 +248,9 @@ fail:
  * (a record's varints and attributes), with room to spare. */
 #define RECORD_FRAMING 512
 
-int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
-                        size_t keylen, const void *val, size_t len,
-                        kfk_tracker *t, cs_err *err)
+static int produce(kfk_producer *p, const char *topic, const char *key,
+                   size_t keylen, void *val, size_t len, int flags,
+                   kfk_tracker *t, cs_err *err)
 {
     rd_kafka_resp_err_t e;
 
@@ -264,9 +264,8 @@ int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
     }
     e = rd_kafka_producev(
         p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, keylen),
-        RD_KAFKA_V_VALUE((void *)val, len),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(t),
-        RD_KAFKA_V_END);
+        RD_KAFKA_V_VALUE(val, len), RD_KAFKA_V_MSGFLAGS(flags),
+        RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
 
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (t) {
@@ -283,10 +282,29 @@ int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
     return -1;
 }
 
+int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
+                        size_t keylen, const void *val, size_t len,
+                        kfk_tracker *t, cs_err *err)
+{
+    return produce(p, topic, key, keylen, (void *)val, len,
+                   RD_KAFKA_MSG_F_COPY, t, err);
+}
+
 int kfk_produce(kfk_producer *p, const char *topic, const char *key,
                 size_t keylen, const void *val, size_t len, cs_err *err)
 {
     return kfk_produce_tracked(p, topic, key, keylen, val, len, NULL, err);
+}
+
+int kfk_produce_take(kfk_producer *p, const char *topic, const char *key,
+                     size_t keylen, void *val, size_t len, cs_err *err)
+{
+    int rc = produce(p, topic, key, keylen, val, len, RD_KAFKA_MSG_F_FREE,
+                     NULL, err);
+
+    if (rc != KFK_OK) /* librdkafka took it only if it took the message */
+        free(val);
+    return rc;
 }
 
 void kfk_producer_poll(kfk_producer *p)

@@ -45,6 +45,11 @@ enum { KFK_OK = 0, KFK_QUEUE_FULL = 1, KFK_TOO_BIG = 2 };
 /* Copies key and payload. key may be NULL (keylen 0). */
 int kfk_produce(kfk_producer *p, const char *topic, const char *key,
                 size_t keylen, const void *val, size_t len, cs_err *err);
+/* As kfk_produce, but takes the payload (malloc'd) instead of copying
+ * it: the producer frees it once done with it, or it is freed here when
+ * refused. For messages too big to hold twice. */
+int kfk_produce_take(kfk_producer *p, const char *topic, const char *key,
+                     size_t keylen, void *val, size_t len, cs_err *err);
 /* Delivery tracking for at-least-once hand-offs (the correlator commits
  * its input offsets only once its outputs are delivered). A tracker counts
  * the messages produced through it that still await a delivery report, and

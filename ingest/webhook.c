@@ -10,6 +10,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 
+#include "core/hash.h"
 #include "core/hlisten.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -22,10 +23,18 @@ struct webhook {
     kfk_producer *prod;
     char *token;
     size_t token_len;
-    unsigned long accepted, rejected;
+    size_t max_alerts, max_output;
+    wh_stat st;
 };
 
-/* Webhook body fields copied into every signal's payload. */
+/* Alertmanager posts a group's alerts together, rarely more than a few
+ * hundred. Each signal carries the post's common fields; the signals of a
+ * post at max_body with common fields of a few KiB are well under 16 MiB. */
+#define WH_DEFAULT_MAX_ALERTS 5000
+#define WH_DEFAULT_MAX_OUTPUT (16 * 1024 * 1024)
+
+/* Webhook body fields every signal's payload carries (shared, not
+ * copied: wh_post). */
 static const char *const wh_top_fields[] = {
     "receiver",          "status",      "groupLabels", "commonLabels",
     "commonAnnotations", "externalURL", "version",     "groupKey",
@@ -76,7 +85,7 @@ static void reject(webhook *w, struct evhttp_request *req, int code,
              (unsigned)port, evhttp_request_get_command(req) == EVHTTP_REQ_GET
                                  ? "GET" : "POST",
              hl_log_uri(req, uri, sizeof uri), code, msg);
-    w->rejected++;
+    w->st.rejected++;
     send_json(req, code, reason, error_body(msg));
 }
 
@@ -231,58 +240,182 @@ static json_t *alert_ts(json_t *alert)
     return json_string(buf);
 }
 
-static json_t *alert_payload(json_t *body, json_t *alert)
-{
-    json_t *p = json_object(), *v;
+/* ---- one post ----------------------------------------------------------- */
 
+/* A post on its way to signals. Every alert's signal carries the post's
+ * common fields (its receiver, the group's labels and annotations...) as
+ * Alertmanager sent them: they are picked out once and shared by
+ * reference, not copied, and dumped and hashed once. An alert's signal is
+ * named by the hash of the common fields, the alert and its time, so that
+ * no signal is dumped whole to be named (a 500 KB commonAnnotations was
+ * dumped again for each of 11,000 alerts). What the signals take on the
+ * wire, each alert with the common fields, is known before any is built. */
+typedef struct wh_post {
+    json_t *body, *alerts, *common;
+    size_t n;      /* alerts */
+    uint64_t *ids; /* the hash of the common fields and each alert */
+    size_t bytes;  /* what the signals take, as JSON */
+} wh_post;
+
+static void post_open(wh_post *p, json_t *body)
+{
+    json_t *v;
+
+    memset(p, 0, sizeof *p);
+    p->body = body;
+    p->alerts = json_object_get(body, "alerts");
+    p->n = json_array_size(p->alerts);
+    p->common = json_object();
     for (size_t i = 0; i < sizeof wh_top_fields / sizeof *wh_top_fields; i++)
         if ((v = json_object_get(body, wh_top_fields[i])))
-            json_object_set(p, wh_top_fields[i], v);
-    json_object_set_new(p, "alerts", json_pack("[O]", alert));
-    return p;
+            json_object_set(p->common, wh_top_fields[i], v);
 }
 
-static json_t *alert_signal(json_t *body, json_t *alert)
+static void post_close(wh_post *p)
 {
+    json_decref(p->common);
+    free(p->ids);
+}
+
+/* The length of v's canonical dump, its hash continuing from h in *h. */
+static int dump_hash(json_t *v, uint64_t *h, size_t *len)
+{
+    char *dump = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+
+    if (!dump)
+        return -1;
+    *len = strlen(dump);
+    *h = hash_fnv1a(*h, dump, *len);
+    free(dump);
+    return 0;
+}
+
+/* Work in proportion to the body only: one dump of the common fields, one
+ * of each alert. */
+static int post_measure(wh_post *p, cs_err *err)
+{
+    uint64_t common = HASH_FNV_SEED;
+    size_t clen, len;
+
+    p->ids = xcalloc(p->n ? p->n : 1, sizeof *p->ids);
+    if (dump_hash(p->common, &common, &clen))
+        goto oom;
+    for (size_t i = 0; i < p->n; i++) {
+        p->ids[i] = common;
+        if (dump_hash(json_array_get(p->alerts, i), &p->ids[i], &len))
+            goto oom;
+        p->bytes += clen + len;
+    }
+    return 0;
+oom:
+    cs_err_set(err, "out of memory");
+    return -1;
+}
+
+static json_t *alert_payload(const wh_post *p, json_t *alert)
+{
+    json_t *o = json_copy(p->common); /* shallow: the values are shared */
+
+    if (o)
+        json_object_set_new(o, "alerts", json_pack("[O]", alert));
+    return o;
+}
+
+static json_t *signal_id(uint64_t h, json_t *ts)
+{
+    const char *t = json_string_value(ts);
+    char hex[17];
+
+    h = hash_fnv1a(h, t, strlen(t));
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    return json_string(hex);
+}
+
+static json_t *alert_signal(const wh_post *p, size_t i)
+{
+    json_t *alert = json_array_get(p->alerts, i);
     json_t *labels = json_object_get(alert, "labels");
     const char *cluster = label(labels, "cluster");
-    json_t *host = alert_host(labels);
-    json_t *o = json_pack("{s:o, s:s, s:s, s:o}", "ts", alert_ts(alert),
-                          "source", "alertmanager", "cluster",
-                          cluster ? cluster : "default", "payload",
-                          alert_payload(body, alert));
+    json_t *host = alert_host(labels), *ts = alert_ts(alert);
+    json_t *o = json_pack("{s:O, s:o, s:s, s:s, s:o}", "ts", ts, "id",
+                          signal_id(p->ids[i], ts), "source", "alertmanager",
+                          "cluster", cluster ? cluster : "default", "payload",
+                          alert_payload(p, alert));
 
     if (o && host)
         json_object_set(o, "host", host);
     json_decref(host);
+    json_decref(ts);
     return o;
 }
 
-/* All or nothing: a post with one bad alert publishes none of them. */
-static sig *build_signals(json_t *body, size_t *n, cs_err *err)
+/* Alert i's signal into s; err names the alert when it cannot be built. */
+static int alert_sig(const wh_post *p, size_t i, sig *s, cs_err *err)
 {
-    json_t *alerts = json_object_get(body, "alerts"), *o;
-    size_t cnt = json_array_size(alerts), i;
-    sig *s = calloc(cnt ? cnt : 1, sizeof *s);
+    json_t *o = alert_signal(p, i);
 
-    if (!s) {
-        cs_err_set(err, "out of memory");
-        return NULL;
-    }
-    for (i = 0; i < cnt; i++) {
-        o = alert_signal(body, json_array_get(alerts, i));
-        if (!o || sig_from_json(&s[i], o, err)) {
-            if (!o)
-                cs_err_set(err, "cannot build a signal");
-            cs_err_prefix(err, "alerts[%zu]: ", i);
-            json_decref(o);
+    if (o && sig_adopt_json(s, o, err) == 0) /* o is the signal's */
+        return 0;
+    if (!o)
+        cs_err_set(err, "cannot build a signal");
+    cs_err_prefix(err, "alerts[%zu]: ", i);
+    return -1;
+}
+
+/* All or nothing: a post with one bad alert publishes none of them. */
+static sig *post_signals(const wh_post *p, cs_err *err)
+{
+    sig *s = xcalloc(p->n ? p->n : 1, sizeof *s);
+
+    for (size_t i = 0; i < p->n; i++)
+        if (alert_sig(p, i, &s[i], err)) {
             wh_free_signals(s, i);
             return NULL;
         }
-        json_decref(o);
-    }
-    *n = cnt;
     return s;
+}
+
+/* A signal as its Kafka message: the msgpack and the key (its cluster). */
+typedef struct wh_msg {
+    char *val, *key;
+    size_t len;
+} wh_msg;
+
+static void msgs_free(wh_msg *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(m[i].val);
+        free(m[i].key);
+    }
+    free(m);
+}
+
+/* The server's way: each signal is encoded as soon as it is built and
+ * then let go, so that a post holds its messages and nothing more (the
+ * producer takes them over, uncopied). All or nothing as above. */
+static wh_msg *post_messages(const wh_post *p, cs_err *err)
+{
+    wh_msg *m = xcalloc(p->n ? p->n : 1, sizeof *m);
+    sig s;
+
+    for (size_t i = 0; i < p->n; i++) {
+        if (alert_sig(p, i, &s, err)) {
+            msgs_free(m, i);
+            return NULL;
+        }
+        m[i].key = xstrdup(s.cluster);
+        if (sig_to_msgpack(&s, &m[i].val, &m[i].len)) {
+            cs_err_set(err, "alerts[%zu]: cannot encode the signal", i);
+            sig_free(&s);
+            msgs_free(m, i + 1);
+            return NULL;
+        }
+        sig_free(&s);
+        /* msgpack's buffer starts at 8 KiB: held by the producer until
+         * delivered, its unused tail would outweigh a small signal */
+        m[i].val = xrealloc(m[i].val, m[i].len ? m[i].len : 1);
+    }
+    return m;
 }
 
 void wh_free_signals(sig *s, size_t n)
@@ -296,31 +429,32 @@ sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
 {
     json_t *o = parse_body(body, len, err);
     sig *s = NULL;
+    wh_post p;
 
     *n = 0;
-    if (o && check_webhook(o, err) == 0)
-        s = build_signals(o, n, err);
+    if (!o || check_webhook(o, err)) {
+        json_decref(o);
+        return NULL;
+    }
+    post_open(&p, o);
+    if (post_measure(&p, err) == 0 && (s = post_signals(&p, err)))
+        *n = p.n;
+    post_close(&p);
     json_decref(o);
     return s;
 }
 
 /* Returns KFK_OK, KFK_QUEUE_FULL or -1. Alerts already enqueued stay
- * published: Alertmanager retries the whole post, and a signal id is a
- * content hash, so the repeats are harmless downstream. */
-static int publish(webhook *w, const sig *s, size_t n, cs_err *err)
+ * published: Alertmanager retries the whole post, and a signal's id comes
+ * from its content, so the repeats are harmless downstream. */
+static int publish(webhook *w, wh_msg *m, size_t n, cs_err *err)
 {
-    char *buf;
-    size_t len;
     int rc = KFK_OK;
 
     for (size_t i = 0; i < n && rc == KFK_OK; i++) {
-        if (sig_to_msgpack(&s[i], &buf, &len)) {
-            cs_err_set(err, "alerts[%zu]: cannot encode the signal", i);
-            return -1;
-        }
-        rc = kfk_produce(w->prod, KFK_TOPIC_SIGNALS, s[i].cluster,
-                         strlen(s[i].cluster), buf, len, err);
-        free(buf);
+        rc = kfk_produce_take(w->prod, KFK_TOPIC_SIGNALS, m[i].key,
+                              strlen(m[i].key), m[i].val, m[i].len, err);
+        m[i].val = NULL; /* taken, or freed */
     }
     return rc;
 }
@@ -338,9 +472,56 @@ static void answer_publish(webhook *w, struct evhttp_request *req, int rc,
     } else if (rc != KFK_OK) {
         reject(w, req, 500, "Internal Server Error", "%s", err->msg);
     } else {
-        w->accepted += n;
+        w->st.accepted += n;
         send_json(req, 200, "OK", json_pack("{s:I}", "accepted", (json_int_t)n));
     }
+}
+
+/* The limits on what one post makes: 413 naming the limit, else 0. */
+static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
+{
+    cs_err err = {{0}};
+
+    if (p->n > w->max_alerts) {
+        w->st.over_alerts++;
+        reject(w, req, 413, "Payload Too Large",
+               "the post has %zu alerts, over webhook.max_alerts (%zu): "
+               "set max_alerts in Alertmanager's webhook_config", p->n,
+               w->max_alerts);
+        return 413;
+    }
+    if (post_measure(p, &err)) {
+        reject(w, req, 500, "Internal Server Error", "%s", err.msg);
+        return 500;
+    }
+    if (p->bytes > w->max_output) {
+        w->st.over_output++;
+        reject(w, req, 413, "Payload Too Large",
+               "the post's %zu alerts make %zu bytes of signals (each with "
+               "the common fields), over webhook.max_output (%zu)", p->n,
+               p->bytes, w->max_output);
+        return 413;
+    }
+    return 0;
+}
+
+static void serve_post(webhook *w, struct evhttp_request *req, json_t *body)
+{
+    cs_err err = {{0}};
+    wh_post p;
+    wh_msg *m;
+
+    post_open(&p, body);
+    if (over_limits(w, req, &p))
+        goto out;
+    if (!(m = post_messages(&p, &err))) {
+        reject(w, req, 400, "Bad Request", "%s", err.msg);
+        goto out;
+    }
+    answer_publish(w, req, publish(w, m, p.n, &err), p.n, &err);
+    msgs_free(m, p.n);
+out:
+    post_close(&p);
 }
 
 static void handle_alerts(webhook *w, struct evhttp_request *req)
@@ -348,22 +529,20 @@ static void handle_alerts(webhook *w, struct evhttp_request *req)
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     cs_err err = {{0}};
-    sig *s;
-    size_t n = 0;
+    json_t *body;
 
     /* judged at the head already (wh_headers); checked again whole */
     if (!authorized(w, evhttp_request_get_input_headers(req))) {
         reject_unauthorized(w, req);
         return;
     }
-    s = wh_signals(len ? (const char *)evbuffer_pullup(in, -1) : "", len, &n,
-                   &err);
-    if (!s) {
+    body = parse_body(len ? (const char *)evbuffer_pullup(in, -1) : "", len,
+                      &err);
+    if (!body || check_webhook(body, &err))
         reject(w, req, 400, "Bad Request", "%s", err.msg);
-        return;
-    }
-    answer_publish(w, req, publish(w, s, n, &err), n, &err);
-    wh_free_signals(s, n);
+    else
+        serve_post(w, req, body);
+    json_decref(body);
 }
 
 static int alerts_path(const char *path)
@@ -431,6 +610,8 @@ webhook *wh_start(struct event_base *base, const wh_config *cfg,
     }
     w = xcalloc(1, sizeof *w);
     w->prod = prod;
+    w->max_alerts = cfg->max_alerts ? cfg->max_alerts : WH_DEFAULT_MAX_ALERTS;
+    w->max_output = cfg->max_output ? cfg->max_output : WH_DEFAULT_MAX_OUTPUT;
     w->token_len = strlen(cfg->token);
     w->token = xstrdup(cfg->token);
     /* wh_config's zero fields mean the listener's own defaults. */
@@ -461,13 +642,9 @@ int wh_port(const webhook *w)
     return hl_port(w->http);
 }
 
-void wh_stats(const webhook *w, unsigned long *accepted_alerts,
-              unsigned long *rejected_requests)
+void wh_get_stats(const webhook *w, wh_stat *st)
 {
-    if (accepted_alerts)
-        *accepted_alerts = w->accepted;
-    if (rejected_requests)
-        *rejected_requests = w->rejected;
+    *st = w->st;
 }
 
 void wh_set_token(webhook *w, const char *token)

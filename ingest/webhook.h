@@ -8,7 +8,10 @@
  * GET /healthz answers "ok". The token is checked on the request's head:
  * a post without it, or any request with a body and without it, is
  * answered 401 before its body is read. A post is validated whole before
- * any of its alerts is published. */
+ * any of its alerts is published; one of more than max_alerts alerts, or
+ * whose signals would take more than max_output, is refused with 413
+ * before any signal is built. A signal's id is the hash of the post's
+ * common fields, its alert and its time. */
 #ifndef CS_WEBHOOK_H
 #define CS_WEBHOOK_H
 
@@ -30,6 +33,10 @@ typedef struct wh_config {
     int timeout_s;           /* default 10: the longest silence */
     int request_timeout_s;   /* default 30: the longest a request may take
                               * to arrive, head and body */
+    size_t max_alerts;       /* default 5000 alerts in one post */
+    size_t max_output;       /* default 16 MiB: the most one post's signals
+                              * may take, each alert with the post's common
+                              * fields, as JSON */
 } wh_config;
 
 typedef struct webhook webhook;
@@ -42,13 +49,20 @@ int wh_port(const webhook *w);
 /* Replaces the bearer token (config reload); the old one stops working at
  * once. Ignored when empty. */
 void wh_set_token(webhook *w, const char *token);
-/* Alerts published by successful posts; requests answered with an error
- * by this module (evhttp's own 413 and 405 answers are not counted). */
-void wh_stats(const webhook *w, unsigned long *accepted_alerts,
-              unsigned long *rejected_requests);
+typedef struct wh_stat {
+    unsigned long accepted;    /* alerts published by successful posts */
+    unsigned long rejected;    /* requests answered with an error by this
+                                * module (evhttp's own 413 and 501 are not
+                                * counted), the two below included */
+    unsigned long over_alerts; /* posts refused: over max_alerts */
+    unsigned long over_output; /* posts refused: over max_output */
+} wh_stat;
+
+void wh_get_stats(const webhook *w, wh_stat *st);
 /* The parser behind a post: a webhook body (JSON text, version 4) to one
- * signal per alert, all or nothing. NULL with the reason in err (which
- * alert, which field); free the array with wh_free_signals. */
+ * signal per alert, all or nothing, without the server's limits. NULL
+ * with the reason in err (which alert, which field); free the array with
+ * wh_free_signals. */
 sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err);
 void wh_free_signals(sig *s, size_t n);
 /* Closes the listener and all connections. NULL is fine. */

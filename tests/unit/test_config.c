@@ -43,13 +43,16 @@ static void test_full_file(void)
     CHECK_INT(c.port, 9095);
     CHECK_STR(c.listen, "127.0.0.1");
     CHECK_INT(c.request_timeout_s, 30);
+    CHECK_INT(c.max_alerts, 5000);
+    CHECK_INT(c.max_output, 16 << 20);
     snprintf(text, sizeof text,
              "# comment\n"
              "kafka:\n  brokers: \"k1:9092,k2:9092\"\n  group: g\n  batch: 50\n"
              "redis:\n  address: /run/r.sock\n"
              "webhook:\n  listen: 0.0.0.0\n  port: 0\n  token_file: %s\n"
              "  max_body: 64KiB\n  max_headers: 2048\n  max_connections: 9\n"
-             "  timeout_s: 3\n  request_timeout_s: 12\n"
+             "  timeout_s: 3\n  request_timeout_s: 12\n  max_alerts: 40\n"
+             "  max_output: 2MiB\n"
              "log:\n  level: debug\n"
              "correlate:\n  max_clusters: 64\n", tok);
     CHECK_STR(load(&c, text), "");
@@ -65,6 +68,8 @@ static void test_full_file(void)
     CHECK_INT(c.max_connections, 9);
     CHECK_INT(c.timeout_s, 3);
     CHECK_INT(c.request_timeout_s, 12);
+    CHECK_INT(c.max_alerts, 40);
+    CHECK_INT(c.max_output, 2 << 20);
     CHECK_INT(c.log_level, LOG_LVL_DEBUG);
     CHECK_INT(c.max_clusters, 64);
     /* a partial file keeps what it does not name */

@@ -369,7 +369,7 @@ static void test_uri_redacted(struct event_base *base, int port)
 
 static void test_routes(struct event_base *base, int port, webhook *w)
 {
-    unsigned long accepted, rejected;
+    wh_stat st;
     resp r;
 
     request(base, port, &r, EVHTTP_REQ_GET, "/healthz", NULL, NULL);
@@ -380,9 +380,74 @@ static void test_routes(struct event_base *base, int port, webhook *w)
     request(base, port, &r, EVHTTP_REQ_POST, "/api/v1/alerts",
             "bearer " TOKEN, valid_post);
     expect(&r, 200, "{\"accepted\":3}");
-    wh_stats(w, &accepted, &rejected);
-    REQUIRE(accepted == 3);
-    REQUIRE(rejected == 10); /* 413 is evhttp's own answer */
+    wh_get_stats(w, &st);
+    REQUIRE(st.accepted == 3);
+    REQUIRE(st.rejected == 10); /* 413 is evhttp's own answer */
+}
+
+/* A signal is named by its post's common fields, its alert and its time:
+ * the same post names its signals the same, two alerts differently. */
+static void test_signal_ids(void)
+{
+    cs_err err = {{0}};
+    size_t n1 = 0, n2 = 0;
+    sig *a = wh_signals(valid_post, strlen(valid_post), &n1, &err);
+    sig *b = wh_signals(valid_post, strlen(valid_post), &n2, &err);
+
+    REQUIRE(a && b && n1 == 3 && n2 == 3);
+    REQUIRE(a[0].id == b[0].id && a[1].id == b[1].id);
+    REQUIRE(a[0].id != a[1].id);
+    REQUIRE(json_string_length(json_object_get(a[0].obj, "id")) == 16);
+    wh_free_signals(a, n1);
+    wh_free_signals(b, n2);
+}
+
+/* A post of n alerts under one commonAnnotations of `common` bytes. */
+static char *big_post(size_t n, size_t common)
+{
+    size_t cap = common + n * 64 + 256, len;
+    char *b = malloc(cap);
+
+    REQUIRE(b != NULL);
+    len = (size_t)snprintf(b, cap, "{\"version\":\"4\",\"commonAnnotations\":"
+                           "{\"description\":\"%0*d\"},\"alerts\":[",
+                           (int)common, 0);
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(b + len, cap - len, "%s{\"status\":\"firing\","
+                                "\"labels\":{\"i\":\"%zu\"}}", i ? "," : "", i);
+    snprintf(b + len, cap - len, "]}");
+    return b;
+}
+
+/* The work one post makes is bounded: more alerts than max_alerts, or
+ * signals over max_output (each alert carries the post's common fields),
+ * are refused with 413 naming the limit, before any signal is built. */
+static void test_post_limits(struct event_base *base, kfk_producer *p)
+{
+    wh_config cfg = {.token = TOKEN, .max_alerts = 3, .max_output = 8192};
+    cs_err err = {{0}};
+    webhook *w = wh_start(base, &cfg, p, &err);
+    char *body;
+    wh_stat st;
+    resp r;
+
+    REQUIRE(w != NULL);
+    body = big_post(4, 10);
+    request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/", "Bearer " TOKEN, body);
+    expect(&r, 413, "4 alerts, over webhook.max_alerts (3)");
+    free(body);
+    body = big_post(3, 3000); /* about 9 kB of signals from 3 kB */
+    request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/", "Bearer " TOKEN, body);
+    expect(&r, 413, "over webhook.max_output (8192)");
+    free(body);
+    body = big_post(2, 3000);
+    request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/", "Bearer " TOKEN, body);
+    expect(&r, 200, "{\"accepted\":2}");
+    free(body);
+    wh_get_stats(w, &st);
+    REQUIRE(st.over_alerts == 1 && st.over_output == 1 && st.rejected == 2);
+    REQUIRE(st.accepted == 2);
+    wh_free(w);
 }
 
 /* A producer whose queue is full (its broker is unreachable) makes the
@@ -610,12 +675,14 @@ int main(void)
     w = wh_start(base, &cfg, p, &err);
     REQUIRE(w != NULL && wh_port(w) > 0);
 
+    test_signal_ids();
     test_routes(base, wh_port(w), w);
     test_conn_limit(base, p);
     test_queue_full(base);
     check_published(base, kfk_broker_bootstrap(b));
     test_filein(base, p, kfk_broker_bootstrap(b));
     test_filein_limits(p);
+    test_post_limits(base, p); /* after the topics are read back */
     REQUIRE(kfk_producer_failed(p) == 0);
 
     wh_free(w);
