@@ -248,6 +248,11 @@ fail:
  * (a record's varints and attributes), with room to spare. */
 #define RECORD_FRAMING 512
 
+int kfk_fits(size_t keylen, size_t len)
+{
+    return len + keylen + RECORD_FRAMING <= KFK_MESSAGE_MAX_BYTES;
+}
+
 static int produce(kfk_producer *p, const char *topic, const char *key,
                    size_t keylen, void *val, size_t len, int flags,
                    kfk_tracker *t, cs_err *err)
@@ -256,7 +261,7 @@ static int produce(kfk_producer *p, const char *topic, const char *key,
 
     /* Checked here, before librdkafka: its refusal reads like any other
      * error, and the callers retried it. */
-    if (len + keylen + RECORD_FRAMING > KFK_MESSAGE_MAX_BYTES) {
+    if (!kfk_fits(keylen, len)) {
         cs_err_set(err, "a message of %zu bytes for %s is over the %d-byte "
                    "message limit", len + keylen, topic,
                    KFK_MESSAGE_MAX_BYTES);

@@ -42,6 +42,9 @@ kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err);
  * framing (err says how big): no retry can help, so the caller refuses
  * it (a 413, a dead letter with its place) and goes on. */
 enum { KFK_OK = 0, KFK_QUEUE_FULL = 1, KFK_TOO_BIG = 2 };
+/* Whether a message of this key and value is within the limit: for a
+ * caller that must refuse a whole set before producing any of it. */
+int kfk_fits(size_t keylen, size_t len);
 /* Copies key and payload. key may be NULL (keylen 0). */
 int kfk_produce(kfk_producer *p, const char *topic, const char *key,
                 size_t keylen, const void *val, size_t len, cs_err *err);

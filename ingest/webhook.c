@@ -444,13 +444,23 @@ sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
     return s;
 }
 
-/* Returns KFK_OK, KFK_QUEUE_FULL or -1. Alerts already enqueued stay
- * published: Alertmanager retries the whole post, and a signal's id comes
- * from its content, so the repeats are harmless downstream. */
+/* Returns KFK_OK, KFK_QUEUE_FULL, KFK_TOO_BIG or -1. Alerts already
+ * enqueued stay published: Alertmanager retries the whole post, and a
+ * signal's id comes from its content, so the repeats are harmless
+ * downstream. A signal over Kafka's message limit refuses the post before
+ * any of it goes: that answer is a 413, which Alertmanager does not
+ * retry (a 500, as it was, it retried for ever). */
 static int publish(webhook *w, wh_msg *m, size_t n, cs_err *err)
 {
     int rc = KFK_OK;
 
+    for (size_t i = 0; i < n; i++)
+        if (!kfk_fits(strlen(m[i].key), m[i].len)) {
+            cs_err_set(err, "alert %zu of %zu makes a signal of %zu bytes, "
+                       "over Kafka's %d-byte message limit", i + 1, n,
+                       m[i].len, KFK_MESSAGE_MAX_BYTES);
+            return KFK_TOO_BIG;
+        }
     for (size_t i = 0; i < n && rc == KFK_OK; i++) {
         rc = kfk_produce_take(w->prod, KFK_TOPIC_SIGNALS, m[i].key,
                               strlen(m[i].key), m[i].val, m[i].len, err);
@@ -469,6 +479,9 @@ static void answer_publish(webhook *w, struct evhttp_request *req, int rc,
                           "Retry-After", "1");
         reject(w, req, 503, "Service Unavailable",
                "signal queue is full; retry later");
+    } else if (rc == KFK_TOO_BIG) {
+        w->st.over_message++;
+        reject(w, req, 413, "Payload Too Large", "%s", err->msg);
     } else if (rc != KFK_OK) {
         reject(w, req, 500, "Internal Server Error", "%s", err->msg);
     } else {

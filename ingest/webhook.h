@@ -56,6 +56,8 @@ typedef struct wh_stat {
                                 * counted), the two below included */
     unsigned long over_alerts; /* posts refused: over max_alerts */
     unsigned long over_output; /* posts refused: over max_output */
+    unsigned long over_message; /* posts refused: a signal over Kafka's
+                                 * message limit */
 } wh_stat;
 
 void wh_get_stats(const webhook *w, wh_stat *st);

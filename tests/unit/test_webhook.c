@@ -448,6 +448,19 @@ static void test_post_limits(struct event_base *base, kfk_producer *p)
     REQUIRE(st.over_alerts == 1 && st.over_output == 1 && st.rejected == 2);
     REQUIRE(st.accepted == 2);
     wh_free(w);
+
+    /* One alert whose signal is over Kafka's message limit (within the
+     * body limit): a 413 before anything is produced. It was a 500, which
+     * Alertmanager retried for ever. */
+    cfg = (wh_config){.token = TOKEN};
+    REQUIRE((w = wh_start(base, &cfg, p, &err)) != NULL);
+    body = big_post(1, 1000000);
+    request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/", "Bearer " TOKEN, body);
+    expect(&r, 413, "over Kafka's 1000000-byte message limit");
+    free(body);
+    wh_get_stats(w, &st);
+    REQUIRE(st.over_message == 1 && st.accepted == 0);
+    wh_free(w);
 }
 
 /* A producer whose queue is full (its broker is unreachable) makes the
