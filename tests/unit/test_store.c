@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "core/redisproc.h"
@@ -157,38 +156,14 @@ static void test_many(struct event_base *base, store *st, redisContext *rc)
     CHECK_INT(store_commands_sent(st) - sent, 3); /* over the cap: one each */
 }
 
-/* stderr into a file while fn runs; how many of its lines hold what. */
-typedef struct capture {
-    int saved;
-    char path[64];
-} capture;
-
-static void capture_start(capture *c)
+/* The lines of captured log text that hold what. */
+static int count_lines(char *text, const char *what)
 {
-    int fd;
-
-    snprintf(c->path, sizeof c->path, "/tmp/cascade-store-log.XXXXXX");
-    REQUIRE((fd = mkstemp(c->path)) >= 0);
-    fflush(stderr);
-    c->saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-}
-
-static int capture_count(capture *c, const char *what)
-{
-    char line[1024];
     int n = 0;
-    FILE *f;
 
-    fflush(stderr);
-    dup2(c->saved, 2);
-    close(c->saved);
-    REQUIRE((f = fopen(c->path, "r")) != NULL);
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, what) != NULL;
-    fclose(f);
-    unlink(c->path);
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+        n += strstr(l, what) != NULL;
+    free(text);
     return n;
 }
 
@@ -210,7 +185,7 @@ static void test_refusals_told_once(struct event_base *base, store *st,
 {
     const eng_store_ops *o = store_ops();
     char key[32];
-    capture c;
+    check_capture c;
     int lines;
 
     freeReplyObject(redisCommand(rc, "CONFIG SET maxmemory-policy noeviction"));
@@ -219,12 +194,12 @@ static void test_refusals_told_once(struct event_base *base, store *st,
         snprintf(key, sizeof key, "refused%d", i);
         o->hash_put(st, key, "f", "v"); /* a command each */
     }
-    capture_start(&c);
+    check_stderr_begin(&c);
     REQUIRE(store_flush(st, NULL, NULL) == 0);
     run_for(base, st, 1000, 0); /* refused, then again after 100, 200, 400 ms */
     freeReplyObject(redisCommand(rc, "CONFIG SET maxmemory 0"));
     run_for(base, st, 5000, 1);
-    lines = capture_count(&c, "redis refused");
+    lines = count_lines(check_stderr_end(&c), "redis refused");
     CHECK(!store_busy(st));
     CHECK(lines >= 1 && lines <= 8);
     if (lines > 8)
@@ -236,15 +211,16 @@ static void test_refusals_told_once(struct event_base *base, store *st,
 static void test_stall_told(struct event_base *base, store *st,
                             redisContext *rc)
 {
-    capture c;
+    check_capture c;
     int lines;
 
     freeReplyObject(redisCommand(rc, "CLIENT PAUSE 6500 WRITE"));
     store_ops()->hash_put(st, "paused", "f", "v");
-    capture_start(&c);
+    check_stderr_begin(&c);
     REQUIRE(store_flush(st, NULL, NULL) == 0);
     run_for(base, st, 10000, 1);
-    lines = capture_count(&c, "redis has not acknowledged the batch for 5 s");
+    lines = count_lines(check_stderr_end(&c),
+                        "redis has not acknowledged the batch for 5 s");
     CHECK(!store_busy(st));
     CHECK_INT(lines, 1);
     check_field(rc, "t:paused", "f", "v");
