@@ -24,45 +24,48 @@ const char *eng_window_of(const fact *f, char *buf, size_t len)
     return buf;
 }
 
-/* Earliest anomaly on a host since `since`: the root cause of what
- * followed (seed 004: the earliest anomaly is the cause, later ones are
- * effects). */
-const entry *eng_earliest_anomaly(engine *e, const char *cluster,
-                                     const char *host, int64_t since)
+/* The earliest entry of a host's window since `since` that keep takes. */
+static const entry *earliest(engine *e, const char *cluster, const char *host,
+                             int64_t since,
+                             int (*keep)(const engine *e, const entry *en))
 {
     node_win *w = eng_win_find(e, cluster, host);
     const entry *best = NULL;
 
-    if (!w)
-        return NULL;
-    for (size_t i = 0; i < w->n; i++) {
+    for (size_t i = 0; w && i < w->n; i++) {
         const entry *en = &w->v[i];
-        if (en->ts < since || en->kind == FACT_CHECKPOINT || en->kind == FACT_MARK)
-            continue;
-        if (!best || en->ts < best->ts)
+        if (en->ts >= since && keep(e, en) && (!best || en->ts < best->ts))
             best = en;
     }
     return best;
 }
 
+static int is_anomaly(const engine *e, const entry *en)
+{
+    (void)e;
+    return en->kind != FACT_CHECKPOINT && en->kind != FACT_MARK;
+}
+
+static int is_node_fault(const engine *e, const entry *en)
+{
+    const pb_scenario *sc = en->scenario ? pb_find(e->cat, en->scenario) : NULL;
+    return sc && sc->node_level;
+}
+
+/* Earliest anomaly on a host since `since`: the root cause of what
+ * followed (seed 004: the earliest anomaly is the cause, later ones are
+ * effects). */
+const entry *eng_earliest_anomaly(engine *e, const char *cluster,
+                                  const char *host, int64_t since)
+{
+    return earliest(e, cluster, host, since, is_anomaly);
+}
+
 /* Earliest node-level fault (driver or scheduler) on a host since `since`. */
 const entry *eng_earliest_node_fault(engine *e, const char *cluster,
-                                        const char *host, int64_t since)
+                                     const char *host, int64_t since)
 {
-    node_win *w = eng_win_find(e, cluster, host);
-    const entry *best = NULL;
-
-    if (!w)
-        return NULL;
-    for (size_t i = 0; i < w->n; i++) {
-        const entry *en = &w->v[i];
-        const pb_scenario *sc = en->scenario ? pb_find(e->cat, en->scenario) : NULL;
-        if (en->ts < since || !sc || !sc->node_level)
-            continue;
-        if (!best || en->ts < best->ts)
-            best = en;
-    }
-    return best;
+    return earliest(e, cluster, host, since, is_node_fault);
 }
 
 /* A node fault that explains two or more job failures within minutes of
