@@ -19,18 +19,7 @@ start_redis
 start_broker 600
 start_slurm 5
 
-# scontrol as the executor runs it: the real one, each call logged, and
-# slowed down while $tmp/slow exists (to stop the executor mid-step).
-mkdir -p "$tmp/bin"
-for t in scontrol squeue scancel sbatch; do
-  cat > "$tmp/bin/$t" <<W
-#!/bin/sh
-echo "$t \$*" >> "$tmp/calls.log"
-[ -e "$tmp/slow" ] && [ "\$1" = update ] && sleep 3
-exec $(command -v $t) "\$@"
-W
-  chmod +x "$tmp/bin/$t"
-done
+logged_slurm_tools
 
 echo "alice-secret" > "$tmp/alice.token"
 echo "bob-secret" > "$tmp/bob.token"

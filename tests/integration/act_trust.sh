@@ -21,19 +21,7 @@ start_redis
 start_broker 600
 start_slurm 3
 
-# the operator's tools, each call logged; scontrol update slowed down
-# while $tmp/slow exists (to stop the executor mid-step)
-mkdir -p "$tmp/bin"
-for t in scontrol squeue scancel sbatch; do
-  cat > "$tmp/bin/$t" <<W
-#!/bin/sh
-echo "$t \$*" >> "$tmp/calls.log"
-[ -e "$tmp/slow" ] && [ "\$1" = update ] && sleep 3
-exec $(command -v $t) "\$@"
-W
-  chmod +x "$tmp/bin/$t"
-done
-touch "$tmp/calls.log"
+logged_slurm_tools
 echo "alice-secret" > "$tmp/alice.token"
 echo "alice file:$tmp/alice.token change,job,recovery,destructive" > "$tmp/approvers"
 openssl rand -hex 32 > "$tmp/journal.key"

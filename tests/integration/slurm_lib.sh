@@ -77,3 +77,22 @@ node_state() {
 node_reason() {
   sinfo -h -N -n "$1" -o %E | head -1
 }
+
+# logged_slurm_tools: scontrol, squeue, scancel and sbatch as the executor
+# runs them from $tmp/bin: the real ones, each call appended to
+# $tmp/calls.log, and scontrol update slowed down while $tmp/slow exists
+# (to stop the executor mid-step).
+logged_slurm_tools() {
+  local t
+  mkdir -p "$tmp/bin"
+  for t in scontrol squeue scancel sbatch; do
+    cat > "$tmp/bin/$t" <<W
+#!/bin/sh
+echo "$t \$*" >> "$tmp/calls.log"
+[ -e "$tmp/slow" ] && [ "\$1" = update ] && sleep 3
+exec $(command -v $t) "\$@"
+W
+    chmod +x "$tmp/bin/$t"
+  done
+  touch "$tmp/calls.log"
+}
