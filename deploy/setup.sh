@@ -7,12 +7,14 @@ set -euo pipefail
 # Debian 12 packages apart from clang (the fuzz build links them).
 # libssl-dev: libcrypto's HMAC for the executor's journal seal
 # (libcurl4-openssl-dev only suggests it).
+# maven, openjdk-17-jre-headless: the real Apache Kafka the tests and
+# benchmarks run (deploy/kafka: its jars come from Maven Central).
 PKGS=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
   libcurl4-openssl-dev libssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
   redis-server redis-tools kcat jq prometheus-alertmanager python3 curl openssl
-  slurm-wlm slurmrestd munge sec
+  slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
 )
 
 missing=()
@@ -22,14 +24,17 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+  # The Debian package enables a system redis; cascade starts its own
+  # private one per run, so the system service is left as the package set
+  # it up.
 fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "setup: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-  "${missing[@]}" >/dev/null
-# The Debian package enables a system redis; cascade starts its own private
-# one per run, so the system service is left as the package set it up.
+# The broker's jars: from Maven Central once, from the cache after.
+"$(dirname "$0")/kafka/kafka.sh" fetch
 echo "setup: done"
