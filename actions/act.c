@@ -198,6 +198,17 @@ static int executors(act *a, struct event_base *base, const act_opts *o,
     return 0;
 }
 
+/* Nothing more comes from Kafka: what runs is left to its journal, as at
+ * a stop, and the process ends. */
+static void on_fatal(void *arg, const char *reason)
+{
+    act *a = arg;
+
+    log_error("act", "kafka: %s; stopping", reason);
+    a->failed = 1;
+    event_base_loopbreak(a->base);
+}
+
 act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                cs_err *err)
 {
@@ -208,7 +219,7 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
     a->o = *o;
     str_copy(a->canary, sizeof a->canary, o->canary ? o->canary : "");
     str_copy(a->group, sizeof a->group, o->group && *o->group ? o->group
-                                                                : "cascade-act");
+                                                                : KFK_GROUP_ACT);
     a->o.group = a->group;
     if (a->o.approval_ttl_s <= 0)
         a->o.approval_ttl_s = 3600;
@@ -232,8 +243,11 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
     a->commit_timer = evtimer_new(base, run_commit_timer, a);
     kfk_consumer_opts co = kfk_consumer_defaults(o->brokers, a->group,
                                                  KFK_TOPIC_ACTIONS);
+    co.props = o->props;
+    co.instance_id = o->instance_id;
     co.max_batch = 64;
     co.on_batch = on_batch;
+    co.on_fatal = on_fatal;
     co.arg = a;
     a->cons = kfk_consumer_open(base, &co, err);
     if (!a->cons)
@@ -246,6 +260,11 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
 fail:
     act_free(a);
     return NULL;
+}
+
+int act_failed(const act *a)
+{
+    return a->failed;
 }
 
 void act_get_stats(const act *a, act_stats *s)

@@ -25,7 +25,9 @@
 struct event_base;
 
 typedef struct act_opts {
-    const char *brokers, *redis, *group;
+    const char *brokers, *redis, *group; /* group: default KFK_GROUP_ACT */
+    const cfg_kprops *props;  /* kafka.properties (NULL: none) */
+    const char *instance_id;  /* kafka.instance_id (NULL: dynamic member) */
     const pb_catalog *rules; /* borrowed; outlives the service */
     pb_mode mode;            /* the operator's mode for every playbook... */
     const ex_conf *ex;       /* ...but those its modes name; the HTTP
@@ -65,6 +67,9 @@ void act_decide(act *a, const char *id, int approve, const char *who,
  * ...}): status 200, 404 (unknown id) or 503 (stopping). */
 typedef void (*act_lookup_fn)(void *arg, int status, const json_t *journal);
 void act_lookup(act *a, const char *id, act_lookup_fn fn, void *arg);
+/* Whether it stopped the loop because its Kafka consumer failed for good
+ * (fenced by another executor of its instance id): exit non-zero. */
+int act_failed(const act *a);
 /* Stops consuming; actions in flight are left to their journal. */
 void act_free(act *a);
 

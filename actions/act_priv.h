@@ -79,6 +79,7 @@ struct act {
     run *runs;
     size_t batch_left, nruns;
     int holding, ready, closing, throttled;
+    int failed; /* the Kafka client failed for good (act_failed) */
     struct event *sweep, *commit_timer;
     act_stats st;
 };

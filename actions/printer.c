@@ -51,7 +51,8 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
 }
 
 act_printer *act_printer_start(struct event_base *base, const char *brokers,
-                               int fetch_wait_ms, FILE *out, cs_err *err)
+                               const cfg_kprops *props, int fetch_wait_ms,
+                               FILE *out, cs_err *err)
 {
     act_printer *p = calloc(1, sizeof *p);
 
@@ -60,8 +61,9 @@ act_printer *act_printer_start(struct event_base *base, const char *brokers,
         return NULL;
     }
     p->out = out;
-    kfk_consumer_opts co = kfk_consumer_defaults(
-        brokers, "cascade-actions-dry-run", KFK_TOPIC_ACTIONS);
+    kfk_consumer_opts co = kfk_consumer_defaults(brokers, KFK_GROUP_DRY_RUN,
+                                                 KFK_TOPIC_ACTIONS);
+    co.props = props;
     co.max_batch = 256;
     co.fetch_wait_ms = fetch_wait_ms;
     co.on_batch = on_batch;

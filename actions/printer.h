@@ -7,13 +7,16 @@
 #include <event2/event.h>
 #include <stdio.h>
 
+#include "core/config.h"
 #include "core/err.h"
 
 typedef struct act_printer act_printer;
 
-/* fetch_wait_ms: kafka.fetch_wait_ms, as the correlator's consumer. */
+/* fetch_wait_ms: kafka.fetch_wait_ms, as the correlator's consumer;
+ * props: kafka.properties (NULL: none). Group KFK_GROUP_DRY_RUN. */
 act_printer *act_printer_start(struct event_base *base, const char *brokers,
-                               int fetch_wait_ms, FILE *out, cs_err *err);
+                               const cfg_kprops *props, int fetch_wait_ms,
+                               FILE *out, cs_err *err);
 unsigned long act_printer_count(const act_printer *p);
 void act_printer_free(act_printer *p);
 

@@ -269,9 +269,9 @@ int main(int argc, char **argv)
     if (!(r->out = kfk_producer_open(&po, &err)) ||
         kfk_producer_attach(r->out, r->base) ||
         !(r->trk = kfk_tracker_new()) ||
-        kfk_producer_warm(r->out, (const char *const[]){KFK_TOPIC_INCIDENTS,
-                                                        NULL},
-                          10000, &err) ||
+        kfk_producer_topics(r->out, (const char *const[]){KFK_TOPIC_INCIDENTS,
+                                                          NULL},
+                            NULL, 10000, &err) ||
         !(r->cons = kfk_consumer_open(r->base, &co, &err))) {
         fprintf(stderr, "bench_relay: kafka: %s\n", err.msg);
         goto out;

@@ -1,9 +1,12 @@
 /* Helpers every command may use (cmd/cli.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cli.h"
+#include "core/kafka.h"
 #include "core/log.h"
+#include "core/topics.h"
 #include "engine/engine.h"
 #include "rules/playbooks.h"
 
@@ -66,4 +69,29 @@ pb_catalog *cli_load_rules(const char *dir, const char *who, cs_err *err)
                  "are not in this rule set (they open nothing of them): %s%s",
                  dir, m.n, m.text, strlen(m.text) >= 160 ? ", ..." : "");
     return c;
+}
+
+int cli_config(cs_config *c, const char *path, const char *who,
+               const char **used)
+{
+    cs_err err;
+
+    if (!path)
+        path = getenv("CASCADE_CONFIG");
+    *used = NULL;
+    cfg_defaults(c);
+    if (path && *path) {
+        if (cfg_load(c, path, &err)) {
+            fprintf(stderr, "cascade %s: %s\n", who, err.msg);
+            return -1;
+        }
+        *used = path;
+        log_set_level((enum log_level)c->log_level);
+    }
+    if (kfk_props_check(&c->kprops, &err) ||
+        topic_set_prefix(c->topic_prefix, &err)) {
+        fprintf(stderr, "cascade %s: %s\n", who, err.msg);
+        return -1;
+    }
+    return 0;
 }

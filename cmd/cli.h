@@ -22,9 +22,23 @@ int cmd_act(int argc, char **argv);
 int cmd_approve(int argc, char **argv);
 int cmd_shadow(int argc, char **argv);
 
+#include "core/config.h"
 #include "core/err.h"
 
 struct pb_catalog;
+
+/* How long a command waits at start for the brokers to describe its
+ * topics (core/kafka.h kfk_producer_topics). */
+#define CLI_TOPICS_MS 10000
+
+/* The process configuration: the embedded defaults, then the file (path,
+ * else $CASCADE_CONFIG; neither: the defaults alone), its log level, its
+ * kafka.properties checked against librdkafka (FILE:LINE:COL), and its
+ * kafka.topic_prefix set for the process's topic and group names. -1
+ * with the reason printed as "cascade WHO: ...". *used: the file read
+ * (NULL: none). */
+int cli_config(cs_config *c, const char *path, const char *who,
+               const char **used);
 /* The rule set of dir ("" = the built-in one), or NULL with every problem
  * logged as FILE:LINE:COL and counted in err. */
 struct pb_catalog *cli_load_rules(const char *dir, const char *who,

@@ -21,7 +21,7 @@
 
 enum { O_BROKERS = 1, O_REDIS, O_GROUP, O_SCHED, O_MODE, O_CANARY, O_SLURM_BIN,
        O_TTL, O_LISTEN, O_PORT, O_APPROVERS, O_RULES, O_FOR, O_POLL, O_CONFIG,
-       O_JOURNAL_KEY, O_HELP };
+       O_JOURNAL_KEY, O_CASCADE_CONFIG, O_INSTANCE_ID, O_HELP };
 
 static const struct option act_opts_long[] = {
     {"brokers", required_argument, 0, O_BROKERS},
@@ -40,11 +40,14 @@ static const struct option act_opts_long[] = {
     {"verify-poll-ms", required_argument, 0, O_POLL},
     {"config", required_argument, 0, O_CONFIG},
     {"journal-key", required_argument, 0, O_JOURNAL_KEY},
+    {"cascade-config", required_argument, 0, O_CASCADE_CONFIG},
+    {"instance-id", required_argument, 0, O_INSTANCE_ID},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0}};
 
 static const char act_help[] =
     "usage: cascade act --brokers LIST --redis ADDR [--scheduler slurm|k8s]\n"
+    "                   [--cascade-config FILE] [--instance-id ID]\n"
     "                   [--mode shadow|canary|on] [--canary NODE,NODE]\n"
     "                   [--approvers FILE [--listen ADDR] [--port N]]\n"
     "                   [--approval-ttl SECONDS] [--slurm-bin DIR]\n"
@@ -57,9 +60,18 @@ static const char act_help[] =
     "refusal, step and result to cascade.audit. Each action id runs once: its\n"
     "journal in Redis is written before every step, so a restart never runs a\n"
     "step twice. Malformed requests go to cascade.deadletter.\n\n"
-    "  --brokers LIST     Kafka bootstrap servers (required)\n"
-    "  --redis ADDR       Redis host:port or socket path (required: the journal\n"
-    "                     and the budget ledger must outlive the process)\n"
+    "  --brokers LIST     Kafka bootstrap servers (required: or kafka.brokers)\n"
+    "  --redis ADDR       Redis host:port or socket path (required: or\n"
+    "                     redis.address; the journal and the budget ledger\n"
+    "                     must outlive the process)\n"
+    "  --cascade-config FILE\n"
+    "                     the config the other commands take as --config\n"
+    "                     (default $CASCADE_CONFIG): act reads kafka.brokers,\n"
+    "                     topic_prefix, instance_id, properties and\n"
+    "                     redis.address from it; flags win\n"
+    "  --instance-id ID   static group membership (kafka.instance_id): a\n"
+    "                     restart within the session timeout keeps its\n"
+    "                     partitions; one id per process\n"
     "  --scheduler NAME   slurm (scontrol, scancel, sbatch; SLURM_CONF picks the\n"
     "                     cluster) or k8s (default slurm)\n"
     "  --mode MODE        for every playbook the config's modes do not name:\n"
@@ -84,11 +96,13 @@ static const char act_help[] =
     "  --group NAME       consumer group (cascade-act)\n"
     "  --for SECONDS      stop after this long (until SIGINT/SIGTERM)\n"
     "  --verify-poll-ms N how often a verification reads the scheduler (1000)\n\n"
-    "Exit codes: 0 stopped, 2 usage or start-up failure.\n";
+    "Exit codes: 0 stopped, 2 usage or start-up failure, or its Kafka\n"
+    "consumer lost for good (fenced by another process of its instance id).\n";
 
 typedef struct act_args {
     const char *brokers, *redis, *group, *canary, *slurm_bin, *listen,
-        *approvers, *rules, *config, *journal_key;
+        *approvers, *rules, *config, *journal_key, *cascade_config,
+        *instance_id;
     pb_mode mode;
     pb_backend sched;
     int ttl, port, seconds, poll, help;
@@ -135,6 +149,8 @@ static int parse(int argc, char **argv, act_args *a)
         case O_RULES: a->rules = optarg; break;
         case O_CONFIG: a->config = optarg; break;
         case O_JOURNAL_KEY: a->journal_key = optarg; break;
+        case O_CASCADE_CONFIG: a->cascade_config = optarg; break;
+        case O_INSTANCE_ID: a->instance_id = optarg; break;
         case O_SCHED:
             if (!strcmp(optarg, "slurm"))
                 a->sched = PB_ON_SLURM;
@@ -172,8 +188,28 @@ static int parse(int argc, char **argv, act_args *a)
         fprintf(stderr, "cascade act: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
-    if (!a->brokers || !a->redis) {
-        fprintf(stderr, "cascade act: --brokers and --redis are required\n");
+    return 0;
+}
+
+/* The process config (--cascade-config, $CASCADE_CONFIG) under the
+ * flags: the addresses must be in one or the other. */
+static int process_config(act_args *a, cs_config *c)
+{
+    const char *used;
+
+    if (cli_config(c, a->cascade_config, "act", &used))
+        return -1;
+    if (a->brokers)
+        str_copy(c->brokers, sizeof c->brokers, a->brokers);
+    if (a->redis)
+        str_copy(c->redis, sizeof c->redis, a->redis);
+    if (a->instance_id)
+        str_copy(c->instance_id, sizeof c->instance_id, a->instance_id);
+    if (!c->brokers[0] || !c->redis[0]) {
+        fprintf(stderr, "cascade act: no %s: give %s, or %s in "
+                "--cascade-config\n", !c->brokers[0] ? "Kafka brokers" : "Redis",
+                !c->brokers[0] ? "--brokers" : "--redis",
+                !c->brokers[0] ? "kafka.brokers" : "redis.address");
         return -1;
     }
     return 0;
@@ -190,6 +226,7 @@ int cmd_act(int argc, char **argv)
 {
     act_args a;
     act_opts o = {0};
+    cs_config pc;
     cs_err err;
     pb_catalog *rules = NULL;
     approvers *apv = NULL;
@@ -208,6 +245,8 @@ int cmd_act(int argc, char **argv)
         fputs(act_help, stdout);
         return 0;
     }
+    if (process_config(&a, &pc))
+        return 2;
     if (!(rules = cli_load_rules(a.rules, "act", &err))) {
         fprintf(stderr, "cascade act: %s\n", err.msg);
         return 2;
@@ -226,13 +265,19 @@ int cmd_act(int argc, char **argv)
         goto out;
     }
     signal(SIGPIPE, SIG_IGN);
-    kfk_producer_opts po = kfk_producer_defaults(a.brokers);
+    kfk_producer_opts po = kfk_producer_defaults(pc.brokers);
+    po.props = &pc.kprops;
+    const char *const topics[] = {KFK_TOPIC_ACTIONS, KFK_TOPIC_AUDIT,
+                                  KFK_TOPIC_DEADLETTER, NULL};
     if (!(base = event_base_new()) || !(prod = kfk_producer_open(&po, &err)) ||
-        kfk_producer_attach(prod, base)) {
+        kfk_producer_attach(prod, base) ||
+        kfk_producer_topics(prod, topics, NULL, CLI_TOPICS_MS, &err)) {
         fprintf(stderr, "cascade act: %s\n", base ? err.msg : "no event loop");
         goto out;
     }
-    o = (act_opts){.brokers = a.brokers, .redis = a.redis, .group = a.group,
+    o = (act_opts){.brokers = pc.brokers, .redis = pc.redis, .group = a.group,
+                   .props = &pc.kprops,
+                   .instance_id = pc.instance_id[0] ? pc.instance_id : NULL,
                    .rules = rules, .mode = a.mode, .scheduler = a.sched,
                    .canary = a.canary, .slurm_bin = a.slurm_bin,
                    .approval_ttl_s = a.ttl, .verify_poll_ms = a.poll,
@@ -285,7 +330,7 @@ int cmd_act(int argc, char **argv)
              "%lu resumed, %lu dead letters", st.requests, st.done, st.failed,
              st.refused, st.proposed, st.waiting, st.expired, st.duplicates,
              st.resumed, st.dead);
-    rc = 0;
+    rc = act_failed(ex) ? 2 : 0;
 out:
     act_free(ex); /* before the server: it answers decisions in flight */
     apv_stop(srv);

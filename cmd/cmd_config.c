@@ -4,6 +4,7 @@
 
 #include "cmd/cli.h"
 #include "core/config.h"
+#include "core/kafka.h"
 
 int cmd_config(int argc, char **argv)
 {
@@ -17,12 +18,24 @@ int cmd_config(int argc, char **argv)
                "              line and column of the first problem\n"
                "  defaults    print the embedded defaults as a config file\n\n"
                "Sections and keys:\n"
-               "  kafka:   brokers (\"\" = embedded broker), group, batch,\n"
-               "           linger_ms (producers, default 5), fetch_wait_ms\n"
-               "           (consumers, default 100; the embedded broker answers\n"
-               "           a waiting fetch only when the wait is over, so 0,\n"
-               "           a fetch that answers at once, trades CPU for\n"
-               "           latency there; a real broker answers on arrival)\n"
+               "  kafka:   brokers (required but by cascade dev, which starts an\n"
+               "           embedded broker without), group (default\n"
+               "           cascade-correlate), batch, linger_ms (producers,\n"
+               "           default 5), fetch_wait_ms (consumers, default 100;\n"
+               "           the embedded broker answers a waiting fetch only\n"
+               "           when the wait is over, so 0, a fetch that answers at\n"
+               "           once, trades CPU for latency there; a real broker\n"
+               "           answers on arrival),\n"
+               "           topic_prefix (before every topic and default group\n"
+               "           name: installations sharing a Kafka cluster),\n"
+               "           instance_id (group.instance.id: static membership, a\n"
+               "           restart keeps its partitions; one per process),\n"
+               "           properties (librdkafka properties for every client,\n"
+               "           over cascade's: security.protocol, sasl.*, ssl.*,\n"
+               "           client.rack, session.timeout.ms, ...; checked at\n"
+               "           load; the ones cascade owns are refused with the\n"
+               "           reason; secrets (*password, *secret, ssl.key.pem) as\n"
+               "           file:PATH or env:NAME, printed as that reference)\n"
                "  redis:   address (host:port or socket; \"\" = private server)\n"
                "  webhook: listen, port, token | token_file, max_body,\n"
                "           max_headers (sizes: 65536, 64KiB, 1MiB),\n"
@@ -46,7 +59,7 @@ int cmd_config(int argc, char **argv)
         fprintf(stderr, "usage: cascade config check FILE | defaults\n");
         return 2;
     }
-    if (cfg_load(&c, argv[2], &err)) {
+    if (cfg_load(&c, argv[2], &err) || kfk_props_check(&c.kprops, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }

@@ -79,23 +79,30 @@ int cmd_correlate(int argc, char **argv)
     cs_err err = {{0}};
     char allowed[] = {OPT_BROKERS + '0', OPT_REDIS + '0', OPT_GROUP + '0',
                       OPT_FOR + '0', OPT_BATCH + '0', OPT_CONFIG + '0',
-                      OPT_DRAIN + '0', 0};
+                      OPT_DRAIN + '0', OPT_INSTANCE_ID + '0', 0};
 
     if (live_parse(argc, argv, &a, allowed))
         return 2;
     if (a.help) {
         printf("usage: cascade correlate [--brokers LIST] [--redis ADDR] "
                "[--group NAME] [--batch N] [--config FILE]\n"
-               "                         [--for SECONDS] [--drain]\n\n"
+               "                         [--instance-id ID] [--for SECONDS] "
+               "[--drain]\n\n"
                "Consumes cascade.signals in a consumer group, keeps windows in\n"
                "Redis, publishes incidents to cascade.incidents and action\n"
                "requests to cascade.actions; undecodable messages go to\n"
                "cascade.deadletter. Offsets are committed only after Redis\n"
                "acknowledged the batch's writes and Kafka has its outputs.\n"
                "On start it reads its state back from Redis and republishes\n"
-               "outputs a killed predecessor may not have delivered.\n\n"
+               "outputs a killed predecessor may not have delivered. It\n"
+               "refuses to start when one of its topics is missing.\n\n"
                LIVE_COMMON_HELP
-               "  --group NAME    consumer group (default cascade-correlate)\n"
+               "  --group NAME    consumer group (default cascade-correlate,\n"
+               "                  after kafka.topic_prefix)\n"
+               "  --instance-id ID  static group membership (kafka.instance_id):\n"
+               "                  a restart within the session timeout keeps\n"
+               "                  its partitions, no rebalance; one id per\n"
+               "                  process (a second one fences the first)\n"
                "  --batch N       most signals per batch (default 10000)\n"
                "  --drain         exit once every partition is read to its end,\n"
                "                  its outputs delivered and offsets committed\n"
@@ -108,7 +115,8 @@ int cmd_correlate(int argc, char **argv)
     int rc;
     if ((rc = live_correlator(&l, "correlate", &err)))
         return rc;
-    printf("correlate: consuming %s\n", KFK_TOPIC_SIGNALS);
+    printf("correlate: consuming %s as group %s\n", KFK_TOPIC_SIGNALS,
+           l.cfg.group[0] ? l.cfg.group : KFK_GROUP_CORRELATE);
     fflush(stdout);
     live_stop_after(&l, a.seconds);
     l.sigusr1 = evsignal_new(l.base, SIGUSR1, on_usr1, &l);
@@ -116,7 +124,7 @@ int cmd_correlate(int argc, char **argv)
     if (a.drain)
         drain_when_done(&l);
     event_base_dispatch(l.base);
-    rc = (a.drain || l.drain_timer) && !l.drained ? 1 : 0;
+    rc = corr_failed(l.corr) ? 2 : (a.drain || l.drain_timer) && !l.drained ? 1 : 0;
     live_free(&l);
     return rc;
 }

@@ -51,7 +51,7 @@ int cmd_dev(int argc, char **argv)
     if ((rc = live_correlator(&l, "dev", &err)))
         return rc;
     wh_config wc = live_webhook_config(&l);
-    if (!(l.printer = act_printer_start(l.base, l.brokers,
+    if (!(l.printer = act_printer_start(l.base, l.brokers, &l.cfg.kprops,
                                         l.cfg.fetch_wait_ms, stdout, &err)) ||
         !(l.wh = wh_start(l.base, &wc, l.prod, &err)))
         return live_fail(&l, "dev", &err);
@@ -65,6 +65,7 @@ int cmd_dev(int argc, char **argv)
     live_stop_after(&l, a.seconds);
     event_base_dispatch(l.base);
     printf("dev: %lu actions printed\n", act_printer_count(l.printer));
+    rc = corr_failed(l.corr) ? 2 : 0;
     live_free(&l);
-    return 0;
+    return rc;
 }

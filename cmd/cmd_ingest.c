@@ -8,16 +8,53 @@
 
 #include "cmd/cli.h"
 #include "cmd/live.h"
+#include "core/str.h"
 #include "ingest/filein.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
 
+/* A file collector's producer: --brokers, else kafka.brokers of the
+ * config (--config, $CASCADE_CONFIG), with its kafka.properties, and the
+ * topics a collector writes checked. NULL with the reason printed. */
+static kfk_producer *collector(const char *who, const char *brokers,
+                               const char *config, const char *codec)
+{
+    const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_DEADLETTER,
+                                  NULL};
+    const char *used;
+    kfk_producer *p;
+    cs_config c;
+    cs_err err;
+
+    if (cli_config(&c, config, who, &used))
+        return NULL;
+    if (brokers)
+        str_copy(c.brokers, sizeof c.brokers, brokers);
+    if (!c.brokers[0]) {
+        fprintf(stderr, "cascade %s: no Kafka brokers: give --brokers or "
+                        "kafka.brokers in --config\n", who);
+        return NULL;
+    }
+    kfk_producer_opts po = kfk_producer_defaults(c.brokers);
+    po.linger_ms = c.linger_ms;
+    po.props = &c.kprops;
+    po.codec = codec;
+    if (!(p = kfk_producer_open(&po, &err)) ||
+        kfk_producer_topics(p, topics, NULL, CLI_TOPICS_MS, &err)) {
+        fprintf(stderr, "cascade %s: %s\n", who, err.msg);
+        kfk_producer_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 static int ingest_file(int argc, char **argv)
 {
     static const struct option opts[] = {{"brokers", required_argument, 0, 'b'},
+                                         {"config", required_argument, 0, 'C'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *brokers = NULL;
+    const char *brokers = NULL, *config = NULL;
     kfk_producer *p;
     fin_stats st = {0};
     cs_err err = {{0}};
@@ -27,27 +64,29 @@ static int ingest_file(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'b') {
             brokers = optarg;
+        } else if (c == 'C') {
+            config = optarg;
         } else if (c == 'h') {
-            printf("usage: cascade ingest file --brokers LIST FILE|-\n\n"
+            printf("usage: cascade ingest file [--brokers LIST] [--config FILE] "
+                   "FILE|-\n\n"
                    "Publishes a signal JSONL file (or stdin) to cascade.signals,\n"
                    "keyed by cluster. Bad lines are reported as FILE:LINE: reason\n"
                    "and sent to cascade.deadletter.\n"
+                   "  --brokers LIST  Kafka bootstrap servers (or kafka.brokers)\n"
+                   "  --config FILE   its kafka section: brokers, topic_prefix,\n"
+                   "                  properties (default $CASCADE_CONFIG)\n"
                    "exit: 0 all published, 1 some rejected, 2 failure\n");
             return 0;
         } else {
             return 2;
         }
     }
-    if (!brokers || optind != argc - 1) {
-        fprintf(stderr, "cascade ingest file: needs --brokers and one FILE\n");
+    if (optind != argc - 1) {
+        fprintf(stderr, "cascade ingest file: needs one FILE\n");
         return 2;
     }
-    kfk_producer_opts po = kfk_producer_defaults(brokers);
-    if (!(p = kfk_producer_open(&po, &err))) {
-        fprintf(stderr, "cascade ingest file: %s\n", err.msg);
+    if (!(p = collector("ingest file", brokers, config, "lz4")))
         return 2;
-    }
-    live_warm_topics(p, "ingest file");
     rc = fin_publish(argv[optind], p, &st, &err);
     fprintf(stderr, "ingest file: %lu lines, %lu published, %lu rejected\n",
             st.lines, st.published, st.rejected);
@@ -60,8 +99,9 @@ static int ingest_file(int argc, char **argv)
 static void ingest_log_help(FILE *f)
 {
     fprintf(f,
-        "usage: cascade ingest log --brokers LIST [--cluster NAME] [--year N]\n"
-        "                          [--rules DIR] [--all] FILE...\n\n"
+        "usage: cascade ingest log [--brokers LIST] [--config FILE]\n"
+        "                          [--cluster NAME] [--year N] [--rules DIR]\n"
+        "                          [--all] FILE...\n\n"
         "The collector for raw log files: reads lines as syslog writes them\n"
         "(\"TIME HOST [job=ID] PROGRAM[PID]: TEXT\", TIME in RFC 3339 or\n"
         "'Mmm dd HH:MM:SS'), makes each a signal of its source (kernel;\n"
@@ -70,6 +110,9 @@ static void ingest_log_help(FILE *f)
         "Lines that no signature of the rule set could take are dropped here,\n"
         "at the edge, and counted; a line that cannot be parsed is reported\n"
         "as FILE:LINE: reason and sent to cascade.deadletter.\n\n"
+        "  --brokers LIST  Kafka bootstrap servers (or kafka.brokers)\n"
+        "  --config FILE   its kafka section: brokers, topic_prefix,\n"
+        "                  properties (default $CASCADE_CONFIG)\n"
         "  --cluster NAME  the signals' cluster (default: default)\n"
         "  --year N        year of traditional syslog times (default: this\n"
         "                  year, UTC)\n"
@@ -82,13 +125,14 @@ static void ingest_log_help(FILE *f)
 static int ingest_log(int argc, char **argv)
 {
     static const struct option opts[] = {{"brokers", required_argument, 0, 'b'},
+                                         {"config", required_argument, 0, 'C'},
                                          {"cluster", required_argument, 0, 'c'},
                                          {"year", required_argument, 0, 'y'},
                                          {"rules", required_argument, 0, 'r'},
                                          {"all", no_argument, 0, 'a'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *brokers = NULL, *rules = "";
+    const char *brokers = NULL, *config = NULL, *rules = "";
     fin_opts fo = {.format = FIN_SYSLOG};
     fin_stats st, sum = {0};
     pb_catalog *cat = NULL;
@@ -107,6 +151,9 @@ static int ingest_log(int argc, char **argv)
         switch (c) {
         case 'b':
             brokers = optarg;
+            break;
+        case 'C':
+            config = optarg;
             break;
         case 'c':
             fo.cluster = optarg;
@@ -133,19 +180,18 @@ static int ingest_log(int argc, char **argv)
             return 2;
         }
     }
-    if (!brokers || optind >= argc) {
-        fprintf(stderr, "cascade ingest log: needs --brokers and a FILE\n");
+    if (optind >= argc) {
+        fprintf(stderr, "cascade ingest log: needs a FILE\n");
         return 2;
     }
     if (!all && (!(cat = cli_load_rules(rules, "ingest log", &err)) ||
                  !(cls = cls_new(cat, &err))))
         goto out;
     fo.edge = cls;
-    kfk_producer_opts po = kfk_producer_defaults(brokers);
-    po.codec = "zstd";
-    if (!(p = kfk_producer_open(&po, &err)))
+    if (!(p = collector("ingest log", brokers, config, "zstd"))) {
+        err.msg[0] = '\0'; /* told */
         goto out;
-    live_warm_topics(p, "ingest log");
+    }
     for (int i = optind; i < argc; i++) {
         int r = fin_publish_opts(argv[i], &fo, p, &st, &err);
         fprintf(stderr, "ingest log: %s: %lu lines, %lu published, %lu "
@@ -194,14 +240,10 @@ static int ingest_webhook(int argc, char **argv)
     }
     if (live_config(&l, &a, "ingest webhook"))
         return 2;
-    if (!l.brokers) {
-        fprintf(stderr, "cascade ingest webhook: no brokers: give --brokers "
-                        "or kafka.brokers in the config (cascade dev runs it "
-                        "on an embedded broker)\n");
-        return 2;
-    }
     l.redis_addr = "unused";
-    if (live_start(&l, &err))
+    const char *const topics[] = {KFK_TOPIC_SIGNALS, NULL};
+    if (live_start(&l, &err) ||
+        kfk_producer_topics(l.prod, topics, NULL, CLI_TOPICS_MS, &err))
         return live_fail(&l, "ingest webhook", &err);
     wh_config wc = live_webhook_config(&l);
     if (!(l.wh = wh_start(l.base, &wc, l.prod, &err)))

@@ -64,7 +64,10 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
     }
     if (strcmp(next.brokers, l->cfg.brokers) || strcmp(next.redis, l->cfg.redis) ||
         strcmp(next.listen, l->cfg.listen) || next.port != l->cfg.port ||
-        strcmp(next.group, l->cfg.group))
+        strcmp(next.group, l->cfg.group) ||
+        strcmp(next.topic_prefix, l->cfg.topic_prefix) ||
+        strcmp(next.instance_id, l->cfg.instance_id) ||
+        memcmp(&next.kprops, &l->cfg.kprops, sizeof next.kprops))
         log_warn("cascade", "SIGHUP: kafka, redis and listen address changes "
                             "take effect at the next start");
     log_set_level((enum log_level)next.log_level);
@@ -80,33 +83,12 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
     log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
 }
 
-/* A producer learns a topic's leader from the periodic metadata scan,
- * once a second: until then its first messages wait (up to 1 s for the
- * first alert, or a collector's whole file). Asking now costs one round
- * trip. Not fatal: with the broker away they wait as they would have. */
-void live_warm_topics(kfk_producer *p, const char *who)
-{
-    static const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS,
-                                         KFK_TOPIC_ACTIONS,
-                                         KFK_TOPIC_DEADLETTER, NULL};
-    cs_err err;
-
-    if (kfk_producer_warm(p, topics, 2000, &err))
-        log_warn(who, "topics not ready yet: %s", err.msg);
-}
-
 /* With no broker or Redis configured, start the embedded ones and say
  * where they are, so other processes (kcat, redis-cli) can look in. */
-int live_start(live *l, cs_err *err)
+static int live_services(live *l, cs_err *err)
 {
-    signal(SIGPIPE, SIG_IGN);
-    l->base = event_base_new();
-    if (!l->base) {
-        cs_err_set(err, "cannot create the event loop");
-        return -1;
-    }
     if (!l->brokers) {
-        if (!(l->broker = kfk_broker_start(0, err)))
+        if (!(l->broker = kfk_broker_start(l->partitions, err)))
             return -1;
         if (kfk_broker_attach(l->broker, l->base)) {
             cs_err_set(err, "cannot schedule the embedded broker's socket sweep");
@@ -123,12 +105,25 @@ int live_start(live *l, cs_err *err)
         printf("redis: private redis-server at %s\n", l->redis_addr);
     }
     fflush(stdout);
+    return 0;
+}
+
+int live_start(live *l, cs_err *err)
+{
+    signal(SIGPIPE, SIG_IGN);
+    l->base = event_base_new();
+    if (!l->base) {
+        cs_err_set(err, "cannot create the event loop");
+        return -1;
+    }
+    if (live_services(l, err))
+        return -1;
     kfk_producer_opts po = kfk_producer_defaults(l->brokers);
     po.linger_ms = l->cfg.linger_ms;
+    po.props = &l->cfg.kprops;
     if (!(l->prod = kfk_producer_open(&po, err)) ||
         kfk_producer_attach(l->prod, l->base))
         return -1;
-    live_warm_topics(l->prod, "kafka");
     l->sigint = evsignal_new(l->base, SIGINT, on_stop, l);
     l->sigterm = evsignal_new(l->base, SIGTERM, on_stop, l);
     l->sighup = evsignal_new(l->base, SIGHUP, on_reload, l);
@@ -197,7 +192,9 @@ static int correlator_opts(live *l, const char *who, corr_opts *o,
                             cs_err *err)
 {
     memset(o, 0, sizeof *o);
-    o->group = l->cfg.group;
+    o->group = l->cfg.group[0] ? l->cfg.group : NULL;
+    o->props = &l->cfg.kprops;
+    o->instance_id = l->cfg.instance_id[0] ? l->cfg.instance_id : NULL;
     o->batch = (size_t)l->cfg.batch;
     o->fetch_wait_ms = l->cfg.fetch_wait_ms;
     o->max_clusters = (size_t)l->cfg.max_clusters;
@@ -206,7 +203,11 @@ static int correlator_opts(live *l, const char *who, corr_opts *o,
         live_free(l);
         return 2;
     }
-    if (live_start(l, err)) {
+    /* the correlator's own, signals, is checked with its partitions */
+    const char *const out[] = {KFK_TOPIC_INCIDENTS, KFK_TOPIC_ACTIONS,
+                               KFK_TOPIC_DEADLETTER, NULL};
+    if (live_start(l, err) ||
+        kfk_producer_topics(l->prod, out, NULL, CLI_TOPICS_MS, err)) {
         pb_catalog_free(o->rules);
         return live_fail(l, who, err);
     }
@@ -239,6 +240,8 @@ static const struct option live_opts[] = {
     {"batch", required_argument, 0, OPT_BATCH},
     {"config", required_argument, 0, OPT_CONFIG},
     {"drain", no_argument, 0, OPT_DRAIN},
+    {"instance-id", required_argument, 0, OPT_INSTANCE_ID},
+    {"partitions", required_argument, 0, OPT_PARTITIONS},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -268,19 +271,23 @@ int live_parse(int argc, char **argv, live_args *a, const char *allowed)
         case OPT_FEED: a->feed = optarg; break;
         case OPT_CONFIG: a->config = optarg; break;
         case OPT_DRAIN: a->drain = 1; break;
+        case OPT_INSTANCE_ID: a->instance_id = optarg; break;
         case OPT_FOR:
         case OPT_BATCH:
+        case OPT_PARTITIONS:
         case OPT_PORT: {
             long v = strtol(optarg, &end, 10);
             if (!*optarg || *end || v < 0 || v > 65535 ||
-                (c == OPT_BATCH && v == 0)) {
+                ((c == OPT_BATCH || c == OPT_PARTITIONS) && v == 0)) {
                 fprintf(stderr, "cascade %s: bad number '%s' for --%s\n",
                         argv[0], optarg,
-                        c == OPT_FOR ? "for" : c == OPT_BATCH ? "batch" : "port");
+                        c == OPT_FOR ? "for" : c == OPT_BATCH ? "batch"
+                        : c == OPT_PARTITIONS ? "partitions" : "port");
                 return -1;
             }
             *(c == OPT_FOR ? &a->seconds
-              : c == OPT_BATCH ? &a->batch : &a->port) = (int)v;
+              : c == OPT_BATCH ? &a->batch
+              : c == OPT_PARTITIONS ? &a->partitions : &a->port) = (int)v;
             break;
         }
         }
@@ -295,20 +302,11 @@ int live_parse(int argc, char **argv, live_args *a, const char *allowed)
 
 int live_config(live *l, const live_args *a, const char *cmd)
 {
-    const char *path = a->config ? a->config : getenv("CASCADE_CONFIG");
     const char *env_token = getenv("CASCADE_WEBHOOK_TOKEN");
     cs_config *c = &l->cfg;
-    cs_err err;
 
-    cfg_defaults(c);
-    if (path && *path) {
-        if (cfg_load(c, path, &err)) {
-            fprintf(stderr, "cascade %s: %s\n", cmd, err.msg);
-            return -1;
-        }
-        l->config_path = path;
-        log_set_level((enum log_level)c->log_level);
-    }
+    if (cli_config(c, a->config, cmd, &l->config_path))
+        return -1;
     if (env_token && *env_token)
         str_copy(c->token, sizeof c->token, env_token);
     if (a->brokers)
@@ -317,6 +315,9 @@ int live_config(live *l, const live_args *a, const char *cmd)
         str_copy(c->redis, sizeof c->redis, a->redis);
     if (a->group)
         str_copy(c->group, sizeof c->group, a->group);
+    if (a->instance_id)
+        str_copy(c->instance_id, sizeof c->instance_id, a->instance_id);
+    l->partitions = a->partitions;
     if (a->token)
         str_copy(c->token, sizeof c->token, a->token);
     if (a->listen)

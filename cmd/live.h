@@ -23,6 +23,7 @@ typedef struct live {
     kfk_broker *broker;
     rproc *redis;
     const char *brokers, *redis_addr;
+    int partitions; /* the embedded broker's per topic (0: its default) */
     kfk_producer *prod;
     correlator *corr;
     webhook *wh;
@@ -34,12 +35,14 @@ typedef struct live {
 
 /* The options the long-running commands know; each command allows some. */
 enum { OPT_BROKERS = 1, OPT_REDIS, OPT_GROUP, OPT_FOR, OPT_TOKEN, OPT_LISTEN,
-       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_CONFIG, OPT_DRAIN, OPT_HELP };
+       OPT_PORT, OPT_FEED, OPT_BATCH, OPT_CONFIG, OPT_DRAIN, OPT_HELP,
+       OPT_INSTANCE_ID, OPT_PARTITIONS };
 
 typedef struct live_args {
     const char *brokers, *redis, *group, *token, *listen, *feed, *config;
+    const char *instance_id;
     int seconds, port, help, batch; /* port, batch: -1 when not given */
-    int drain;
+    int drain, partitions;
 } live_args;
 
 #define LIVE_COMMON_HELP                                                           \
@@ -54,21 +57,20 @@ typedef struct live_args {
 /* Parses argv; an option not in allowed (OPT_* + '0' each) is refused.
  * -1: usage error, already reported. */
 int live_parse(int argc, char **argv, live_args *a, const char *allowed);
-/* Embedded defaults, then the config file (--config or $CASCADE_CONFIG),
- * then $CASCADE_WEBHOOK_TOKEN, then the flags. -1: reported. */
+/* Embedded defaults, then the config file (--config or $CASCADE_CONFIG;
+ * cmd/cli.h cli_config), then $CASCADE_WEBHOOK_TOKEN, then the flags.
+ * -1: reported. */
 int live_config(live *l, const live_args *a, const char *cmd);
 /* The loop, the embedded broker and Redis where none is configured, the
  * producer, and SIGINT/SIGTERM/SIGHUP. */
 int live_start(live *l, cs_err *err);
 /* The rule set (a bad one is a usage error: exit 2, nothing started),
- * live_start, and the correlator on l->corr. 0, or the exit code with
- * everything freed and the reason printed. */
+ * live_start, the correlator's topics checked, and the correlator on
+ * l->corr. 0, or the exit code with everything freed and the reason
+ * printed. */
 int live_correlator(live *l, const char *who, cs_err *err);
 void live_stop_after(live *l, int seconds);
 wh_config live_webhook_config(const live *l);
-/* Asks for the leaders of cascade's topics now instead of at the next
- * metadata scan; a failure is logged, not fatal. */
-void live_warm_topics(kfk_producer *p, const char *who);
 /* Prints "cascade CMD: reason", frees l; returns 2. */
 int live_fail(live *l, const char *cmd, const cs_err *err);
 void live_free(live *l);

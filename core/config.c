@@ -6,15 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/topics.h"
 #include "core/log.h"
+#include "core/topics.h"
 #include "core/str.h"
 #include "core/ydoc.h"
 
 void cfg_defaults(cs_config *c)
 {
     memset(c, 0, sizeof *c);
-    str_copy(c->group, sizeof c->group, "cascade-correlate");
     /* Each batch waits for Redis, Kafka's delivery and the commit; under a
      * backlog, 1000 a batch spent half the drain waiting. A caught-up
      * consumer's batches are what has arrived, far fewer. */
@@ -43,6 +42,9 @@ static const char *const levels[] = {"error", "warn", "info", "debug"};
 
 static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,
                            void *obj);
+static int read_prefix(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
+static int read_properties(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                           void *obj);
 
 static const yd_key kafka_keys[] = {
     BUF("brokers", brokers),
@@ -50,6 +52,12 @@ static const yd_key kafka_keys[] = {
     INT("batch", batch, 1, 100000),
     INT("linger_ms", linger_ms, 0, 1000),
     INT("fetch_wait_ms", fetch_wait_ms, 0, 10000),
+    {"topic_prefix", YD_BUF, 0, C(topic_prefix), 0,
+     sizeof(((cs_config *)0)->topic_prefix), 0, 0, 0, read_prefix},
+    BUF("instance_id", instance_id),
+    {"properties", YD_MAP, 0, 0, 0, 0, 0, 0,
+     "properties must be a mapping of librdkafka properties "
+     "(security.protocol: SASL_SSL, ...)", read_properties},
 };
 static const yd_key redis_keys[] = {BUF("address", redis)};
 static const yd_key webhook_keys[] = {
@@ -112,6 +120,138 @@ static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,
     return 0;
 }
 
+static int read_prefix(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    cs_err e;
+
+    if (topic_prefix_check(yd_scalar(v), &e)) {
+        yd_problem(d, v, "kafka.topic_prefix: %s", e.msg);
+        return -1;
+    }
+    str_copy((char *)obj + k->off, (size_t)k->max, yd_scalar(v));
+    return 0;
+}
+
+/* librdkafka properties cascade sets itself, and why none may change
+ * them: each is a delivery guarantee or a setting of its own. */
+static const struct owned {
+    const char *key, *why;
+} owned[] = {
+    {"bootstrap.servers", "give kafka.brokers (--brokers)"},
+    {"metadata.broker.list", "give kafka.brokers (--brokers)"},
+    {"group.id", "give kafka.group (--group)"},
+    {"group.instance.id", "give kafka.instance_id (--instance-id)"},
+    {"enable.auto.commit", "cascade commits an offset only once what its "
+     "batch made is durable (in Redis, acknowledged by Kafka)"},
+    {"auto.commit.enable", "cascade commits an offset only once what its "
+     "batch made is durable (in Redis, acknowledged by Kafka)"},
+    {"enable.auto.offset.store", "cascade stores an offset only once what "
+     "its batch made is durable (in Redis, acknowledged by Kafka)"},
+    {"auto.offset.reset", "a group without offsets starts at the earliest "
+     "message: a new consumer reads the backlog instead of skipping it"},
+    {"enable.idempotence", "cascade's producers are idempotent: a retried "
+     "batch is neither written twice nor out of order"},
+    {"acks", "an idempotent producer waits for every in-sync replica (all)"},
+    {"request.required.acks", "an idempotent producer waits for every "
+     "in-sync replica (all)"},
+    {"transactional.id", "cascade's producers are not transactional"},
+    {"partitioner", "the correlators map a cluster to its partition as "
+     "librdkafka's default partitioner does (CRC-32 of the key); another "
+     "would put a cluster's signals where its state is not"},
+    {"message.max.bytes", "cascade's size limits derive from it (1000000, "
+     "core/topics.h)"},
+    {"allow.auto.create.topics", "cascade's topics are made by cascade "
+     "kafka init with their partitions and retention, never by a broker's "
+     "defaults"},
+    {"linger.ms", "give kafka.linger_ms"},
+    {"queue.buffering.max.ms", "give kafka.linger_ms"},
+    {"fetch.wait.max.ms", "give kafka.fetch_wait_ms"},
+    {"log.queue", "librdkafka's log goes to cascade's log as it happens"},
+};
+
+int cfg_kprop_secret(const char *key)
+{
+    size_t n = strlen(key);
+
+    return (n >= 8 && !strcmp(key + n - 8, "password")) ||
+           (n >= 6 && !strcmp(key + n - 6, "secret")) ||
+           !strcmp(key, "ssl.key.pem");
+}
+
+/* One entry of kafka.properties: a key cascade leaves to the operator,
+ * a single value, and a secret only by reference. */
+static int read_property(yd_doc *d, yaml_node_t *kn, yaml_node_t *v,
+                         cfg_kprop *p)
+{
+    const char *key = yd_scalar(kn), *val = yd_scalar(v);
+
+    if (!key || !*key || strlen(key) >= sizeof p->key) {
+        yd_problem(d, kn, "kafka.properties: a key is a librdkafka property "
+                   "name (at most %zu bytes)", sizeof p->key - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++)
+        if (!strcmp(key, owned[i].key)) {
+            yd_problem(d, kn, "kafka.properties.%s is cascade's to set: %s",
+                       key, owned[i].why);
+            return -1;
+        }
+    if (!val || !*val || strlen(val) >= sizeof p->value) {
+        yd_problem(d, v, "kafka.properties.%s: expected a single value of at "
+                   "most %zu bytes", key, sizeof p->value - 1);
+        return -1;
+    }
+    if (cfg_kprop_secret(key) && strncmp(val, "env:", 4) &&
+        strncmp(val, "file:", 5)) {
+        yd_problem(d, v, "kafka.properties.%s is a secret: name it as "
+                   "file:PATH or env:NAME, never the value itself", key);
+        return -1;
+    }
+    /* A secret file is read to its first line: a PEM key is more. */
+    if (!strcmp(key, "ssl.key.pem") && strncmp(val, "env:", 4)) {
+        yd_problem(d, v, "kafka.properties.ssl.key.pem takes env:NAME only; "
+                   "for a key in a file give ssl.key.location");
+        return -1;
+    }
+    str_copy(p->key, sizeof p->key, key);
+    str_copy(p->value, sizeof p->value, val);
+    p->key_line = (int)kn->start_mark.line + 1;
+    p->key_col = (int)kn->start_mark.column + 1;
+    p->value_line = (int)v->start_mark.line + 1;
+    p->value_col = (int)v->start_mark.column + 1;
+    return 0;
+}
+
+/* The whole map replaces what an earlier file set. */
+static int read_properties(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                           void *obj)
+{
+    cfg_kprops *ps = &((cs_config *)obj)->kprops;
+    size_t n = yd_len(v);
+
+    (void)k;
+    if (n > CFG_MAX_KPROPS) {
+        yd_problem(d, v, "kafka.properties: %zu properties, at most %d", n,
+                   CFG_MAX_KPROPS);
+        return -1;
+    }
+    memset(ps, 0, sizeof *ps);
+    str_copy(ps->file, sizeof ps->file, yd_name(d));
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *kn = yd_pair_key(d, v, i);
+        for (size_t j = 0; j < i; j++)
+            if (yd_scalar(kn) && !strcmp(ps->v[j].key, yd_scalar(kn))) {
+                yd_problem(d, kn, "kafka.properties: '%s' given twice",
+                           ps->v[j].key);
+                return -1;
+            }
+        if (read_property(d, kn, yd_pair_value(d, v, i), &ps->v[i]))
+            return -1;
+        ps->n++;
+    }
+    return 0;
+}
+
 /* token and token_file name the same secret: one of them. */
 static int token_twice(yd_doc *d, yaml_node_t *map)
 {
@@ -158,14 +298,46 @@ int cfg_load(cs_config *c, const char *path, cs_err *err)
     return rc;
 }
 
+/* A double-quoted YAML scalar. */
+static void print_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void print_kafka(FILE *f, const cs_config *c)
+{
+    fprintf(f, "kafka:\n  brokers: \"%s\"%s\n", c->brokers,
+            c->brokers[0] ? "" : "   # none: only cascade dev starts one");
+    if (c->group[0])
+        fprintf(f, "  group: %s\n", c->group);
+    else
+        fprintf(f, "  group: \"\"   # %scascade-correlate\n", c->topic_prefix);
+    fprintf(f, "  batch: %d\n  linger_ms: %d\n  fetch_wait_ms: %d\n"
+               "  topic_prefix: \"%s\"\n  instance_id: \"%s\"%s\n",
+            c->batch, c->linger_ms, c->fetch_wait_ms, c->topic_prefix,
+            c->instance_id,
+            c->instance_id[0] ? "" : "   # dynamic group membership");
+    fprintf(f, "  properties:%s\n", c->kprops.n ? "" : " {}");
+    for (size_t i = 0; i < c->kprops.n; i++) {
+        const cfg_kprop *p = &c->kprops.v[i];
+        fprintf(f, "    %s: ", p->key);
+        print_quoted(f, p->value);
+        fputs(cfg_kprop_secret(p->key) ? "   # secret, read at start\n" : "\n",
+              f);
+    }
+}
+
 void cfg_print(const cs_config *c, void *stdio_file)
 {
     FILE *f = stdio_file;
 
-    fprintf(f, "kafka:\n  brokers: \"%s\"%s\n  group: %s\n  batch: %d\n"
-               "  linger_ms: %d\n  fetch_wait_ms: %d\n",
-            c->brokers, c->brokers[0] ? "" : "   # embedded broker", c->group,
-            c->batch, c->linger_ms, c->fetch_wait_ms);
+    print_kafka(f, c);
     fprintf(f, "redis:\n  address: \"%s\"%s\n", c->redis,
             c->redis[0] ? "" : "   # private redis-server");
     fprintf(f, "webhook:\n  listen: %s\n  port: %d\n  token: %s\n"

@@ -2,7 +2,8 @@
  * command-line flags. Loading validates everything and names the file,
  * line and column of the first problem; nothing half-loaded is returned.
  *
- *   kafka:   brokers, group, batch, linger_ms, fetch_wait_ms
+ *   kafka:   brokers, group, batch, linger_ms, fetch_wait_ms, topic_prefix,
+ *            instance_id, properties (librdkafka's, for every client)
  *   redis:   address
  *   webhook: listen, port, token | token_file, max_body, max_headers,
  *            max_connections, timeout_s, request_timeout_s, max_alerts,
@@ -11,7 +12,8 @@
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
  *
- * Empty brokers or redis address means "start the embedded one". */
+ * Empty brokers or redis address means "none given": `cascade dev` then
+ * starts an embedded one, every other command refuses to start. */
 #ifndef CS_CONFIG_H
 #define CS_CONFIG_H
 
@@ -19,12 +21,37 @@
 
 #include "core/err.h"
 
+/* kafka.properties: librdkafka properties every client of the process is
+ * given over cascade's own settings, each with where it was written, so
+ * that a value librdkafka refuses later (core/kafka.h kfk_props_check,
+ * which cs_core cannot call) is still told as FILE:LINE:COL. Checked here:
+ * the keys cascade sets itself are refused, and a secret (a key ending in
+ * "password" or "secret", and ssl.key.pem) is a reference, file:PATH or
+ * env:NAME (core/secret.h), read when a client is made. */
+#define CFG_MAX_KPROPS 32
+typedef struct cfg_kprop {
+    char key[96];
+    char value[1024];
+    int key_line, key_col, value_line, value_col;
+} cfg_kprop;
+typedef struct cfg_kprops {
+    char file[256]; /* where they were read */
+    size_t n;
+    cfg_kprop v[CFG_MAX_KPROPS];
+} cfg_kprops;
+
+/* Whether key's value is a secret reference. */
+int cfg_kprop_secret(const char *key);
+
 typedef struct cs_config {
     char brokers[512];
-    char group[128];
+    char group[128]; /* "": the default, kafka.topic_prefix + cascade-correlate */
     int batch;
     int linger_ms;     /* producers: librdkafka linger.ms */
     int fetch_wait_ms; /* consumers: fetch.wait.max.ms */
+    char topic_prefix[201]; /* TOPIC_PREFIX_MAX */
+    char instance_id[128];  /* group.instance.id; "": dynamic membership */
+    cfg_kprops kprops;
     char redis[512];
     char listen[64];
     int port;
@@ -43,7 +70,8 @@ void cfg_defaults(cs_config *c);
 /* Reads path over the values already in c. On error c is unchanged and
  * err says "PATH:LINE:COL: what". */
 int cfg_load(cs_config *c, const char *path, cs_err *err);
-/* The effective configuration as YAML (the token redacted). */
+/* The effective configuration as YAML (the token redacted, secret
+ * properties as their references). */
 void cfg_print(const cs_config *c, void *stdio_file);
 
 #endif

@@ -3,15 +3,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <librdkafka/rdkafka.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/secret.h"
 
 #define KFK_POLL_MS 50
 
@@ -35,6 +38,10 @@ static void kfk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                          : level <= 6 ? LOG_LVL_INFO
                                       : LOG_LVL_DEBUG;
 
+    /* kafka.properties go to every client, so a producer is given the
+     * consumers' settings and the other way round, on purpose. */
+    if (!strcmp(fac, "CONFWARN") && strstr(buf, "will be ignored by this"))
+        lvl = LOG_LVL_DEBUG;
     LOG_AT(lvl, "kafka", "%s %s: %s", rd_kafka_name(rk), fac, buf);
 }
 
@@ -68,8 +75,96 @@ static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *val,
     return -1;
 }
 
-/* Settings as {key, value} pairs terminated by a NULL key. */
-rd_kafka_conf_t *kfk_conf_new(const char *const *kv, cs_err *err)
+/* The longest secret a property may hold: a PEM key (ssl.key.pem). */
+#define SECRET_MAX 8192
+
+/* "FILE:LINE:COL: kafka.properties.KEY: why", at the key or the value. */
+static void prop_problem(cs_err *err, const cfg_kprops *ps, const cfg_kprop *p,
+                         int at_key, const char *why)
+{
+    cs_err_set(err, "%s:%d:%d: kafka.properties.%s: %s", ps->file,
+               at_key ? p->key_line : p->value_line,
+               at_key ? p->key_col : p->value_col, p->key, why);
+}
+
+/* One property onto conf; a secret's reference is read now, and the
+ * text wiped once librdkafka has its copy. */
+static int prop_set(rd_kafka_conf_t *conf, const cfg_kprops *ps,
+                    const cfg_kprop *p, cs_err *err)
+{
+    char why[512], *secret = NULL;
+    const char *val = p->value;
+    rd_kafka_conf_res_t r;
+    cs_err e;
+
+    if (cfg_kprop_secret(p->key)) {
+        secret = xmalloc(SECRET_MAX);
+        if (secret_read(p->value, secret, SECRET_MAX, &e)) {
+            prop_problem(err, ps, p, 0, e.msg);
+            free(secret);
+            return -1;
+        }
+        val = secret;
+    }
+    r = rd_kafka_conf_set(conf, p->key, val, why, sizeof why);
+    if (r != RD_KAFKA_CONF_OK)
+        /* librdkafka quotes the value it refused: never a secret's */
+        prop_problem(err, ps, p, r == RD_KAFKA_CONF_UNKNOWN,
+                     secret ? "librdkafka refused the secret's value" : why);
+    if (secret) {
+        explicit_bzero(secret, SECRET_MAX);
+        free(secret);
+    }
+    return r == RD_KAFKA_CONF_OK ? 0 : -1;
+}
+
+static int props_apply(rd_kafka_conf_t *conf, const cfg_kprops *ps,
+                       cs_err *err)
+{
+    for (size_t i = 0; ps && i < ps->n; i++)
+        if (prop_set(conf, ps, &ps->v[i], err))
+            return -1;
+    return 0;
+}
+
+/* librdkafka before 2.6.1 puts the client nonce twice in SCRAM's
+ * client-final-message (confluentinc/librdkafka#4895); Kafka 4 refuses
+ * it as invalid credentials, Kafka 3 lets it pass. */
+#define KFK_SCRAM_FIXED 0x02060100
+
+static void scram_warn(const cfg_kprops *ps)
+{
+    for (size_t i = 0; ps && i < ps->n; i++) {
+        const cfg_kprop *p = &ps->v[i];
+        if ((strcmp(p->key, "sasl.mechanisms") &&
+             strcmp(p->key, "sasl.mechanism")) ||
+            strncasecmp(p->value, "SCRAM-", 6) ||
+            rd_kafka_version() >= KFK_SCRAM_FIXED)
+            continue;
+        log_warn("kafka", "%s:%d:%d: sasl.mechanisms %s with librdkafka %s: "
+                 "before 2.6.1 it sends the client nonce twice in SCRAM's "
+                 "final message (confluentinc/librdkafka#4895), which Kafka "
+                 "4.x refuses as invalid credentials (Kafka 3.x accepts it); "
+                 "against Kafka 4 use SASL/PLAIN over TLS, or a newer "
+                 "librdkafka", ps->file, p->value_line, p->value_col,
+                 p->value, rd_kafka_version_str());
+    }
+}
+
+int kfk_props_check(const cfg_kprops *ps, cs_err *err)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    int rc = props_apply(conf, ps, err);
+
+    rd_kafka_conf_destroy(conf);
+    if (rc == 0)
+        scram_warn(ps);
+    return rc;
+}
+
+/* Settings as {key, value} pairs terminated by a NULL key, then props. */
+rd_kafka_conf_t *kfk_conf_new(const char *const *kv, const cfg_kprops *props,
+                              cs_err *err)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
@@ -80,6 +175,10 @@ rd_kafka_conf_t *kfk_conf_new(const char *const *kv, cs_err *err)
             rd_kafka_conf_destroy(conf);
             return NULL;
         }
+    }
+    if (props_apply(conf, props, err)) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
     }
     return conf;
 }
@@ -211,6 +310,10 @@ kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err)
                                * is kfk_broker_attach) */
                               "socket.nagle.disable", "true",
                               "enable.idempotence", "true",
+                              /* A topic the broker made on a first
+                               * message would have its defaults, not
+                               * cascade kafka init's partitions. */
+                              "allow.auto.create.topics", "false",
                               /* Signals are text: a batch compresses
                                * 3-4x, which is 3-4x the backlog the
                                * embedded broker keeps (5 MiB per partition,
@@ -232,7 +335,7 @@ kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err)
         return NULL;
     }
     p->pipefd[0] = p->pipefd[1] = -1; /* until attached to a loop */
-    if (!(conf = kfk_conf_new(kv, err)))
+    if (!(conf = kfk_conf_new(kv, o->props, err)))
         goto fail;
     rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, kfk_dr_cb);
@@ -394,28 +497,67 @@ unsigned long kfk_producer_failed(const kfk_producer *p)
     return p->failed;
 }
 
-int kfk_producer_warm(kfk_producer *p, const char *const *topics,
-                      int timeout_ms, cs_err *err)
+int kfk_topic_meta(rd_kafka_t *rk, const char *topic, int timeout_ms,
+                   int32_t *partitions, int *replication, cs_err *err)
 {
-    for (; *topics; topics++) {
-        rd_kafka_topic_t *t = rd_kafka_topic_new(p->rk, *topics, NULL);
-        const struct rd_kafka_metadata *md = NULL;
-        rd_kafka_resp_err_t e;
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    const struct rd_kafka_metadata_topic *mt;
+    rd_kafka_resp_err_t e;
+    int rc = -1;
 
-        if (!t) {
-            cs_err_set(err, "topic %s: %s", *topics,
-                       rd_kafka_err2str(rd_kafka_last_error()));
+    if (!t) {
+        cs_err_set(err, "topic %s: %s", topic,
+                   rd_kafka_err2str(rd_kafka_last_error()));
+        return -1;
+    }
+    e = rd_kafka_metadata(rk, 0, t, &md, timeout_ms);
+    mt = !e && md->topic_cnt == 1 ? &md->topics[0] : NULL;
+    if (e) {
+        cs_err_set(err, "no answer from the Kafka brokers in %d ms (%s): "
+                   "they are down, unreachable, or refused this client "
+                   "(the log above says why)", timeout_ms, rd_kafka_err2str(e));
+        rc = KFK_NO_ANSWER;
+    } else if (!mt)
+        cs_err_set(err, "topic %s: the brokers did not describe it", topic);
+    else if (mt->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+        rc = 0;
+    /* a topic just made may have no leader yet: it exists */
+    else if (mt->err && mt->err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
+        cs_err_set(err, "topic %s: %s", topic, rd_kafka_err2str(mt->err));
+    else
+        rc = 1;
+    if (rc == 1) {
+        *partitions = mt->partition_cnt;
+        *replication = mt->partition_cnt ? INT32_MAX : 0;
+        for (int i = 0; i < mt->partition_cnt; i++)
+            if (mt->partitions[i].replica_cnt < *replication)
+                *replication = mt->partitions[i].replica_cnt;
+    }
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+    return rc;
+}
+
+int kfk_producer_topics(kfk_producer *p, const char *const *topics,
+                        int32_t *counts, int timeout_ms, cs_err *err)
+{
+    int32_t n;
+    int replicas, rc;
+
+    for (size_t i = 0; topics[i]; i++) {
+        rc = kfk_topic_meta(p->rk, topics[i], timeout_ms, &n, &replicas, err);
+        if (rc < 0) /* KFK_NO_ANSWER too */
+            return -1;
+        if (rc == 0) {
+            cs_err_set(err, "topic %s does not exist: create cascade's "
+                       "topics with `cascade kafka init` (the same brokers "
+                       "and kafka.topic_prefix)", topics[i]);
             return -1;
         }
-        e = rd_kafka_metadata(p->rk, 0, t, &md, timeout_ms);
-        if (md)
-            rd_kafka_metadata_destroy(md);
-        rd_kafka_topic_destroy(t);
-        if (e) {
-            cs_err_set(err, "metadata for %s: %s", *topics,
-                       rd_kafka_err2str(e));
-            return -1;
-        }
+        if (counts)
+            counts[i] = n;
     }
     return 0;
 }

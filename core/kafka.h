@@ -2,8 +2,9 @@
  * a producer that never blocks the event loop, and a consumer-group reader
  * driven by libevent that hands out one batch at a time and commits only
  * when the caller says the batch is durable elsewhere (at-least-once).
- * Each is made from an options struct. The embedded broker for
- * development is kafka_broker.h. */
+ * Each is made from an options struct, and given the operator's
+ * kafka.properties (core/config.h) over cascade's own settings. The
+ * embedded broker for development is kafka_broker.h. */
 #ifndef CS_KAFKA_H
 #define CS_KAFKA_H
 
@@ -11,6 +12,7 @@
 #include <librdkafka/rdkafka.h>
 #include <stddef.h>
 
+#include "core/config.h"
 #include "core/err.h"
 #include "core/topics.h"
 
@@ -22,11 +24,19 @@ struct event_base;
  * (capped at 4 KiB; raw bytes may not be text). */
 json_t *kfk_dead_letter(const rd_kafka_message_t *m, const char *reason);
 
+/* Checks kafka.properties against librdkafka at start, before any client
+ * is made: an unknown property, a value it refuses, or a secret that
+ * cannot be read is -1, with err "FILE:LINE:COL: kafka.properties.KEY:
+ * why". Warns of what this librdkafka is known to get wrong with them
+ * (SCRAM against Kafka 4 before 2.6.1). */
+int kfk_props_check(const cfg_kprops *props, cs_err *err);
+
 
 /* Idempotent producer; delivery failures are logged and counted. */
 typedef struct kfk_producer kfk_producer;
 typedef struct kfk_producer_opts {
     const char *brokers; /* bootstrap servers */
+    const cfg_kprops *props; /* kafka.properties (NULL: none) */
     int linger_ms;       /* kafka.linger_ms */
     /* lz4 for the live producers (the cheapest: 15 % more alerts/s
      * through the webhook than zstd), zstd for a collector's backlog
@@ -85,11 +95,15 @@ int kfk_producer_attach(kfk_producer *p, struct event_base *base);
 int kfk_producer_flush(kfk_producer *p, int timeout_ms);
 /* Delivery failures so far. */
 unsigned long kfk_producer_failed(const kfk_producer *p);
+/* Asks for the metadata of each topic (NULL after the last) now
+ * (blocking: start-up only), so that the first message to each does not
+ * wait for it, and checks that they exist: -1 when the brokers do not
+ * answer within timeout_ms, or a topic does not exist (err names it and
+ * says to run `cascade kafka init`) or may not be described. counts (may
+ * be NULL) takes each topic's partition count. */
+int kfk_producer_topics(kfk_producer *p, const char *const *topics,
+                        int32_t *counts, int timeout_ms, cs_err *err);
 /* Flushes up to 5 s first. NULL is fine. */
-/* Fetches the topics' metadata now (blocking, startup only), so the first
- * message to each does not wait for it. */
-int kfk_producer_warm(kfk_producer *p, const char *const *topics,
-                      int timeout_ms, cs_err *err);
 void kfk_producer_free(kfk_producer *p);
 
 /* High-level consumer in group `group` subscribed to `topic`, with manual
@@ -105,10 +119,21 @@ typedef struct kfk_consumer kfk_consumer;
 typedef void (*kfk_batch_fn)(void *arg, rd_kafka_message_t **msgs, size_t n);
 typedef struct kfk_consumer_opts {
     const char *brokers, *group, *topic;
+    const cfg_kprops *props; /* kafka.properties (NULL: none) */
+    /* group.instance.id (kafka.instance_id; NULL or "": none): static
+     * membership. A restart within the session timeout gets its
+     * partitions back without a rebalance; a second consumer with the
+     * same id fences the first, which then stops (on_fatal). */
+    const char *instance_id;
     size_t max_batch;  /* messages a batch at most, at least 1 */
     int fetch_wait_ms; /* kafka.fetch_wait_ms */
     kfk_batch_fn on_batch;
-    void *arg;         /* on_batch's */
+    /* Called once, from the loop, when the client can no longer work
+     * (librdkafka's fatal errors: fenced by another member of the same
+     * instance id), with the reason; no batch is handed out after. NULL:
+     * only logged. */
+    void (*on_fatal)(void *arg, const char *reason);
+    void *arg;         /* on_batch's and on_fatal's */
 } kfk_consumer_opts;
 /* brokers, group and topic, KFK_DEFAULT_FETCH_WAIT_MS; the rest zero. */
 kfk_consumer_opts kfk_consumer_defaults(const char *brokers, const char *group,
@@ -151,10 +176,19 @@ unsigned long long kfk_consumer_lost(const kfk_consumer *c);
 void kfk_consumer_free(kfk_consumer *c);
 
 /* For core's Kafka files: a configuration from key/value pairs (NULL
- * last), logging through core/log.h, and a client made from it (the
- * configuration is consumed either way). */
-rd_kafka_conf_t *kfk_conf_new(const char *const *kv, cs_err *err);
+ * last) with props over them (NULL: none), logging through core/log.h,
+ * and a client made from it (the configuration is consumed either
+ * way). */
+rd_kafka_conf_t *kfk_conf_new(const char *const *kv, const cfg_kprops *props,
+                              cs_err *err);
 rd_kafka_t *kfk_client_new(rd_kafka_type_t type, rd_kafka_conf_t *conf,
                            cs_err *err);
+/* One topic's metadata (blocking): 1 with its partition count and its
+ * replication factor (the fewest replicas a partition has), 0 when it
+ * does not exist, -1 when the brokers refuse to describe it and
+ * KFK_NO_ANSWER when they do not answer (err says which). */
+enum { KFK_NO_ANSWER = -2 };
+int kfk_topic_meta(rd_kafka_t *rk, const char *topic, int timeout_ms,
+                   int32_t *partitions, int *replication, cs_err *err);
 
 #endif

@@ -16,7 +16,8 @@
 #include "core/kafka.h"
 #include "core/log.h"
 
-#define KFK_DEFAULT_PARTITIONS 64
+/* Kafka's ApiKey of Metadata requests (librdkafka's names are private). */
+#define KFK_API_METADATA 3
 
 struct kfk_broker {
     rd_kafka_t *rk; /* owns the mock cluster */
@@ -25,17 +26,17 @@ struct kfk_broker {
     struct event *sweep;
 };
 
+/* The mock cluster has no CreateTopics (`cascade kafka init` cannot make
+ * them there): the topics are made here, under the process's prefix. */
 static int broker_topics(kfk_broker *b, int partitions, cs_err *err)
 {
-    static const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_INCIDENTS,
-                                         KFK_TOPIC_ACTIONS, KFK_TOPIC_DEADLETTER,
-                                         KFK_TOPIC_AUDIT};
     rd_kafka_resp_err_t e;
 
-    for (size_t i = 0; i < sizeof topics / sizeof *topics; i++) {
-        e = rd_kafka_mock_topic_create(b->mc, topics[i], partitions, 1);
+    for (int i = 0; i < TOPIC_COUNT; i++) {
+        const char *topic = topic_name((enum topic_id)i);
+        e = rd_kafka_mock_topic_create(b->mc, topic, partitions, 1);
         if (e) {
-            cs_err_set(err, "embedded broker: creating %s: %s", topics[i],
+            cs_err_set(err, "embedded broker: creating %s: %s", topic,
                        rd_kafka_err2str(e));
             return -1;
         }
@@ -57,20 +58,30 @@ kfk_broker *kfk_broker_start(int partitions, cs_err *err)
         return NULL;
     }
     if (partitions <= 0)
-        partitions = KFK_DEFAULT_PARTITIONS;
-    if (!(conf = kfk_conf_new(kv, err)) ||
+        partitions = TOPIC_DEFAULT_PARTITIONS;
+    if (!(conf = kfk_conf_new(kv, NULL, err)) ||
         !(b->rk = kfk_client_new(RD_KAFKA_PRODUCER, conf, err)))
         goto fail;
     if (!(b->mc = rd_kafka_handle_mock_cluster(b->rk))) {
         cs_err_set(err, "embedded broker: could not start the mock cluster");
         goto fail;
     }
+    /* The mock cluster answers Metadata up to version 2, which cannot say
+     * allow.auto.create.topics=false: every topic a client asked about
+     * was made, with 4 partitions, and a missing one never told. Its
+     * handler reads and writes the fields up to version 8; 4 carries the
+     * flag. */
+    if (rd_kafka_mock_set_apiversion(b->mc, KFK_API_METADATA, 0, 4)) {
+        cs_err_set(err, "embedded broker: cannot raise its Metadata version");
+        goto fail;
+    }
     if (broker_topics(b, partitions, err))
         goto fail;
     snprintf(b->bootstrap, sizeof b->bootstrap, "%s",
              rd_kafka_mock_cluster_bootstraps(b->mc));
-    log_info("kafka", "embedded broker on %s, %d partitions per topic",
-             b->bootstrap, partitions);
+    log_info("kafka", "embedded broker on %s, %d partitions per topic%s%s",
+             b->bootstrap, partitions, topic_prefix()[0] ? ", topics under " : "",
+             topic_prefix());
     return b;
 fail:
     kfk_broker_stop(b);

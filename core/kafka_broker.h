@@ -9,9 +9,11 @@
 struct event_base;
 
 /* Embedded Kafka-protocol broker: librdkafka's mock cluster, one broker on
- * 127.0.0.1 so other processes (kcat) can connect. Creates the five topics
- * above with `partitions` partitions each (64 when 0). Development and
- * tests only: no disk, and about 5 MiB kept per partition. */
+ * 127.0.0.1 so other processes (kcat) can connect. Creates cascade's five
+ * topics (core/topics.h, under the process's prefix) with `partitions`
+ * partitions each (64 when 0), replication 1. Development and tests only:
+ * no disk, about 5 MiB kept per partition, and no admin requests
+ * (CreateTopics, DescribeConfigs). */
 typedef struct kfk_broker kfk_broker;
 kfk_broker *kfk_broker_start(int partitions, cs_err *err);
 /* "127.0.0.1:PORT" */

@@ -33,8 +33,10 @@ struct kfk_consumer {
     rd_kafka_message_t **held;
     size_t nheld, max_batch;
     kfk_batch_fn fn;
+    void (*on_fatal)(void *arg, const char *reason);
     void *arg;
     int paused;
+    int fatal; /* librdkafka's fatal error seen: nothing more is handed out */
     int32_t *owned; /* partitions owned now, sorted */
     size_t nowned;
     int32_t partition_cnt; /* of the topic; 0 until known */
@@ -153,13 +155,46 @@ static size_t keep_messages(kfk_consumer *c, rd_kafka_message_t **m, size_t n)
     return good;
 }
 
+/* librdkafka raises a fatal error (a fenced static member) through the
+ * queue this consumer serves; it is checked after each serve, a cheap
+ * atomic read. The owner hears of it once and stops. */
+static int fatal_seen(kfk_consumer *c)
+{
+    char why[256], reason[512];
+    rd_kafka_resp_err_t e;
+
+    if (c->fatal)
+        return 1;
+    if (!(e = rd_kafka_fatal_error(c->rk, why, sizeof why)))
+        return 0;
+    c->fatal = 1;
+    if (e == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+        snprintf(reason, sizeof reason, "another consumer joined the group "
+                 "with this one's instance id (kafka.instance_id, "
+                 "--instance-id), and the broker fenced this one: each "
+                 "process needs an id of its own");
+    else
+        snprintf(reason, sizeof reason, "Kafka client failed: %s", why);
+    log_error("kafka", "%s: %s", c->topic, reason);
+    if (c->on_fatal)
+        c->on_fatal(c->arg, reason);
+    return 1;
+}
+
 static void deliver(kfk_consumer *c)
 {
     ssize_t n;
     size_t good = 0;
 
     while (!good) {
+        if (fatal_seen(c))
+            return;
         n = rd_kafka_consume_batch_queue(c->q, 0, c->held, c->max_batch);
+        if (n > 0 && fatal_seen(c)) {
+            for (ssize_t i = 0; i < n; i++)
+                rd_kafka_message_destroy(c->held[i]);
+            return;
+        }
         if (n < 0) {
             log_warn("kafka", "consume: %s",
                      rd_kafka_err2str(rd_kafka_last_error()));
@@ -191,7 +226,7 @@ static void consumer_idle(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (!c->nheld && !c->paused)
+    if (!fatal_seen(c) && !c->nheld && !c->paused)
         event_active(c->wake, EV_READ, 0);
 }
 
@@ -375,38 +410,56 @@ static int consumer_subscribe(kfk_consumer *c, const char *topic, cs_err *err)
     return 0;
 }
 
-static int consumer_client(kfk_consumer *c, const char *brokers,
-                           const char *group, int fetch_wait_ms, cs_err *err)
+/* Session timeouts (kafka.properties may set others). The broker moves a
+ * member's partitions once it has not heard from it for
+ * session.timeout.ms; librdkafka's heartbeats come from its own thread,
+ * so a loop busy reading state back from Redis does not miss them
+ * (max.poll.interval.ms, 5 min, bounds that).
+ *
+ * Dynamic members: 10 s (Kafka's classic value; librdkafka 2.0 has 45 s)
+ * and a heartbeat every second. A correlator that dies holds the state of
+ * its clusters until its partitions move: 10 s of signals not correlated
+ * instead of 45. A member hears of a rebalance only from a heartbeat (a
+ * commit refused with "rebalance in progress" does not make it rejoin):
+ * a real broker waits for the members to rejoin for the rebalance
+ * timeout (max.poll.interval.ms), but the embedded broker only for the
+ * session timeout less 1 s, and at 3 s a member that missed one
+ * heartbeat's news could miss that window (a joining correlator then
+ * waited about 30 s, seen in live.group). 1 s leaves eight chances; the
+ * broker takes one small request a second per member.
+ *
+ * Static members (kafka.instance_id): 45 s, Kafka's default since 3.0.
+ * The point of an instance id is that a restarted process (a deploy, a
+ * crash and its supervisor's restart) comes back within the session
+ * timeout and gets its partitions back without any rebalance; the price
+ * is that one that does not come back holds them that long. */
+#define KFK_SESSION_MS "10000"
+#define KFK_STATIC_SESSION_MS "45000"
+#define KFK_HEARTBEAT_MS "1000"
+
+static int consumer_client(kfk_consumer *c, const kfk_consumer_opts *o,
+                           cs_err *err)
 {
     char wait[16];
-    const char *const kv[] = {"bootstrap.servers", brokers,
-                              "client.id", "cascade-consumer",
-                              "socket.nagle.disable", "true",
-                              "group.id", group,
-                              "enable.auto.commit", "false",
-                              "enable.auto.offset.store", "false",
-                              "auto.offset.reset", "earliest",
-                              /* Kafka's classic 10 s instead of librdkafka
-                               * 2.0's 45 s: a killed correlator's partitions
-                               * move sooner, and the embedded broker, which
-                               * holds a rebalance for the session timeout
-                               * after the last member leaves, lets a
-                               * restarted consumer back in sooner. */
-                              "session.timeout.ms", "10000",
-                              /* A member hears of a rebalance only from a
-                               * heartbeat (a commit refused with "rebalance
-                               * in progress" does not make it rejoin), and
-                               * the embedded broker waits for the members
-                               * to rejoin for the session timeout less 1 s:
-                               * at 3 s a member that missed one heartbeat's
-                               * news could miss that window, and a joining
-                               * correlator then waited about 30 s (seen in
-                               * live.group). 1 s leaves eight chances. */
-                              "heartbeat.interval.ms", "1000",
-                              "fetch.wait.max.ms", wait, NULL};
+    int is_static = o->instance_id && o->instance_id[0];
+    const char *kv[] = {"bootstrap.servers", o->brokers,
+                        "client.id", "cascade-consumer",
+                        "socket.nagle.disable", "true",
+                        "group.id", o->group,
+                        "enable.auto.commit", "false",
+                        "enable.auto.offset.store", "false",
+                        "auto.offset.reset", "earliest",
+                        "session.timeout.ms",
+                        is_static ? KFK_STATIC_SESSION_MS : KFK_SESSION_MS,
+                        "heartbeat.interval.ms", KFK_HEARTBEAT_MS,
+                        "fetch.wait.max.ms", wait,
+                        /* last: dropped for a dynamic member */
+                        "group.instance.id", o->instance_id, NULL};
 
-    snprintf(wait, sizeof wait, "%d", fetch_wait_ms);
-    rd_kafka_conf_t *conf = kfk_conf_new(kv, err);
+    snprintf(wait, sizeof wait, "%d", o->fetch_wait_ms);
+    if (!is_static)
+        kv[sizeof kv / sizeof *kv - 3] = NULL;
+    rd_kafka_conf_t *conf = kfk_conf_new(kv, o->props, err);
 
     if (!conf)
         return -1;
@@ -448,8 +501,9 @@ kfk_consumer *kfk_consumer_open(struct event_base *base,
         goto fail;
     }
     c->fn = o->on_batch;
+    c->on_fatal = o->on_fatal;
     c->arg = o->arg;
-    if (consumer_client(c, o->brokers, o->group, o->fetch_wait_ms, err) ||
+    if (consumer_client(c, o, err) ||
         consumer_events(c, base, err) || consumer_subscribe(c, o->topic, err))
         goto fail;
     return c;

@@ -66,6 +66,7 @@ struct correlator {
     int32_t *owned;
     size_t nowned;
     int32_t nparts;
+    int failed;         /* stopped the loop on a fault (corr_failed) */
     int loaded;   /* state read for the current assignment */
     int leftover; /* publishing outputs found in the outbox; consumer paused */
     /* Fault injection for the restart tests (CASCADE_CRASH_AT). */
@@ -584,6 +585,20 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     advance(c);
 }
 
+/* A fault that leaves nothing safe to do: said, and the loop stopped. */
+static void stop(correlator *c, const char *what, const char *why)
+{
+    log_error("correlate", "%s: %s; stopping", what, why);
+    c->failed = 1;
+    c->loaded = 0;
+    event_base_loopbreak(c->base);
+}
+
+static void on_fatal(void *arg, const char *reason)
+{
+    stop(arg, "kafka", reason);
+}
+
 static int same_set(const correlator *c, const int32_t *parts, size_t n,
                     int32_t cnt)
 {
@@ -602,6 +617,8 @@ static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
     correlator *c = arg;
     cs_err err = {{0}};
 
+    if (c->failed)
+        return;
     if (same_set(c, parts, n, cnt))
         return;
     free(c->owned);
@@ -613,10 +630,7 @@ static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
     c->loaded = 1;
     pend_clear(c);
     if (restore(c, &err)) {
-        log_error("correlate", "cannot read the state of the partitions "
-                  "assigned: %s; stopping", err.msg);
-        c->loaded = 0;
-        event_base_loopbreak(c->base);
+        stop(c, "cannot read the state of the partitions assigned", err.msg);
         return;
     }
     if (c->npend > 0)
@@ -668,8 +682,11 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     if (store_ping(o->redis, err))
         goto fail;
     kfk_consumer_opts co = kfk_consumer_defaults(
-        o->brokers, o->group ? o->group : "cascade-correlate",
+        o->brokers, o->group && *o->group ? o->group : KFK_GROUP_CORRELATE,
         KFK_TOPIC_SIGNALS);
+    co.props = o->props;
+    co.instance_id = o->instance_id;
+    co.on_fatal = on_fatal;
     co.max_batch = o->batch ? o->batch : 10000;
     if (o->fetch_wait_ms >= 0)
         co.fetch_wait_ms = o->fetch_wait_ms;
@@ -710,6 +727,11 @@ void corr_stats(const correlator *c, unsigned long *signals,
     *dead = c->dead;
     *incidents = c->incidents;
     *lost = c->cons ? kfk_consumer_lost(c->cons) : 0;
+}
+
+int corr_failed(const correlator *c)
+{
+    return c->failed;
 }
 
 void corr_free(correlator *c)

@@ -13,8 +13,10 @@
 
 typedef struct corr_opts {
     const char *brokers;
+    const cfg_kprops *props; /* kafka.properties (NULL: none) */
+    const char *instance_id; /* kafka.instance_id (NULL: dynamic member) */
     const char *redis;
-    const char *group;   /* consumer group; default "cascade-correlate" */
+    const char *group;   /* consumer group; default KFK_GROUP_CORRELATE */
     size_t batch;        /* max signals per batch; default 1000 */
     int fetch_wait_ms;   /* kafka.fetch_wait_ms (0: answer at once) */
     struct pb_catalog *rules; /* rule set (taken over); NULL: built-in */
@@ -40,6 +42,10 @@ int corr_commit_wait(correlator *c, int timeout_ms, cs_err *err);
 void corr_stats(const correlator *c, unsigned long *signals,
                 unsigned long *dead, unsigned long *incidents,
                 unsigned long long *lost);
+/* Whether it stopped the loop on a fault of its own (the state could
+ * not be read, fenced by another member of its instance id): the process
+ * should exit non-zero. */
+int corr_failed(const correlator *c);
 void corr_free(correlator *c);
 
 #endif

@@ -9,4 +9,10 @@ add_executable(test_webhook ${CMAKE_CURRENT_LIST_DIR}/test_webhook.c)
 target_link_libraries(test_webhook PRIVATE cs_ingest cs_core)
 add_test(NAME unit.webhook COMMAND test_webhook)
 
-set_tests_properties(unit.kafka unit.webhook PROPERTIES TIMEOUT 60)
+# kafka.properties and kafka.topic_prefix: the config file, librdkafka's
+# verdict at start, secrets by reference, the names.
+add_executable(test_kafka_config ${CMAKE_CURRENT_LIST_DIR}/test_kafka_config.c)
+target_link_libraries(test_kafka_config PRIVATE cs_clients cs_core)
+add_test(NAME unit.kafka_config COMMAND test_kafka_config)
+
+set_tests_properties(unit.kafka unit.webhook unit.kafka_config PROPERTIES TIMEOUT 60)

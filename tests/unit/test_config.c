@@ -40,6 +40,8 @@ static void test_full_file(void)
     char text[1024];
 
     cfg_defaults(&c);
+    CHECK_STR(c.group, ""); /* the default group, after kafka.topic_prefix */
+    CHECK_STR(c.instance_id, "");
     CHECK_INT(c.port, 9095);
     CHECK_STR(c.listen, "127.0.0.1");
     CHECK_INT(c.request_timeout_s, 30);
@@ -48,6 +50,7 @@ static void test_full_file(void)
     snprintf(text, sizeof text,
              "# comment\n"
              "kafka:\n  brokers: \"k1:9092,k2:9092\"\n  group: g\n  batch: 50\n"
+             "  instance_id: correlate-1\n"
              "redis:\n  address: /run/r.sock\n"
              "webhook:\n  listen: 0.0.0.0\n  port: 0\n  token_file: %s\n"
              "  max_body: 64KiB\n  max_headers: 2048\n  max_connections: 9\n"
@@ -58,6 +61,7 @@ static void test_full_file(void)
     CHECK_STR(load(&c, text), "");
     CHECK_STR(c.brokers, "k1:9092,k2:9092");
     CHECK_STR(c.group, "g");
+    CHECK_STR(c.instance_id, "correlate-1");
     CHECK_INT(c.batch, 50);
     CHECK_STR(c.redis, "/run/r.sock");
     CHECK_STR(c.listen, "0.0.0.0");
@@ -95,7 +99,8 @@ static void test_errors(void)
     before = c;
     CHECK_STR(load(&c, "kafka:\n  batch: 10\n  brokrs: x\n"),
               "c.yaml:3:3: unknown key 'brokrs' in 'kafka' (known: brokers, "
-              "group, batch, linger_ms, fetch_wait_ms)");
+              "group, batch, linger_ms, fetch_wait_ms, topic_prefix, "
+              "instance_id, properties)");
     CHECK(memcmp(&c, &before, sizeof c) == 0); /* batch: 10 not applied */
     CHECK(strstr(load(&c, "kafka:\n  fetch_wait_ms: -1\n"),
                  "c.yaml:2:18: ") != NULL);

@@ -3,7 +3,9 @@
  * keep a second group member from re-reading them, a separate process
  * (kcat, when installed) sees the broker and its data, and messages the
  * broker deleted before the group read them are counted, not lost
- * silently. */
+ * silently. A topic that does not exist is told at start (and the
+ * embedded broker does not make it on being asked), and a static member
+ * fenced by another of its instance id stops, once, with the reason. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@
 #include "core/kafka.h"
 #include "core/kafka_broker.h"
 #include "core/log.h"
+
+#include <librdkafka/rdkafka_mock.h> /* after rdkafka.h (core/kafka.h) */
 
 
 #define NMSG 1000
@@ -281,6 +285,92 @@ static void test_deleted(void)
     kfk_broker_stop(b);
 }
 
+/* The topics a process needs are checked at start; asking about a
+ * missing one does not make it (the embedded broker used to, with 4
+ * partitions, for every topic a client asked about). */
+static void test_topics(void)
+{
+    cs_err err = {{0}};
+    kfk_broker *b = kfk_broker_start(6, &err);
+    const char *const ours[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_AUDIT, NULL};
+    const char *const missing[] = {KFK_TOPIC_SIGNALS, "unit.nope", NULL};
+    int32_t counts[2] = {0, 0};
+    kfk_producer *p;
+
+    REQUIRE(b != NULL);
+    kfk_producer_opts po = kfk_producer_defaults(kfk_broker_bootstrap(b));
+    REQUIRE((p = kfk_producer_open(&po, &err)) != NULL);
+    CHECK(kfk_producer_topics(p, ours, counts, 5000, &err) == 0);
+    CHECK_INT(counts[0], 6);
+    CHECK_INT(counts[1], 6);
+    for (int i = 0; i < 2; i++) { /* the second time: still missing */
+        CHECK(kfk_producer_topics(p, missing, NULL, 5000, &err) == -1);
+        CHECK_STR(err.msg, "topic unit.nope does not exist: create cascade's "
+                           "topics with `cascade kafka init` (the same brokers "
+                           "and kafka.topic_prefix)");
+    }
+    kfk_producer_free(p);
+    kfk_broker_stop(b);
+}
+
+typedef struct fenced {
+    struct event_base *base;
+    int calls, batches;
+    char reason[512];
+} fenced;
+
+static void fenced_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
+{
+    (void)msgs;
+    (void)n;
+    ((fenced *)arg)->batches++;
+}
+
+static void fenced_fatal(void *arg, const char *reason)
+{
+    fenced *f = arg;
+
+    f->calls++;
+    snprintf(f->reason, sizeof f->reason, "%s", reason);
+    event_base_loopexit(f->base, &(struct timeval){1, 0}); /* a second call shows */
+}
+
+/* The broker answers a member's JoinGroup with FENCED_INSTANCE_ID when
+ * another process joined with its group.instance.id (the embedded broker
+ * does not fence: the answer is forced here). */
+static void test_fenced(void)
+{
+    const char *const kv[] = {"test.mock.num.brokers", "1", NULL};
+    fenced f = {.base = event_base_new()};
+    cs_err err = {{0}};
+    rd_kafka_conf_t *conf = kfk_conf_new(kv, NULL, &err);
+    rd_kafka_t *host = conf ? kfk_client_new(RD_KAFKA_PRODUCER, conf, &err) : NULL;
+    rd_kafka_mock_cluster_t *mc;
+    kfk_consumer *c;
+
+    REQUIRE(host && (mc = rd_kafka_handle_mock_cluster(host)));
+    REQUIRE(rd_kafka_mock_topic_create(mc, "unit.fence", 1, 1) == 0);
+    rd_kafka_mock_push_request_errors(mc, 11 /* JoinGroup */, 1,
+                                      RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID);
+    kfk_consumer_opts co = kfk_consumer_defaults(
+        rd_kafka_mock_cluster_bootstraps(mc), "unit-fence", "unit.fence");
+    co.instance_id = "correlate-1";
+    co.max_batch = 10;
+    co.on_batch = fenced_batch;
+    co.on_fatal = fenced_fatal;
+    co.arg = &f;
+    REQUIRE((c = kfk_consumer_open(f.base, &co, &err)) != NULL);
+    event_base_loopexit(f.base, &(struct timeval){20, 0});
+    event_base_dispatch(f.base);
+    CHECK_INT(f.calls, 1);
+    CHECK_INT(f.batches, 0);
+    CHECK(strstr(f.reason, "another consumer joined the group with this one's "
+                           "instance id (kafka.instance_id, --instance-id)") != NULL);
+    kfk_consumer_free(c);
+    event_base_free(f.base);
+    rd_kafka_destroy(host);
+}
+
 int main(void)
 {
     cs_err err = {{0}};
@@ -318,6 +408,8 @@ int main(void)
     free(r2);
     kfk_broker_stop(b);
     test_deleted();
-    printf("unit.kafka: ok (%d messages in %d batches)\n", NMSG, batches);
-    return 0;
+    test_topics();
+    test_fenced();
+    printf("unit.kafka: %d messages in %d batches\n", NMSG, batches);
+    return check_report();
 }
