@@ -16,6 +16,7 @@ int cmd_correlate(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
 int cmd_dev(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
+int cmd_kafka(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_act(int argc, char **argv);

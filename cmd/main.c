@@ -24,6 +24,8 @@ static const cli_command commands[] = {
     {"shadow", "score proposals against the actions operators took",
      cmd_shadow},
     {"broker", "run only the embedded Kafka-protocol broker", cmd_broker},
+    {"kafka", "create (init) or compare (check) cascade's Kafka topics",
+     cmd_kafka},
     {"config", "validate a config file, print the defaults", cmd_config},
     {"rules", "validate rule files", cmd_rules},
     {"version", "print the version", cmd_version},

@@ -4,7 +4,8 @@
  * when the caller says the batch is durable elsewhere (at-least-once).
  * Each is made from an options struct, and given the operator's
  * kafka.properties (core/config.h) over cascade's own settings. The
- * embedded broker for development is kafka_broker.h. */
+ * embedded broker for development is kafka_broker.h, topic creation and
+ * checks kafka_admin.h. */
 #ifndef CS_KAFKA_H
 #define CS_KAFKA_H
 
