@@ -35,6 +35,7 @@ int cmd_broker(int argc, char **argv)
     l.brokers = NULL;
     l.cfg.kprops.n = 0;
     l.redis_addr = "unused"; /* no Redis for a bare broker */
+    l.embedded = 1;
     if (live_start(&l, &err))
         return live_fail(&l, "broker", &err);
     live_stop_after(&l, a.seconds);

@@ -84,7 +84,7 @@ int cmd_correlate(int argc, char **argv)
     if (live_parse(argc, argv, &a, allowed))
         return 2;
     if (a.help) {
-        printf("usage: cascade correlate [--brokers LIST] [--redis ADDR] "
+        printf("usage: cascade correlate --brokers LIST --redis ADDR "
                "[--group NAME] [--batch N] [--config FILE]\n"
                "                         [--instance-id ID] [--for SECONDS] "
                "[--drain]\n\n"

@@ -45,6 +45,7 @@ int cmd_dev(int argc, char **argv)
     }
     if (live_config(&l, &a, "dev"))
         return 2;
+    l.embedded = 1;
     if ((dev_token = !l.cfg.token[0]))
         str_copy(l.cfg.token, sizeof l.cfg.token, "dev-token");
     int rc;

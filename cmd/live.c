@@ -83,10 +83,23 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
     log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
 }
 
-/* With no broker or Redis configured, start the embedded ones and say
- * where they are, so other processes (kcat, redis-cli) can look in. */
+/* cascade dev and cascade broker start what is not configured, and say
+ * where it is, so that other processes (kcat, redis-cli) can look in.
+ * Every other command needs both addresses: a throwaway broker or Redis
+ * in production would lose everything at the next restart. */
 static int live_services(live *l, cs_err *err)
 {
+    if (!l->brokers && !l->embedded) {
+        cs_err_set(err, "no Kafka brokers: give --brokers or kafka.brokers "
+                   "in the config (only cascade dev starts an embedded "
+                   "broker)");
+        return -1;
+    }
+    if (!l->redis_addr && !l->embedded) {
+        cs_err_set(err, "no Redis: give --redis or redis.address in the "
+                   "config (only cascade dev starts a private redis-server)");
+        return -1;
+    }
     if (!l->brokers) {
         if (!(l->broker = kfk_broker_start(l->partitions, err)))
             return -1;

@@ -1,7 +1,8 @@
-/* The long-running commands' glue: the event loop, the embedded defaults
- * (an in-process Kafka-protocol broker, a private redis-server), signals
- * and reload, and the setup every command that runs a correlator shares.
- * Part of the cascade binary; the components stay libraries. */
+/* The long-running commands' glue: the event loop, the embedded services
+ * of `cascade dev` and `cascade broker` (an in-process Kafka-protocol
+ * broker, a private redis-server), signals and reload, and the setup every
+ * command that runs a correlator shares. Part of the cascade binary; the
+ * components stay libraries. */
 #ifndef CS_CMD_LIVE_H
 #define CS_CMD_LIVE_H
 
@@ -23,6 +24,9 @@ typedef struct live {
     kfk_broker *broker;
     rproc *redis;
     const char *brokers, *redis_addr;
+    /* cascade dev, cascade broker: start the broker and Redis that are not
+     * configured. Every other command refuses to start without them. */
+    int embedded;
     int partitions; /* the embedded broker's per topic (0: its default) */
     kfk_producer *prod;
     correlator *corr;
@@ -46,10 +50,10 @@ typedef struct live_args {
 } live_args;
 
 #define LIVE_COMMON_HELP                                                           \
-    "  --brokers LIST  Kafka bootstrap servers (default: start an embedded\n" \
-    "                  broker and print its address)\n"                      \
-    "  --redis ADDR    Redis host:port or socket path (default: start a\n"   \
-    "                  private redis-server)\n"                               \
+    "  --brokers LIST  Kafka bootstrap servers (or kafka.brokers; only\n"    \
+    "                  cascade dev starts an embedded broker without one)\n" \
+    "  --redis ADDR    Redis host:port or socket path (or redis.address;\n"  \
+    "                  only cascade dev starts a private redis-server)\n"    \
     "  --for SECONDS   stop after this long (default: until SIGINT/SIGTERM)\n" \
     "  --config FILE   YAML config (default $CASCADE_CONFIG; flags win;\n"   \
     "                  SIGHUP reloads it). See 'cascade config --help'.\n"
@@ -61,8 +65,9 @@ int live_parse(int argc, char **argv, live_args *a, const char *allowed);
  * cmd/cli.h cli_config), then $CASCADE_WEBHOOK_TOKEN, then the flags.
  * -1: reported. */
 int live_config(live *l, const live_args *a, const char *cmd);
-/* The loop, the embedded broker and Redis where none is configured, the
- * producer, and SIGINT/SIGTERM/SIGHUP. */
+/* The loop, the embedded broker and Redis where none is configured
+ * (l->embedded; otherwise a missing address is an error naming its flag
+ * and config key), the producer, and SIGINT/SIGTERM/SIGHUP. */
 int live_start(live *l, cs_err *err);
 /* The rule set (a bad one is a usage error: exit 2, nothing started),
  * live_start, the correlator's topics checked, and the correlator on

@@ -2,7 +2,7 @@
 # End to end through a real Alertmanager, three cascade processes and kcat:
 #
 #   curl -> prometheus-alertmanager -> cascade ingest webhook -> Kafka
-#        -> cascade correlate (+ private redis-server) -> cascade.incidents
+#        -> cascade correlate (+ the test's redis-server) -> cascade.incidents
 #        -> kcat
 #
 # The broker is `cascade broker` (the embedded Kafka-protocol broker) in
@@ -46,7 +46,12 @@ brokers=$(wait_for "$tmp/broker.out" 's/^kafka: embedded broker at \([^ ]*\).*/\
 url=$(wait_for "$tmp/webhook.out" 's/^webhook: listening on \(http:[^ ]*\).*/\1/p') \
   || fail "cascade ingest webhook printed no address"
 
-"$bin" correlate --brokers "$brokers" --for 120 \
+redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' \
+  > "$tmp/redis.out" 2>&1 & pids+=($!)
+for _ in $(seq 1 100); do
+  redis-cli -s "$tmp/redis.sock" ping > /dev/null 2>&1 && break; sleep 0.05
+done
+"$bin" correlate --brokers "$brokers" --redis "$tmp/redis.sock" --for 120 \
   > "$tmp/correlate.out" 2> "$tmp/correlate.err" & pids+=($!)
 
 cat > "$tmp/am.yml" <<EOF

@@ -11,8 +11,21 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; r
 fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.err; exit 1; }
 wait_for() { for _ in $(seq 1 200); do grep -q "$1" "$2" && return 0; sleep 0.05; done; return 1; }
 
+# The correlator needs a broker and Redis: only cascade dev starts its own.
+"$bin" broker --for 120 > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
+redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' \
+  > "$tmp/redis.out" 2>&1 & pids+=($!)
+brokers=
+for _ in $(seq 1 100); do
+  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/broker.out" 2>/dev/null || true)
+  [ -n "$brokers" ] && redis-cli -s "$tmp/redis.sock" ping > /dev/null 2>&1 && break
+  sleep 0.05
+done
+[ -n "$brokers" ] || fail "cascade broker printed no address"
+
 cp -r "$src" "$tmp/rules"
-printf 'rules:\n  dir: %s\n' "$tmp/rules" > "$tmp/cascade.yaml"
+printf 'kafka:\n  brokers: "%s"\nredis:\n  address: %s\nrules:\n  dir: %s\n' \
+  "$brokers" "$tmp/redis.sock" "$tmp/rules" > "$tmp/cascade.yaml"
 "$bin" config check "$tmp/cascade.yaml" > "$tmp/check.out" 2>&1 \
   || fail "config check refused rules.dir"
 grep -q "dir: \"$tmp/rules\"" "$tmp/check.out" || fail "config check did not print rules.dir"
