@@ -95,7 +95,9 @@ int cmd_correlate(int argc, char **argv)
                "acknowledged the batch's writes and Kafka has its outputs.\n"
                "On start it reads its state back from Redis and republishes\n"
                "outputs a killed predecessor may not have delivered. It\n"
-               "refuses to start when one of its topics is missing.\n\n"
+               "refuses to start when a topic is missing (cascade kafka init)\n"
+               "or the signals topic's partition count is not the one its\n"
+               "state in Redis was built with.\n\n"
                LIVE_COMMON_HELP
                "  --group NAME    consumer group (default cascade-correlate,\n"
                "                  after kafka.topic_prefix)\n"

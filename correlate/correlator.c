@@ -66,6 +66,7 @@ struct correlator {
     int32_t *owned;
     size_t nowned;
     int32_t nparts;
+    int32_t want_parts; /* the count the state in Redis was built with */
     int failed;         /* stopped the loop on a fault (corr_failed) */
     int loaded;   /* state read for the current assignment */
     int leftover; /* publishing outputs found in the outbox; consumer paused */
@@ -599,6 +600,45 @@ static void on_fatal(void *arg, const char *reason)
     stop(arg, "kafka", reason);
 }
 
+/* The signals topic's partition count is not the one the state was
+ * built with: what it means and what to do (in full: docs/ARCHITECTURE.md,
+ * "Kafka topics"). */
+static void parts_differ(cs_err *err, long have, long want)
+{
+    cs_err_set(err, "%s has %ld partitions, but the correlators' state in "
+               "Redis was built for %ld (%s): each cluster's state belongs to "
+               "the partition its key hashes to. Give the topic %ld "
+               "partitions again, or drain every correlator and record %ld "
+               "there (docs/ARCHITECTURE.md, \"Kafka topics\")",
+               KFK_TOPIC_SIGNALS, have, want, STORE_META, want, have);
+}
+
+/* At start: the signals topic must exist, and its partition count is the
+ * one on record in Redis (recorded now by the first correlator). */
+static int partitions_check(correlator *c, cs_err *err)
+{
+    const char *const topics[] = {KFK_TOPIC_SIGNALS, NULL};
+    int32_t have;
+    long want;
+
+    if (kfk_producer_topics(c->out, topics, &have, 10000, err))
+        return -1;
+    if (have <= 0) { /* a topic just made, its leaders not elected yet */
+        cs_err_set(err, "%s has no partitions with a leader yet: start again "
+                   "in a moment", KFK_TOPIC_SIGNALS);
+        return -1;
+    }
+    if ((want = store_partitions(c->opts.redis, KFK_TOPIC_SIGNALS, have,
+                                 err)) < 0)
+        return -1;
+    if (want != have) {
+        parts_differ(err, have, want);
+        return -1;
+    }
+    c->want_parts = have;
+    return 0;
+}
+
 static int same_set(const correlator *c, const int32_t *parts, size_t n,
                     int32_t cnt)
 {
@@ -619,6 +659,11 @@ static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
 
     if (c->failed)
         return;
+    if (cnt > 0 && cnt != c->want_parts) { /* partitions added meanwhile */
+        parts_differ(&err, cnt, c->want_parts);
+        stop(c, "rebalance", err.msg);
+        return;
+    }
     if (same_set(c, parts, n, cnt))
         return;
     free(c->owned);
@@ -679,7 +724,7 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     }
     /* Redis must answer now; the state itself is read once the group
      * says which clusters are ours (on_assign). */
-    if (store_ping(o->redis, err))
+    if (store_ping(o->redis, err) || partitions_check(c, err))
         goto fail;
     kfk_consumer_opts co = kfk_consumer_defaults(
         o->brokers, o->group && *o->group ? o->group : KFK_GROUP_CORRELATE,

@@ -26,7 +26,10 @@ typedef struct corr_opts {
 typedef struct correlator correlator;
 struct pb_catalog;
 
-/* out: where incidents, actions and dead letters go. */
+/* out: where incidents, actions and dead letters go. Refuses to start
+ * when the signals topic's partition count is not the one the state in
+ * Redis was built with (recorded there by the first correlator: a
+ * cluster's state belongs to the partition its key hashes to). */
 correlator *corr_start(struct event_base *base, const corr_opts *o,
                        kfk_producer *out, cs_err *err);
 /* Swaps the rule set (SIGHUP); takes cat over. See eng_set_catalog. */
@@ -43,8 +46,8 @@ void corr_stats(const correlator *c, unsigned long *signals,
                 unsigned long *dead, unsigned long *incidents,
                 unsigned long long *lost);
 /* Whether it stopped the loop on a fault of its own (the state could
- * not be read, fenced by another member of its instance id): the process
- * should exit non-zero. */
+ * not be read, the partition count changed, fenced by another member
+ * of its instance id): the process should exit non-zero. */
 int corr_failed(const correlator *c);
 void corr_free(correlator *c);
 

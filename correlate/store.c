@@ -514,6 +514,39 @@ int store_ping(const char *addr, cs_err *err)
     return rc;
 }
 
+long store_partitions(const char *addr, const char *topic, long count,
+                      cs_err *err)
+{
+    redisContext *c = connect_sync(addr, err);
+    redisReply *set, *get = NULL;
+    long n = -1;
+
+    if (!c)
+        return -1;
+    set = redisCommand(c, "HSETNX %s %s %ld", STORE_META, topic, count);
+    if (set && set->type != REDIS_REPLY_ERROR)
+        get = redisCommand(c, "HGET %s %s", STORE_META, topic);
+    if (get && get->type == REDIS_REPLY_STRING) {
+        char *end;
+        n = strtol(get->str, &end, 10);
+        if (*end || n <= 0) {
+            cs_err_set(err, "redis at %s: %s field %s holds '%.40s', not a "
+                       "partition count", addr, STORE_META, topic, get->str);
+            n = -1;
+        }
+    } else {
+        cs_err_set(err, "redis at %s: recording %s's partition count in %s: "
+                   "%s", addr, topic, STORE_META,
+                   get && get->type == REDIS_REPLY_ERROR ? get->str
+                   : set && set->type == REDIS_REPLY_ERROR ? set->str
+                                                          : c->errstr);
+    }
+    freeReplyObject(set);
+    freeReplyObject(get);
+    redisFree(c);
+    return n;
+}
+
 long store_restore(const char *addr, const char *prefix,
                    const store_restore_fns *fns, void *arg, cs_err *err)
 {

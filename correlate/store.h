@@ -36,6 +36,15 @@ unsigned long store_hash_writes(const store *st);
 /* Whether Redis answers (blocking; start-up only): 0, or -1 (err set). */
 int store_ping(const char *addr, cs_err *err);
 
+/* The partition count of topic that the state in Redis was built with
+ * (the clusters' state belongs to the partition their key hashes to):
+ * recorded as count the first time, in the hash STORE_META field topic
+ * (blocking; start-up only). Returns the count on record, or -1 (err
+ * set). */
+#define STORE_META "cascade:{meta}:partitions"
+long store_partitions(const char *addr, const char *topic, long count,
+                      cs_err *err);
+
 /* Reads back every cascade key under prefix (blocking; start-up only):
  * each sorted-set entry goes to window(), each field of the hashes that
  * wants_hash() accepts (all when NULL) to hash(). Names are passed without
