@@ -65,7 +65,7 @@ int main(int argc, char **argv)
                                 "(error, warn, info, debug)\n", argv[i + 1]);
                 return 2;
             }
-            log_set_level((enum log_level)lvl);
+            log_pin_level((enum log_level)lvl);
             i += 2;
             continue;
         }

@@ -5,12 +5,21 @@
 #include <time.h>
 
 int log_current_level = LOG_LVL_INFO;
+/* Set by the command line: a config file's level no longer applies. */
+static int level_pinned;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 void log_set_level(enum log_level lvl)
 {
+    if (!level_pinned)
+        log_current_level = (int)lvl;
+}
+
+void log_pin_level(enum log_level lvl)
+{
     log_current_level = (int)lvl;
+    level_pinned = 1;
 }
 
 int log_parse_level(const char *name)

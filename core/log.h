@@ -10,7 +10,11 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 extern int log_current_level;
 
+/* The level a config file asks for: ignored once log_pin_level ran. */
 void log_set_level(enum log_level lvl);
+/* The level the command line asks for (--log-level): flags win over the
+ * config file, at start and at every reload. */
+void log_pin_level(enum log_level lvl);
 /* Accepts error|warn|info|debug; returns -1 on anything else. */
 int log_parse_level(const char *name);
 void log_write(enum log_level lvl, const char *component, const char *fmt, ...)

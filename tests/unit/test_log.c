@@ -40,6 +40,19 @@ static void check_logged(const char *arg, const char *want)
     free(line);
 }
 
+/* --log-level (log_pin_level) wins over the config file's log.level,
+ * also when a reload sets it again. */
+static void check_pinned_level(void)
+{
+    log_set_level(LOG_LVL_WARN);
+    CHECK(log_current_level == LOG_LVL_WARN);
+    log_pin_level(LOG_LVL_DEBUG);
+    log_set_level(LOG_LVL_INFO); /* the config file, after the flag */
+    CHECK(log_current_level == LOG_LVL_DEBUG);
+    log_pin_level(LOG_LVL_WARN);
+    CHECK(log_current_level == LOG_LVL_WARN);
+}
+
 int main(void)
 {
     check_logged("plain text", "plain text");
@@ -50,5 +63,6 @@ int main(void)
     check_logged("\x01\x1f\x7f", "\\x01\\x1f\\x7f");
     /* UTF-8 and backslashes are left alone */
     check_logged("caf\xc3\xa9 \\n", "caf\xc3\xa9 \\n");
+    check_pinned_level();
     return check_report();
 }
