@@ -283,7 +283,9 @@ static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     (void)rk;
     if (m->_private)
         tracker_report(m->_private, m->err != RD_KAFKA_RESP_ERR_NO_ERROR);
-    if (!m->err)
+    /* purged by kfk_producer_free, after its flush said how many */
+    if (!m->err || m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+        m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
         return;
     /* First failure and then one line per thousand: an outage must not
      * turn into a log flood. */
@@ -405,10 +407,11 @@ int kfk_produce(kfk_producer *p, const char *topic, const char *key,
 }
 
 int kfk_produce_take(kfk_producer *p, const char *topic, const char *key,
-                     size_t keylen, void *val, size_t len, cs_err *err)
+                     size_t keylen, void *val, size_t len, kfk_tracker *t,
+                     cs_err *err)
 {
     int rc = produce(p, topic, key, keylen, val, len, RD_KAFKA_MSG_F_FREE,
-                     NULL, err);
+                     t, err);
 
     if (rc != KFK_OK) /* librdkafka took it only if it took the message */
         free(val);
@@ -574,7 +577,13 @@ void kfk_producer_free(kfk_producer *p)
     }
     if (p->wake)
         event_free(p->wake);
-    kfk_producer_flush(p, 5000);
+    /* What is still queued then is dropped (the flush says how much) and
+     * its reports served: the trackers that count it let go, which they
+     * would not if destroying dropped it unreported. */
+    if (kfk_producer_flush(p, 5000)) {
+        rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_flush(p->rk, 1000);
+    }
     for (int i = 0; i < 2; i++)
         if (p->pipefd[i] >= 0)
             close(p->pipefd[i]);

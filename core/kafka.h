@@ -59,11 +59,6 @@ int kfk_fits(size_t keylen, size_t len);
 /* Copies key and payload. key may be NULL (keylen 0). */
 int kfk_produce(kfk_producer *p, const char *topic, const char *key,
                 size_t keylen, const void *val, size_t len, cs_err *err);
-/* As kfk_produce, but takes the payload (malloc'd) instead of copying
- * it: the producer frees it once done with it, or it is freed here when
- * refused. For messages too big to hold twice. */
-int kfk_produce_take(kfk_producer *p, const char *topic, const char *key,
-                     size_t keylen, void *val, size_t len, cs_err *err);
 /* Delivery tracking for at-least-once hand-offs (the correlator commits
  * its input offsets only once its outputs are delivered). A tracker counts
  * the messages produced through it that still await a delivery report, and
@@ -84,6 +79,13 @@ unsigned long kfk_tracker_take_failed(kfk_tracker *t);
 int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
                         size_t keylen, const void *val, size_t len,
                         kfk_tracker *t, cs_err *err);
+/* As kfk_produce_tracked (t may be NULL), but takes the payload
+ * (malloc'd) instead of copying it: the producer frees it once done with
+ * it, or it is freed here when refused. For messages too big to hold
+ * twice. */
+int kfk_produce_take(kfk_producer *p, const char *topic, const char *key,
+                     size_t keylen, void *val, size_t len, kfk_tracker *t,
+                     cs_err *err);
 /* Serves delivery reports without blocking. */
 void kfk_producer_poll(kfk_producer *p);
 /* Serves delivery reports for up to timeout_ms: blocking, so only for

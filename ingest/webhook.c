@@ -463,7 +463,8 @@ static int publish(webhook *w, wh_msg *m, size_t n, cs_err *err)
         }
     for (size_t i = 0; i < n && rc == KFK_OK; i++) {
         rc = kfk_produce_take(w->prod, KFK_TOPIC_SIGNALS, m[i].key,
-                              strlen(m[i].key), m[i].val, m[i].len, err);
+                              strlen(m[i].key), m[i].val, m[i].len, NULL,
+                              err);
         m[i].val = NULL; /* taken, or freed */
     }
     return rc;
