@@ -354,5 +354,6 @@ wh_config live_webhook_config(const live *l)
                        .timeout_s = c->timeout_s,
                        .request_timeout_s = c->request_timeout_s,
                        .max_alerts = (size_t)c->max_alerts,
-                       .max_output = c->max_output};
+                       .max_output = c->max_output,
+                       .ack_timeout_s = c->ack_timeout_s};
 }

@@ -29,6 +29,9 @@ void cfg_defaults(cs_config *c)
     c->request_timeout_s = 30;
     c->max_alerts = 5000;
     c->max_output = 16 << 20;
+    /* under the 10 s (at least) Alertmanager gives a notification and its
+     * retries */
+    c->ack_timeout_s = 5;
     c->log_level = LOG_LVL_INFO;
     c->max_clusters = 4096; /* engine/engine.h ENG_MAX_CLUSTERS */
 }
@@ -73,6 +76,7 @@ static const yd_key webhook_keys[] = {
     INT("request_timeout_s", request_timeout_s, 1, 3600),
     INT("max_alerts", max_alerts, 1, 1000000),
     SIZE("max_output", max_output, 64 << 10, 1LL << 32),
+    INT("ack_timeout_s", ack_timeout_s, 1, 300),
 };
 static const yd_key log_keys[] = {
     {"level", YD_ENUM, 0, C(log_level), 0, 0, levels, 4, 0, 0}};
@@ -343,10 +347,11 @@ void cfg_print(const cs_config *c, void *stdio_file)
     fprintf(f, "webhook:\n  listen: %s\n  port: %d\n  token: %s\n"
                "  max_body: %zu\n  max_headers: %zu\n  max_connections: %d\n"
                "  timeout_s: %d\n  request_timeout_s: %d\n  max_alerts: %d\n"
-               "  max_output: %zu\n",
+               "  max_output: %zu\n  ack_timeout_s: %d\n",
             c->listen, c->port, c->token[0] ? "\"<set>\"" : "\"\"", c->max_body,
             c->max_headers, c->max_connections, c->timeout_s,
-            c->request_timeout_s, c->max_alerts, c->max_output);
+            c->request_timeout_s, c->max_alerts, c->max_output,
+            c->ack_timeout_s);
     fprintf(f, "log:\n  level: %s\n",
             c->log_level >= 0 && c->log_level <= 3 ? levels[c->log_level] : "?");
     fprintf(f, "rules:\n  dir: \"%s\"%s\n", c->rules_dir,

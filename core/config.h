@@ -7,7 +7,7 @@
  *   redis:   address
  *   webhook: listen, port, token | token_file, max_body, max_headers,
  *            max_connections, timeout_s, request_timeout_s, max_alerts,
- *            max_output
+ *            max_output, ack_timeout_s
  *   log:     level
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
@@ -61,6 +61,7 @@ typedef struct cs_config {
     int request_timeout_s; /* a whole request, head and body */
     int max_alerts;        /* in one post */
     size_t max_output;     /* one post's signals, as JSON */
+    int ack_timeout_s;     /* a post's wait for Kafka's acknowledgement */
     int log_level; /* enum log_level */
     char rules_dir[512];
     int max_clusters; /* correlate: signals of more clusters are refused */

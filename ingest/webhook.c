@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
 
@@ -18,12 +19,19 @@
 #include "core/signal.h"
 #include "core/ts.h"
 
+typedef struct wh_wait wh_wait;
+
 struct webhook {
     hlisten *http;
     kfk_producer *prod;
+    struct event_base *base;
     char *token;
     size_t token_len;
     size_t max_alerts, max_output;
+    int ack_timeout_s;
+    struct timeval ack_tv; /* a common timeout: one queue for all posts */
+    wh_wait *waiting;      /* posts whose answer waits for Kafka */
+    unsigned long failing; /* posts answered 503 since the last 200 */
     wh_stat st;
 };
 
@@ -32,6 +40,9 @@ struct webhook {
  * post at max_body with common fields of a few KiB are well under 16 MiB. */
 #define WH_DEFAULT_MAX_ALERTS 5000
 #define WH_DEFAULT_MAX_OUTPUT (16 * 1024 * 1024)
+/* Alertmanager gives a notification, its retries included, the longer of
+ * group_interval and 10 s: a post refused after 5 s is retried within it. */
+#define WH_DEFAULT_ACK_TIMEOUT_S 5
 
 /* Webhook body fields every signal's payload carries (shared, not
  * copied: wh_post). */
@@ -63,6 +74,13 @@ static json_t *error_body(const char *msg)
     json_t *o = json_pack("{s:s}", "error", msg);
 
     return o ? o : json_pack("{s:s}", "error", "request rejected");
+}
+
+/* On a 503: Alertmanager retries such a post (with its own backoff). */
+static void retry_after(struct evhttp_request *req)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+                      "1");
 }
 
 static void reject(webhook *w, struct evhttp_request *req, int code,
@@ -444,13 +462,15 @@ sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
     return s;
 }
 
-/* Returns KFK_OK, KFK_QUEUE_FULL, KFK_TOO_BIG or -1. Alerts already
- * enqueued stay published: Alertmanager retries the whole post, and a
- * signal's id comes from its content, so the repeats are harmless
- * downstream. A signal over Kafka's message limit refuses the post before
- * any of it goes: that answer is a 413, which Alertmanager does not
- * retry (a 500, as it was, it retried for ever). */
-static int publish(webhook *w, wh_msg *m, size_t n, cs_err *err)
+/* Returns KFK_OK, KFK_QUEUE_FULL, KFK_TOO_BIG or -1; t counts what was
+ * enqueued. Alerts already enqueued stay published: Alertmanager retries
+ * the whole post, and a signal's id comes from its content, so the
+ * repeats are harmless downstream (the correlator counts an id once). A
+ * signal over Kafka's message limit refuses the post before any of it
+ * goes: that answer is a 413, which Alertmanager does not retry (a 500,
+ * as it was, it retried for ever). */
+static int publish(webhook *w, wh_msg *m, size_t n, kfk_tracker *t,
+                   cs_err *err)
 {
     int rc = KFK_OK;
 
@@ -463,31 +483,154 @@ static int publish(webhook *w, wh_msg *m, size_t n, cs_err *err)
         }
     for (size_t i = 0; i < n && rc == KFK_OK; i++) {
         rc = kfk_produce_take(w->prod, KFK_TOPIC_SIGNALS, m[i].key,
-                              strlen(m[i].key), m[i].val, m[i].len, NULL,
-                              err);
+                              strlen(m[i].key), m[i].val, m[i].len, t, err);
         m[i].val = NULL; /* taken, or freed */
     }
     return rc;
 }
 
+/* ---- waiting for Kafka ------------------------------------------------- */
+
+/* A post is answered 200 only once Kafka has acknowledged every one of
+ * its alerts: a webhook killed after its 200 has lost nothing that
+ * Alertmanager was told was taken. The producer is idempotent
+ * (enable.idempotence in core/kafka.c), which makes librdkafka ask for
+ * acks=all: a delivery report means every in-sync replica has the
+ * message. Each post counts its own messages (a tracker of its own), so
+ * posts in flight at once wait for their own acknowledgements only. */
+struct wh_wait {
+    webhook *w;
+    struct evhttp_request *req; /* answered once, its client still there
+                                 * or not: evhttp frees it either way */
+    kfk_tracker *trk;
+    struct event *timer;
+    size_t n; /* alerts */
+    wh_wait *prev, *next;
+};
+
+static void send_accepted(webhook *w, struct evhttp_request *req, size_t n)
+{
+    if (w->failing) {
+        log_info("webhook", "Kafka acknowledges posts again, after %lu "
+                 "answered 503", w->failing);
+        w->failing = 0;
+    }
+    w->st.accepted += n;
+    send_json(req, 200, "OK", json_pack("{s:I}", "accepted", (json_int_t)n));
+}
+
+/* 503 with Retry-After: Alertmanager retries the post. During an outage
+ * every post gets one; the first is logged with its reason, then one in
+ * a thousand (no log flood), and the first 200 after them says how many
+ * there were. */
+static void send_unavailable(webhook *w, struct evhttp_request *req,
+                             const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void send_unavailable(webhook *w, struct evhttp_request *req,
+                             const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (w->failing++ % 1000 == 0)
+        log_warn("webhook", "post answered 503: %s (%lu so far since the "
+                 "last 200)", msg, w->failing);
+    w->st.rejected++;
+    retry_after(req);
+    send_json(req, 503, "Service Unavailable", error_body(msg));
+}
+
+static void wait_end(wh_wait *a)
+{
+    webhook *w = a->w;
+
+    if (a->prev)
+        a->prev->next = a->next;
+    else
+        w->waiting = a->next;
+    if (a->next)
+        a->next->prev = a->prev;
+    w->st.waiting--;
+    event_free(a->timer);
+    kfk_tracker_release(a->trk); /* later reports no longer call us */
+    free(a);
+}
+
+/* The last of the post's alerts was reported, delivered or not. */
+static void on_acked(void *arg)
+{
+    wh_wait *a = arg;
+    unsigned long failed = kfk_tracker_take_failed(a->trk);
+
+    if (failed) {
+        a->w->st.delivery_failed++;
+        send_unavailable(a->w, a->req, "Kafka refused %lu of the post's %zu "
+                         "alerts (the kafka log says why); retry", failed,
+                         a->n);
+    } else {
+        send_accepted(a->w, a->req, a->n);
+    }
+    wait_end(a);
+}
+
+/* What is still in flight may yet be delivered: a retried post then
+ * repeats those signals, which the correlator counts once (at least
+ * once, never lost). */
+static void on_ack_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    wh_wait *a = arg;
+
+    (void)fd;
+    (void)what;
+    a->w->st.delivery_timeout++;
+    send_unavailable(a->w, a->req, "%lu of the post's %zu alerts not "
+                     "acknowledged by Kafka within %d s; retry",
+                     kfk_tracker_pending(a->trk), a->n, a->w->ack_timeout_s);
+    wait_end(a);
+}
+
+/* Holds req's answer until t's messages are all reported or the ack
+ * timeout passes; takes t. */
+static void wait_for_acks(webhook *w, struct evhttp_request *req,
+                          kfk_tracker *t, size_t n)
+{
+    wh_wait *a = xcalloc(1, sizeof *a);
+
+    *a = (wh_wait){.w = w, .req = req, .trk = t, .n = n, .next = w->waiting};
+    a->timer = cs_oom(evtimer_new(w->base, on_ack_timeout, a));
+    evtimer_add(a->timer, &w->ack_tv);
+    kfk_tracker_on_done(t, on_acked, a);
+    if (w->waiting)
+        w->waiting->prev = a;
+    w->waiting = a;
+    w->st.waiting++;
+}
+
 /* ---- routes ------------------------------------------------------------- */
 
+/* Takes t. */
 static void answer_publish(webhook *w, struct evhttp_request *req, int rc,
-                           size_t n, const cs_err *err)
+                           size_t n, kfk_tracker *t, const cs_err *err)
 {
+    if (rc == KFK_OK && kfk_tracker_pending(t)) {
+        wait_for_acks(w, req, t, n);
+        return;
+    }
+    kfk_tracker_release(t); /* what was enqueued may still be delivered */
     if (rc == KFK_QUEUE_FULL) {
-        evhttp_add_header(evhttp_request_get_output_headers(req),
-                          "Retry-After", "1");
-        reject(w, req, 503, "Service Unavailable",
-               "signal queue is full; retry later");
+        w->st.delivery_failed++;
+        send_unavailable(w, req, "signal queue is full; retry later");
     } else if (rc == KFK_TOO_BIG) {
         w->st.over_message++;
         reject(w, req, 413, "Payload Too Large", "%s", err->msg);
     } else if (rc != KFK_OK) {
         reject(w, req, 500, "Internal Server Error", "%s", err->msg);
     } else {
-        w->st.accepted += n;
-        send_json(req, 200, "OK", json_pack("{s:I}", "accepted", (json_int_t)n));
+        send_accepted(w, req, n); /* no alerts: nothing to wait for */
     }
 }
 
@@ -522,6 +665,7 @@ static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
 static void serve_post(webhook *w, struct evhttp_request *req, json_t *body)
 {
     cs_err err = {{0}};
+    kfk_tracker *t;
     wh_post p;
     wh_msg *m;
 
@@ -532,7 +676,8 @@ static void serve_post(webhook *w, struct evhttp_request *req, json_t *body)
         reject(w, req, 400, "Bad Request", "%s", err.msg);
         goto out;
     }
-    answer_publish(w, req, publish(w, m, p.n, &err), p.n, &err);
+    t = cs_oom(kfk_tracker_new());
+    answer_publish(w, req, publish(w, m, p.n, t, &err), p.n, t, &err);
     msgs_free(m, p.n);
 out:
     post_close(&p);
@@ -612,6 +757,21 @@ static void wh_request(struct evhttp_request *req, void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
+/* What waiting for Kafka needs: the ack timeout. */
+static void waits_init(webhook *w, struct event_base *base, int ack_timeout_s)
+{
+    const struct timeval *common;
+
+    w->base = base;
+    w->ack_timeout_s = ack_timeout_s > 0 ? ack_timeout_s
+                                         : WH_DEFAULT_ACK_TIMEOUT_S;
+    w->ack_tv = (struct timeval){w->ack_timeout_s, 0};
+    /* every post waits as long: a queue in order instead of a heap (NULL
+     * past libevent's 256 such durations on one loop) */
+    if ((common = event_base_init_common_timeout(base, &w->ack_tv)))
+        w->ack_tv = *common;
+}
+
 webhook *wh_start(struct event_base *base, const wh_config *cfg,
                   kfk_producer *prod, cs_err *err)
 {
@@ -624,6 +784,7 @@ webhook *wh_start(struct event_base *base, const wh_config *cfg,
     }
     w = xcalloc(1, sizeof *w);
     w->prod = prod;
+    waits_init(w, base, cfg->ack_timeout_s);
     w->max_alerts = cfg->max_alerts ? cfg->max_alerts : WH_DEFAULT_MAX_ALERTS;
     w->max_output = cfg->max_output ? cfg->max_output : WH_DEFAULT_MAX_OUTPUT;
     w->token_len = strlen(cfg->token);
@@ -677,6 +838,18 @@ void wh_free(webhook *w)
 {
     if (!w)
         return;
+    /* Posts still waiting: 503, which goes out only if the loop runs
+     * again; a hung-up client's request is freed by it, the others with
+     * their connections. */
+    while (w->waiting) {
+        send_unavailable(w, w->waiting->req, "the webhook stopped; retry");
+        wait_end(w->waiting);
+    }
+    if (w->http)
+        log_info("webhook", "%lu alerts accepted; %lu requests refused, of "
+                 "which %lu posts for a failed delivery and %lu not "
+                 "acknowledged in time", w->st.accepted, w->st.rejected,
+                 w->st.delivery_failed, w->st.delivery_timeout);
     hl_free(w->http);
     if (w->token) {
         explicit_bzero(w->token, w->token_len);

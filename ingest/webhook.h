@@ -4,14 +4,23 @@
  *
  * Routes: POST /api/v1/alerts, / and /webhook take a webhook body
  * (200 {"accepted": N}; 400 malformed, 401 bad or missing bearer token,
- * 413 too large, 503 + Retry-After while the producer queue is full);
+ * 413 too large, 503 + Retry-After: retry it, see below);
  * GET /healthz answers "ok". The token is checked on the request's head:
  * a post without it, or any request with a body and without it, is
  * answered 401 before its body is read. A post is validated whole before
  * any of its alerts is published; one of more than max_alerts alerts, or
  * whose signals would take more than max_output, is refused with 413
  * before any signal is built. A signal's id is the hash of the post's
- * common fields, its alert and its time. */
+ * common fields, its alert and its time.
+ *
+ * 200 means Kafka has acknowledged every alert of the post (the producer
+ * is idempotent, so acks=all): the answer waits for the last delivery
+ * report. 503 means not all are known to be stored: the producer queue
+ * was full, Kafka refused one for good, or ack_timeout_s passed first.
+ * Alerts of a 503'd post may still arrive; the retried post repeats them
+ * under the same signal ids (at least once, never lost). A client that
+ * hangs up while its post waits costs nothing: its answer is dropped
+ * when it comes. */
 #ifndef CS_WEBHOOK_H
 #define CS_WEBHOOK_H
 
@@ -37,6 +46,9 @@ typedef struct wh_config {
     size_t max_output;       /* default 16 MiB: the most one post's signals
                               * may take, each alert with the post's common
                               * fields, as JSON */
+    int ack_timeout_s;       /* default 5: the longest a post waits for
+                              * Kafka's acknowledgement of its alerts
+                              * before it is answered 503 */
 } wh_config;
 
 typedef struct webhook webhook;
@@ -58,6 +70,13 @@ typedef struct wh_stat {
     unsigned long over_output; /* posts refused: over max_output */
     unsigned long over_message; /* posts refused: a signal over Kafka's
                                  * message limit */
+    unsigned long delivery_failed;  /* posts answered 503: the producer
+                                     * queue was full, or Kafka refused one
+                                     * of their alerts for good */
+    unsigned long delivery_timeout; /* posts answered 503: not all their
+                                     * alerts acknowledged within
+                                     * ack_timeout_s */
+    unsigned long waiting; /* posts whose answer waits for Kafka now */
 } wh_stat;
 
 void wh_get_stats(const webhook *w, wh_stat *st);
@@ -67,7 +86,10 @@ void wh_get_stats(const webhook *w, wh_stat *st);
  * wh_free_signals. */
 sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err);
 void wh_free_signals(sig *s, size_t n);
-/* Closes the listener and all connections. NULL is fine. */
+/* Closes the listener and all connections; posts still waiting are
+ * answered 503, which reaches their clients only if the loop runs again
+ * (otherwise they see the connection close: also retried). NULL is
+ * fine. */
 void wh_free(webhook *w);
 
 #endif

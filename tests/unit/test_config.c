@@ -47,6 +47,7 @@ static void test_full_file(void)
     CHECK_INT(c.request_timeout_s, 30);
     CHECK_INT(c.max_alerts, 5000);
     CHECK_INT(c.max_output, 16 << 20);
+    CHECK_INT(c.ack_timeout_s, 5);
     snprintf(text, sizeof text,
              "# comment\n"
              "kafka:\n  brokers: \"k1:9092,k2:9092\"\n  group: g\n  batch: 50\n"
@@ -55,7 +56,7 @@ static void test_full_file(void)
              "webhook:\n  listen: 0.0.0.0\n  port: 0\n  token_file: %s\n"
              "  max_body: 64KiB\n  max_headers: 2048\n  max_connections: 9\n"
              "  timeout_s: 3\n  request_timeout_s: 12\n  max_alerts: 40\n"
-             "  max_output: 2MiB\n"
+             "  max_output: 2MiB\n  ack_timeout_s: 8\n"
              "log:\n  level: debug\n"
              "correlate:\n  max_clusters: 64\n", tok);
     CHECK_STR(load(&c, text), "");
@@ -74,6 +75,7 @@ static void test_full_file(void)
     CHECK_INT(c.request_timeout_s, 12);
     CHECK_INT(c.max_alerts, 40);
     CHECK_INT(c.max_output, 2 << 20);
+    CHECK_INT(c.ack_timeout_s, 8);
     CHECK_INT(c.log_level, LOG_LVL_DEBUG);
     CHECK_INT(c.max_clusters, 64);
     /* a partial file keeps what it does not name */
@@ -130,6 +132,9 @@ static void test_errors(void)
               "c.yaml:3:5: kafka.brokers: expected a single value, got a mapping");
     CHECK_STR(load(&c, "webhook:\n  token: a\n  token_file: /nonexistent\n"),
               "c.yaml:3:3: webhook: give token or token_file, not both");
+    CHECK_STR(load(&c, "webhook:\n  max_body: 1MiB\n  ack_timeout_s: 0\n"),
+              "c.yaml:3:18: webhook.ack_timeout_s: expected an integer from 1 "
+              "to 300, got '0'");
     CHECK_STR(load(&c, "webhook:\n  max_body: 3MB\n"),
               "c.yaml:2:13: webhook.max_body: expected a size from 1024 to "
               "1073741824 bytes (\"64KiB\", \"1MiB\" allowed), got '3MB'");

@@ -1,8 +1,11 @@
 /* The ingest paths against an embedded broker. Webhook: what each kind of
  * request is answered, that exactly the alerts of the valid post reach
- * cascade.signals as normalised signals, and that the connection limit
- * holds new connections back until one closes. File publishing: valid
- * lines become signals, bad ones dead letters with line and reason. */
+ * cascade.signals as normalised signals, that the connection limit
+ * holds new connections back until one closes, and that a post is
+ * answered 200 only once Kafka has acknowledged its alerts (503 when it
+ * does not in time; clients that hang up).
+ * File publishing: valid lines become signals, bad ones dead letters
+ * with line and reason. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,7 @@
 
 #define TOKEN "s3cret-token"
 #define MAX_BODY 4096
+#define PARTITIONS 4
 
 /* Three alerts: host from instance (port stripped) in cluster c1, a
  * resolved one with a Hostname label and no cluster, and one whose
@@ -316,9 +320,27 @@ static int raw_connect(int port)
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
+    resp *r = arg;
+
     (void)fd;
     (void)what;
-    *(int *)arg = 1;
+    r->done = 1;
+    event_base_loopbreak(r->base);
+}
+
+/* What the server sends on fd, the loop running until it comes (3 s at
+ * most). */
+static void raw_answer(struct event_base *base, int fd, char *buf, size_t cap)
+{
+    resp r = {.base = base};
+    struct event *ev = event_new(base, fd, EV_READ, on_readable, &r);
+    ssize_t n;
+
+    event_add(ev, NULL);
+    REQUIRE(run_until(base, &r.done, 3000));
+    n = recv(fd, buf, cap - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    event_free(ev);
 }
 
 /* A post without the token is refused from its head: the client sends a
@@ -328,20 +350,14 @@ static void test_refused_unread(struct event_base *base, int port)
     static const char head[] =
         "POST /api/v1/alerts HTTP/1.1\r\nHost: x\r\n"
         "Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
-    int fd = raw_connect(port), readable = 0;
-    struct event *ev = event_new(base, fd, EV_READ, on_readable, &readable);
+    int fd = raw_connect(port);
     char ans[1024];
-    ssize_t n;
 
     REQUIRE(write(fd, head, sizeof head - 1) == (ssize_t)sizeof head - 1);
-    event_add(ev, NULL);
-    REQUIRE(run_until(base, &readable, 3000));
-    n = recv(fd, ans, sizeof ans - 1, 0);
-    ans[n > 0 ? n : 0] = '\0';
+    raw_answer(base, fd, ans, sizeof ans);
     REQUIRE(strncmp(ans, "HTTP/1.1 401", 12) == 0);
     REQUIRE(strstr(ans, "WWW-Authenticate: Bearer") != NULL);
     REQUIRE(strstr(ans, "bearer token") != NULL);
-    event_free(ev);
     close(fd);
 }
 
@@ -465,17 +481,15 @@ static void test_post_limits(struct event_base *base, kfk_producer *p)
 
 /* A producer whose queue is full (its broker is unreachable) makes the
  * webhook answer 503 with Retry-After, so that Alertmanager retries. */
-static void test_queue_full(struct event_base *base)
+static void test_queue_full(struct event_base *base, kfk_producer *dead)
 {
     cs_err err = {{0}};
-    kfk_producer_opts po = kfk_producer_defaults("127.0.0.1:1");
-    kfk_producer *dead = kfk_producer_open(&po, &err);
     wh_config cfg = {.token = TOKEN};
     webhook *w;
     int rc = KFK_OK;
+    wh_stat st;
     resp r;
 
-    REQUIRE(dead != NULL);
     for (int i = 0; i < 1000000 && rc == KFK_OK; i++)
         rc = kfk_produce(dead, KFK_TOPIC_SIGNALS, NULL, 0, "x", 1, &err);
     REQUIRE(rc == KFK_QUEUE_FULL);
@@ -485,8 +499,164 @@ static void test_queue_full(struct event_base *base)
             "Bearer " TOKEN, valid_post);
     expect(&r, 503, "retry");
     REQUIRE(strcmp(r.retry_after, "1") == 0);
+    wh_get_stats(w, &st);
+    CHECK(st.delivery_failed == 1 && st.accepted == 0);
     wh_free(w);
-    kfk_producer_free(dead); /* gives up on the queue after 5 s */
+}
+
+/* ---- the answer waits for Kafka ---------------------------------------- */
+
+/* Runs the loop until w has `want` posts waiting for Kafka (5 s at most). */
+static int until_waiting(struct event_base *base, webhook *w,
+                         unsigned long want)
+{
+    int never = 0;
+    wh_stat st;
+
+    for (int i = 0; i < 500; i++) {
+        wh_get_stats(w, &st);
+        if (st.waiting == want)
+            return 1;
+        run_until(base, &never, 10);
+    }
+    return 0;
+}
+
+/* The valid post over a socket of its own; the caller reads or closes. */
+static int raw_post(int port)
+{
+    char head[256];
+    int fd = raw_connect(port);
+    int n = snprintf(head, sizeof head,
+                     "POST /api/v1/alerts HTTP/1.1\r\nHost: x\r\n"
+                     "Authorization: Bearer " TOKEN "\r\n"
+                     "Content-Length: %zu\r\n\r\n", strlen(valid_post));
+
+    REQUIRE(write(fd, head, (size_t)n) == n);
+    REQUIRE(write(fd, valid_post, strlen(valid_post)) ==
+            (ssize_t)strlen(valid_post));
+    return fd;
+}
+
+/* With the broker unreachable (its queue empty: every produce succeeds)
+ * a post is answered 503 with Retry-After once ack_timeout_s has passed.
+ * It was 200 at once, with the alerts in a queue that a kill loses. The
+ * wait outlasts the listener's timeout_s (the longest silence): a client
+ * waiting for its answer is not silent. */
+static void test_unacked(struct event_base *base, kfk_producer *dead)
+{
+    wh_config cfg = {.token = TOKEN, .ack_timeout_s = 2, .timeout_s = 1};
+    cs_err err = {{0}};
+    webhook *w = wh_start(base, &cfg, dead, &err);
+    int64_t t0 = ts_now();
+    wh_stat st;
+    resp r;
+
+    REQUIRE(w != NULL);
+    request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/api/v1/alerts",
+            "Bearer " TOKEN, valid_post);
+    expect(&r, 503, "3 of the post's 3 alerts not acknowledged by Kafka "
+                    "within 2 s; retry");
+    CHECK(strcmp(r.retry_after, "1") == 0);
+    CHECK(ts_now() - t0 >= 1900 * (TS_SEC / 1000));
+    wh_get_stats(w, &st);
+    CHECK(st.delivery_timeout == 1 && st.accepted == 0 && st.rejected == 1);
+    CHECK(st.waiting == 0);
+    wh_free(w);
+}
+
+/* A client that hangs up while its post waits breaks nothing: the post
+ * is answered (to nobody) when its time is up, and the one beside it as
+ * usual. wh_free answers what still waits. ASan: nothing leaks. */
+static void test_hung_up(struct event_base *base, kfk_producer *dead)
+{
+    wh_config cfg = {.token = TOKEN, .ack_timeout_s = 1};
+    cs_err err = {{0}};
+    webhook *w = wh_start(base, &cfg, dead, &err);
+    char ans[64];
+    wh_stat st;
+    int fd[3];
+
+    REQUIRE(w != NULL);
+    fd[0] = raw_post(wh_port(w));
+    fd[1] = raw_post(wh_port(w));
+    REQUIRE(until_waiting(base, w, 2));
+    close(fd[1]);
+    REQUIRE(until_waiting(base, w, 0));
+    raw_answer(base, fd[0], ans, sizeof ans);
+    CHECK(strncmp(ans, "HTTP/1.1 503", 12) == 0);
+    wh_get_stats(w, &st);
+    CHECK(st.delivery_timeout == 2);
+    fd[2] = raw_post(wh_port(w));
+    REQUIRE(until_waiting(base, w, 1));
+    wh_free(w);
+    close(fd[0]);
+    close(fd[2]);
+}
+
+/* The end offsets of cascade.signals, summed over its partitions (a
+ * client of its own, apart from what the test looks at). */
+static long long signals_end(const char *bootstrap)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char why[256];
+    rd_kafka_t *rk;
+    int64_t lo, hi;
+    long long sum = 0;
+
+    REQUIRE(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, why,
+                              sizeof why) == RD_KAFKA_CONF_OK);
+    REQUIRE((rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why)));
+    for (int32_t i = 0; i < PARTITIONS; i++) {
+        REQUIRE(rd_kafka_query_watermark_offsets(rk, KFK_TOPIC_SIGNALS, i, &lo,
+                                                 &hi, 5000) == 0);
+        sum += hi;
+    }
+    rd_kafka_destroy(rk);
+    return sum;
+}
+
+/* 200 means stored: with a producer that lingers 300 ms before it sends,
+ * the answer waits, and when it comes the topic's end has moved by the
+ * post's alerts (it came at once, the alerts still lingering). Posts in
+ * flight together wait for their own alerts, not one after another. */
+static void test_acked(struct event_base *base, const char *bootstrap)
+{
+    enum { N = 8 };
+    kfk_producer_opts po = kfk_producer_defaults(bootstrap);
+    cs_err err = {{0}};
+    struct evhttp_connection *conn[N];
+    kfk_producer *p;
+    long long end;
+    int64_t t0;
+    webhook *w;
+    wh_stat st;
+    resp r[N];
+
+    po.linger_ms = 300;
+    REQUIRE((p = kfk_producer_open(&po, &err)) && !kfk_producer_attach(p, base));
+    w = wh_start(base, &(wh_config){.token = TOKEN}, p, &err);
+    REQUIRE(w != NULL);
+    end = signals_end(bootstrap);
+    request(base, wh_port(w), &r[0], EVHTTP_REQ_POST, "/", "Bearer " TOKEN,
+            valid_post);
+    CHECK_INT(signals_end(bootstrap) - end, 3);
+    expect(&r[0], 200, "{\"accepted\":3}");
+    t0 = ts_now();
+    for (int i = 0; i < N; i++)
+        conn[i] = start_request(base, wh_port(w), &r[i], EVHTTP_REQ_POST, "/",
+                                "Bearer " TOKEN, valid_post,
+                                strlen(valid_post));
+    for (int i = 0; i < N; i++) {
+        REQUIRE(run_until(base, &r[i].done, 5000));
+        CHECK_INT(r[i].code, 200);
+        evhttp_connection_free(conn[i]);
+    }
+    CHECK(ts_now() - t0 < 3 * 300 * (TS_SEC / 1000)); /* 8 x 300 ms if not */
+    wh_get_stats(w, &st);
+    CHECK(st.accepted == 3 * (N + 1) && st.waiting == 0);
+    wh_free(w);
+    kfk_producer_free(p);
 }
 
 /* ---- file publishing ---------------------------------------------------- */
@@ -670,8 +840,8 @@ int main(void)
 {
     cs_err err = {{0}};
     struct event_base *base = event_base_new();
-    kfk_broker *b = kfk_broker_start(4, &err);
-    kfk_producer *p;
+    kfk_broker *b = kfk_broker_start(PARTITIONS, &err);
+    kfk_producer *p, *dead;
     wh_config cfg = {.token = "", .max_body = MAX_BODY};
     webhook *w;
 
@@ -691,17 +861,23 @@ int main(void)
     test_signal_ids();
     test_routes(base, wh_port(w), w);
     test_conn_limit(base, p);
-    test_queue_full(base);
+    po = kfk_producer_defaults("127.0.0.1:1");
+    REQUIRE((dead = kfk_producer_open(&po, &err)) != NULL);
+    test_unacked(base, dead);
+    test_hung_up(base, dead);
+    test_queue_full(base, dead); /* fills its queue */
+    kfk_producer_free(dead);     /* gives up on the queue after 5 s */
     check_published(base, kfk_broker_bootstrap(b));
     test_filein(base, p, kfk_broker_bootstrap(b));
     test_filein_limits(p);
     test_post_limits(base, p); /* after the topics are read back */
+    test_acked(base, kfk_broker_bootstrap(b));
     REQUIRE(kfk_producer_failed(p) == 0);
 
     wh_free(w);
     kfk_producer_free(p);
     event_base_free(base);
     kfk_broker_stop(b);
-    printf("unit.webhook: ok\n");
-    return 0;
+    printf("unit.webhook: %s\n", check_failed ? "FAILED" : "ok");
+    return check_report(); /* CHECK's failures too, not only REQUIRE's */
 }
