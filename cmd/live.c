@@ -11,12 +11,22 @@
 #include "core/str.h"
 #include "rules/playbooks.h"
 
+static void stop_loop(void *base)
+{
+    event_base_loopbreak(base);
+}
+
+/* Posts waiting for Kafka are answered first (webhook.ack_timeout_s at
+ * most); a second signal stops at once. */
 static void on_stop(evutil_socket_t fd, short what, void *arg)
 {
     live *l = arg;
     (void)what;
     log_info("cascade", "%s: stopping", fd >= 0 ? "signal" : "time is up");
-    event_base_loopbreak(l->base);
+    if (l->wh)
+        wh_drain(l->wh, stop_loop, l->base);
+    else
+        event_base_loopbreak(l->base);
 }
 
 /* SIGHUP: the rule set, swapped whole or not at all. */

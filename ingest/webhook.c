@@ -32,6 +32,10 @@ struct webhook {
     struct timeval ack_tv; /* a common timeout: one queue for all posts */
     wh_wait *waiting;      /* posts whose answer waits for Kafka */
     unsigned long failing; /* posts answered 503 since the last 200 */
+    int draining;
+    struct event *drain_ev;
+    void (*on_drained)(void *);
+    void *drained_arg;
     wh_stat st;
 };
 
@@ -43,6 +47,9 @@ struct webhook {
 /* Alertmanager gives a notification, its retries included, the longer of
  * group_interval and 10 s: a post refused after 5 s is retried within it. */
 #define WH_DEFAULT_ACK_TIMEOUT_S 5
+/* After the last held answer of a drain, a loop turn or so for it to be
+ * written before the process stops. */
+#define WH_DRAIN_GRACE_MS 100
 
 /* Webhook body fields every signal's payload carries (shared, not
  * copied: wh_post). */
@@ -544,6 +551,28 @@ static void send_unavailable(webhook *w, struct evhttp_request *req,
     send_json(req, 503, "Service Unavailable", error_body(msg));
 }
 
+/* wh_drain's callback, once no post waits (and its answer had a moment
+ * to go out). */
+static void on_drain_grace(evutil_socket_t fd, short what, void *arg)
+{
+    webhook *w = arg;
+    void (*fn)(void *) = w->on_drained;
+
+    (void)fd;
+    (void)what;
+    w->on_drained = NULL;
+    if (fn)
+        fn(w->drained_arg);
+}
+
+static void drain_check(webhook *w)
+{
+    struct timeval grace = {0, WH_DRAIN_GRACE_MS * 1000};
+
+    if (w->on_drained && !w->waiting)
+        evtimer_add(w->drain_ev, &grace);
+}
+
 static void wait_end(wh_wait *a)
 {
     webhook *w = a->w;
@@ -558,6 +587,7 @@ static void wait_end(wh_wait *a)
     event_free(a->timer);
     kfk_tracker_release(a->trk); /* later reports no longer call us */
     free(a);
+    drain_check(w);
 }
 
 /* The last of the post's alerts was reported, delivered or not. */
@@ -695,6 +725,13 @@ static void handle_alerts(webhook *w, struct evhttp_request *req)
         reject_unauthorized(w, req);
         return;
     }
+    if (w->draining) { /* told once by wh_drain, not once a post */
+        w->st.rejected++;
+        retry_after(req);
+        send_json(req, 503, "Service Unavailable",
+                  error_body("the webhook is stopping; retry"));
+        return;
+    }
     body = parse_body(len ? (const char *)evbuffer_pullup(in, -1) : "", len,
                       &err);
     if (!body || check_webhook(body, &err))
@@ -757,7 +794,7 @@ static void wh_request(struct evhttp_request *req, void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-/* What waiting for Kafka needs: the ack timeout. */
+/* What waiting for Kafka needs: the ack timeout and the drain's timer. */
 static void waits_init(webhook *w, struct event_base *base, int ack_timeout_s)
 {
     const struct timeval *common;
@@ -770,6 +807,7 @@ static void waits_init(webhook *w, struct event_base *base, int ack_timeout_s)
      * past libevent's 256 such durations on one loop) */
     if ((common = event_base_init_common_timeout(base, &w->ack_tv)))
         w->ack_tv = *common;
+    w->drain_ev = cs_oom(evtimer_new(base, on_drain_grace, w));
 }
 
 webhook *wh_start(struct event_base *base, const wh_config *cfg,
@@ -834,13 +872,29 @@ void wh_set_token(webhook *w, const char *token)
     w->token_len = strlen(t);
 }
 
+void wh_drain(webhook *w, void (*done)(void *), void *arg)
+{
+    w->on_drained = done;
+    w->drained_arg = arg;
+    if (w->draining) { /* asked again: stop waiting */
+        evtimer_del(w->drain_ev);
+        on_drain_grace(-1, 0, w);
+        return;
+    }
+    w->draining = 1;
+    log_info("webhook", "stopping: %lu posts await Kafka's acknowledgement "
+             "(%d s at most); new ones are answered 503", w->st.waiting,
+             w->ack_timeout_s);
+    drain_check(w);
+}
+
 void wh_free(webhook *w)
 {
     if (!w)
         return;
-    /* Posts still waiting: 503, which goes out only if the loop runs
-     * again; a hung-up client's request is freed by it, the others with
-     * their connections. */
+    /* Posts still waiting (a second stop signal): 503, which goes out only
+     * if the loop runs again; a hung-up client's request is freed by it,
+     * the others with their connections. */
     while (w->waiting) {
         send_unavailable(w, w->waiting->req, "the webhook stopped; retry");
         wait_end(w->waiting);
@@ -850,6 +904,8 @@ void wh_free(webhook *w)
                  "which %lu posts for a failed delivery and %lu not "
                  "acknowledged in time", w->st.accepted, w->st.rejected,
                  w->st.delivery_failed, w->st.delivery_timeout);
+    if (w->drain_ev)
+        event_free(w->drain_ev);
     hl_free(w->http);
     if (w->token) {
         explicit_bzero(w->token, w->token_len);

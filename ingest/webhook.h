@@ -16,11 +16,11 @@
  * 200 means Kafka has acknowledged every alert of the post (the producer
  * is idempotent, so acks=all): the answer waits for the last delivery
  * report. 503 means not all are known to be stored: the producer queue
- * was full, Kafka refused one for good, or ack_timeout_s passed first.
- * Alerts of a 503'd post may still arrive; the retried post repeats them
- * under the same signal ids (at least once, never lost). A client that
- * hangs up while its post waits costs nothing: its answer is dropped
- * when it comes. */
+ * was full, Kafka refused one for good, ack_timeout_s passed first, or
+ * the webhook is stopping. Alerts of a 503'd post may still arrive; the
+ * retried post repeats them under the same signal ids (at least once,
+ * never lost). A client that hangs up while its post waits costs
+ * nothing: its answer is dropped when it comes. */
 #ifndef CS_WEBHOOK_H
 #define CS_WEBHOOK_H
 
@@ -80,6 +80,11 @@ typedef struct wh_stat {
 } wh_stat;
 
 void wh_get_stats(const webhook *w, wh_stat *st);
+/* Stopping: posts that arrive from now on are answered 503, and
+ * done(arg) is called once none waits for Kafka any more (ack_timeout_s
+ * at most) and the last answers had a moment to be written; at once when
+ * called a second time. */
+void wh_drain(webhook *w, void (*done)(void *), void *arg);
 /* The parser behind a post: a webhook body (JSON text, version 4) to one
  * signal per alert, all or nothing, without the server's limits. NULL
  * with the reason in err (which alert, which field); free the array with

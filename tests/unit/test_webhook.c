@@ -3,7 +3,7 @@
  * cascade.signals as normalised signals, that the connection limit
  * holds new connections back until one closes, and that a post is
  * answered 200 only once Kafka has acknowledged its alerts (503 when it
- * does not in time; clients that hang up).
+ * does not in time; clients that hang up and stopping the webhook).
  * File publishing: valid lines become signals, bad ones dead letters
  * with line and reason. */
 #include <signal.h>
@@ -594,6 +594,43 @@ static void test_hung_up(struct event_base *base, kfk_producer *dead)
     close(fd[2]);
 }
 
+static void on_drained(void *arg)
+{
+    resp *r = arg;
+
+    r->done = 1;
+    event_base_loopbreak(r->base);
+}
+
+/* Stopping: posts that arrive are answered 503 at once; the one waiting
+ * gets its answer (503 after its ack timeout) before wh_drain says it is
+ * done; asked again, wh_drain is done at once. */
+static void test_drain(struct event_base *base, kfk_producer *dead)
+{
+    wh_config cfg = {.token = TOKEN, .ack_timeout_s = 1};
+    cs_err err = {{0}};
+    webhook *w = wh_start(base, &cfg, dead, &err);
+    struct evhttp_connection *held;
+    resp r, h, drained = {.base = base}, again = {.base = base};
+
+    REQUIRE(w != NULL);
+    held = start_request(base, wh_port(w), &h, EVHTTP_REQ_POST, "/",
+                         "Bearer " TOKEN, valid_post, strlen(valid_post));
+    REQUIRE(until_waiting(base, w, 1));
+    wh_drain(w, on_drained, &drained);
+    CHECK(!drained.done);
+    request(base, wh_port(w), &r, EVHTTP_REQ_POST, "/", "Bearer " TOKEN,
+            valid_post);
+    expect(&r, 503, "stopping");
+    CHECK(!drained.done);
+    REQUIRE(run_until(base, &drained.done, 5000));
+    CHECK(h.done && h.code == 503);
+    wh_drain(w, on_drained, &again);
+    CHECK(again.done);
+    evhttp_connection_free(held);
+    wh_free(w);
+}
+
 /* The end offsets of cascade.signals, summed over its partitions (a
  * client of its own, apart from what the test looks at). */
 static long long signals_end(const char *bootstrap)
@@ -865,6 +902,7 @@ int main(void)
     REQUIRE((dead = kfk_producer_open(&po, &err)) != NULL);
     test_unacked(base, dead);
     test_hung_up(base, dead);
+    test_drain(base, dead);
     test_queue_full(base, dead); /* fills its queue */
     kfk_producer_free(dead);     /* gives up on the queue after 5 s */
     check_published(base, kfk_broker_bootstrap(b));
