@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/kafka.h"
 #include "core/mem.h"
@@ -205,6 +206,36 @@ static void create(kfk_admin *a, finding *f, size_t n, int timeout_ms)
     free(nt);
 }
 
+/* A real broker answers CreateTopics once the controller has the topic,
+ * before every broker's metadata shows it: a process started right after
+ * `cascade kafka init` was told the topic did not exist (seen on Apache
+ * Kafka 4.4, never on the embedded broker). Until each created topic is
+ * in the metadata with its planned partitions, up to timeout_ms. */
+static void settle(kfk_admin *a, finding *f, size_t n, int timeout_ms)
+{
+    struct timespec pause = {0, 100 * 1000000L};
+    int32_t parts;
+    int repl, waited = 0;
+    cs_err err;
+
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].state != F_CREATED)
+            continue;
+        while (!(kfk_topic_meta(a->rk, f[i].plan->name, 2000, &parts, &repl,
+                                &err) == 1 &&
+                 parts == f[i].plan->partitions)) {
+            if (waited >= timeout_ms) {
+                f[i].state = F_FAILED;
+                snprintf(f[i].why, sizeof f[i].why, "created, but not in the "
+                         "brokers' metadata after %d ms", waited);
+                break;
+            }
+            nanosleep(&pause, NULL);
+            waited += 100;
+        }
+    }
+}
+
 /* ---- comparing the configs of what exists ---- */
 
 /* The planned configs whose value differs from the entries, into
@@ -395,8 +426,10 @@ int kfk_admin_apply(kfk_admin *a, const topic_plan *plans, size_t n,
     if (!has_controller(a, timeout_ms)) {
         unsent(f, n);
     } else {
-        if (create_missing)
+        if (create_missing) {
             create(a, f, n, timeout_ms);
+            settle(a, f, n, timeout_ms);
+        }
         describe(a, f, n, timeout_ms);
     }
     for (size_t i = 0; i < n; i++)
