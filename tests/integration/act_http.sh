@@ -117,7 +117,7 @@ start_act() {
 # actions) for an incident of SCENARIO (default hw.ecc_uncorrectable).
 req() {
   printf '%s\n' "{\"id\":\"$(aid $1)\",\"incident\":\"inc-$2\",\"scenario\":\"${7:-hw.ecc_uncorrectable}\",\"cluster\":\"prod-a\",\"rack\":\"r7\",\"summary\":\"uncorrectable ECC on gpu-a (GPU 3), 2 jobs failed\",\"status\":\"open\",\"root_cause\":{\"scenario\":\"hw.ecc_uncorrectable\",\"node\":\"gpu-a\",\"ts\":\"2026-11-21T03:00:00Z\"},\"proposed\":[\"node.drain (canary)\",\"ticket.create (auto)\"],\"action\":{\"playbook\":\"$3\",\"approval\":\"$4\",\"target\":$5,\"params\":${6:-{\}},\"state\":\"proposed\"}}" |
-    kcat -b "$brokers" -P -t cascade.actions -k "inc-$2" 2>>"$tmp/kcat.err"
+    kcat -b "$brokers" -P -t "$t_actions" -k "inc-$2" 2>>"$tmp/kcat.err"
 }
 
 aid() { printf 'act-%016d' "$1"; }

@@ -6,7 +6,8 @@
 #        -> kcat
 #
 # The broker is `cascade broker` (the embedded Kafka-protocol broker) in
-# its own process, so every other component reaches it over TCP.
+# its own process, so every other component reaches it over TCP; in the
+# real-Kafka tier, the tier's broker (live_lib.sh).
 # Alertmanager posts with a bearer token from its http_config; a second
 # receiver with the wrong token proves that the 401 path stops an alert.
 set -uo pipefail
@@ -15,14 +16,7 @@ am=${CASCADE_ALERTMANAGER:-prometheus-alertmanager}
 command -v "$am" >/dev/null || { echo "FAIL: $am not installed (deploy/setup.sh installs it)"; exit 1; }
 command -v kcat >/dev/null || { echo "FAIL: kcat not installed (deploy/setup.sh installs it)"; exit 1; }
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/live_lib.sh"
 fail() { echo "FAIL: $*"; for f in "$tmp"/*.out "$tmp"/*.err; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
 
 # wait_for FILE SED-EXPR: prints the first capture once FILE has it.
@@ -37,9 +31,7 @@ wait_for() {
 }
 
 token=e2e-$$-$RANDOM
-"$bin" broker --for 120 > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
-brokers=$(wait_for "$tmp/broker.out" 's/^kafka: embedded broker at \([^ ]*\).*/\1/p') \
-  || fail "cascade broker printed no address"
+start_broker 120
 
 "$bin" ingest webhook --brokers "$brokers" --token "$token" --port 0 --for 120 \
   > "$tmp/webhook.out" 2> "$tmp/webhook.err" & pids+=($!)
@@ -115,7 +107,7 @@ curl -fsS -XPOST -H 'Content-Type: application/json' "$amurl/api/v2/alerts" -d "
 
 found=
 for _ in $(seq 1 60); do
-  kcat -b "$brokers" -C -t cascade.incidents -o beginning -e -q > "$tmp/incidents.jsonl" 2>> "$tmp/kcat.err"
+  kcat -b "$brokers" -C -t "$t_incidents" -o beginning -e -q > "$tmp/incidents.jsonl" 2>> "$tmp/kcat.err"
   if grep -q "\"scenario\":\"hw.gpu_off_bus\".*\"node\":\"$host\"" "$tmp/incidents.jsonl"; then
     found=1; break
   fi
@@ -126,7 +118,7 @@ done
 line=$(grep "\"node\":\"$host\"" "$tmp/incidents.jsonl" | tail -n 1)
 echo "$line" | grep -q '"sources":\["alertmanager"\]' || fail "evidence does not name alertmanager: $line"
 echo "$line" | grep -q '"playbook":"node.drain"' || fail "no node.drain action: $line"
-kcat -b "$brokers" -C -t cascade.actions -o beginning -e -q > "$tmp/actions.jsonl" 2>> "$tmp/kcat.err"
+kcat -b "$brokers" -C -t "$t_actions" -o beginning -e -q > "$tmp/actions.jsonl" 2>> "$tmp/kcat.err"
 grep -q "\"node\":\"$host\"" "$tmp/actions.jsonl" || fail "no action request for $host on cascade.actions"
 
 # The wrong-token receiver: Alertmanager saw a 401, cascade published nothing.

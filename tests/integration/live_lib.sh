@@ -32,8 +32,13 @@ start_redis() {
 }
 
 # start_broker SECONDS: `cascade broker` in its own process; its address
-# in brokers.
+# in brokers. In the real-Kafka tier (CASCADE_TEST_KAFKA: the folder of a
+# `deploy/kafka/kafka.sh start`), that broker instead, see real_kafka.
 start_broker() {
+  if [ -n "${CASCADE_TEST_KAFKA:-}" ]; then
+    real_kafka
+    return 0
+  fi
   "$bin" broker --for "$1" > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
   # The background child opens broker.out itself, maybe after the first
   # look: a missing file is "not yet", not an error that set -e acts on
@@ -46,10 +51,42 @@ start_broker() {
   fail "cascade broker printed no address"
 }
 
+# The topics' names: a test of the real-Kafka tier has topics of its own.
+tp=""
+t_signals=cascade.signals t_incidents=cascade.incidents t_actions=cascade.actions
+t_audit=cascade.audit t_deadletter=cascade.deadletter
+
+# real_kafka: the tier's shared broker, as production runs it: its client
+# listener (SASL/PLAIN over TLS there), topics of this test's own under a
+# prefix made by `cascade kafka init` (64 partitions, as the embedded
+# broker's), and the prefix and the listener's properties in a config file
+# every cascade command of the test reads ($CASCADE_CONFIG); kcat reads
+# the same listener ($KCAT_CONFIG).
+real_kafka() {
+  local k=$CASCADE_TEST_KAFKA key val
+  brokers=$(cat "$k/bootstrap") || fail "no real Kafka in $k"
+  tp="t$$-${RANDOM}."
+  t_signals=${tp}cascade.signals t_incidents=${tp}cascade.incidents
+  t_actions=${tp}cascade.actions t_audit=${tp}cascade.audit
+  t_deadletter=${tp}cascade.deadletter
+  {
+    printf 'kafka:\n  brokers: "%s"\n  topic_prefix: "%s"\n  properties:\n' "$brokers" "$tp"
+    while IFS='=' read -r key val; do printf '    %s: "%s"\n' "$key" "$val"; done < "$k/client.properties"
+  } > "$tmp/kafka.yaml"
+  export CASCADE_CONFIG="$tmp/kafka.yaml"
+  while IFS='=' read -r key val; do
+    case "$val" in file:*) val=$(cat "${val#file:}") ;; esac
+    printf '%s=%s\n' "$key" "$val"
+  done < "$k/client.properties" > "$tmp/kcat.conf"
+  export KCAT_CONFIG="$tmp/kcat.conf"
+  "$bin" kafka init --partitions 64 --replication 1 > "$tmp/kafka-init.out" 2>&1 ||
+    fail "cascade kafka init failed: $(cat "$tmp/kafka-init.out")"
+}
+
 # final_state: the last version of each incident on cascade.incidents,
 # but those merged into another (a storm): replay does not print them.
 final_state() {
-  kcat -b "$brokers" -C -t cascade.incidents -o beginning -e -q 2>>"$tmp/kcat.err" |
+  kcat -b "$brokers" -C -t "$t_incidents" -o beginning -e -q 2>>"$tmp/kcat.err" |
     awk '{ match($0, /"id":"[^"]*"/); id = substr($0, RSTART, RLENGTH);
            if (!(id in last)) order[++k] = id; last[id] = $0 }
          END { for (i = 1; i <= k; i++) print last[order[i]] }' |
@@ -77,7 +114,7 @@ expect_replay() {
 expect_actions() {
   jq -c '.id as $i | .actions[] | {incident: $i, action: .}' "$1" |
     sort -u > "$tmp/want.actions"
-  kcat -b "$brokers" -C -t cascade.actions -o beginning -e -q 2>>"$tmp/kcat.err" |
+  kcat -b "$brokers" -C -t "$t_actions" -o beginning -e -q 2>>"$tmp/kcat.err" |
     jq -c '{incident, action}' | sort -u > "$tmp/got.actions"
   local lost
   lost=$(comm -23 "$tmp/want.actions" "$tmp/got.actions")
@@ -86,7 +123,7 @@ expect_actions() {
 
 # audit: every record on cascade.audit so far (the executor's tests).
 audit() {
-  kcat -b "$brokers" -C -t cascade.audit -o beginning -e -q 2>>"$tmp/kcat.err"
+  kcat -b "$brokers" -C -t "$t_audit" -o beginning -e -q 2>>"$tmp/kcat.err"
 }
 
 # until_event ID EVENT: waits (30 s at most) for an audit record of the

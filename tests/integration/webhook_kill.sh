@@ -11,11 +11,9 @@
 # here: each kill takes the alerts still lingering in its producer queue,
 # of posts already answered 200.
 #
-# CASCADE_TEST_BROKERS=host:port,... runs it against those brokers (a real
-# Kafka with cascade.signals created) instead of a `cascade broker` of its
-# own; each run's alerts are named by a run id, so earlier runs' messages
-# on the topic do not count. CASCADE_TEST_SIGNALS_TOPIC names the topic
-# kcat reads when the webhook's config ($CASCADE_CONFIG) gives a prefix.
+# In the real-Kafka tier (CASCADE_TEST_KAFKA, live_lib.sh) it runs against
+# the tier's broker, on topics of its own; each run's alerts are named by
+# a run id all the same, so that no other message on the topic counts.
 set -uo pipefail
 bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,14 +21,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v kcat >/dev/null || fail "kcat not installed (deploy/setup.sh installs it)"
 
 seconds=${CASCADE_TEST_SECONDS:-20}
-topic=${CASCADE_TEST_SIGNALS_TOPIC:-cascade.signals}
 token=wk-$$-$RANDOM
 run=wk$$x$RANDOM
-if [ -n "${CASCADE_TEST_BROKERS:-}" ]; then
-  brokers=$CASCADE_TEST_BROKERS
-else
-  start_broker 120
-fi
+start_broker 120
+topic=$t_signals
 
 # start_webhook N PORT: instance N on PORT (0: any); its pid in wh_pid,
 # its URL in url.
