@@ -35,7 +35,11 @@ for s in cascade_node_crash_xid oom_batch_size cascade_node_crash_silent \
 done > "$tmp/stream.jsonl"
 total=$(wc -l < "$tmp/stream.jsonl")
 [ "$total" -ge 500 ] || fail "the stream has only $total signals"
-"$bin" replay "$tmp/stream.jsonl" > "$tmp/want.jsonl" 2> "$tmp/replay.err" \
+# replay prints some telemetry.gap incidents of this stream many times
+# over (the same id, the same content: the engine makes the incident again
+# on each later tick of a host that stays silent); the live path's final
+# state keeps one line an id, so the comparison is of distinct lines.
+"$bin" replay "$tmp/stream.jsonl" 2> "$tmp/replay.err" | sort -u > "$tmp/want.jsonl" \
   || fail "replay of the stream failed"
 
 "$kafka_sh" start --dir "$kdir" --nodes 3 > "$tmp/kafka.out" 2> "$tmp/kafka.err" \
