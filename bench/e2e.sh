@@ -32,6 +32,8 @@
 # E2E_WRAP_CORRELATOR="perf record -g -o FILE" runs the correlator under a
 # profiler (or any wrapper that execs its arguments); E2E_WRAP_COLLECTOR
 # the collector.
+# BENCH_KAFKA=real: a real Apache Kafka (deploy/kafka, one KRaft node, the
+# topics made by `cascade kafka init`) instead of `cascade broker`.
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 runs=1 batch= stream=
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     --rules) rules=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --stream) stream=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac

@@ -23,6 +23,8 @@
 # a wrapped correlator). LATENCY_WRAP_CORRELATOR="perf record -o FILE"
 # runs the correlator under a profiler (or "/usr/bin/time -f %U+%S": any
 # wrapper that runs its arguments; the correlator itself is stopped).
+# BENCH_KAFKA=real: a real Apache Kafka (deploy/kafka, one KRaft node, the
+# topics made by `cascade kafka init`) instead of `cascade broker`.
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 seconds=10 runs=1 hop= relay= wait_ms=1
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
     --hop) hop=--hop; shift ;;
     --relay) relay=1; shift ;;
     --fetch-wait) wait_ms=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac

@@ -1,27 +1,57 @@
 # Shared by the bench scripts (sourced): start and stop the stack one run
-# needs, each piece fresh. Callers set `work` (a temporary folder).
+# needs, each piece fresh. Callers set `work` (a temporary folder) and
+# `root` (the repository).
+#
+# BENCH_KAFKA=real runs a real Apache Kafka instead of the embedded broker:
+# one node of deploy/kafka (KRaft, its own storage on the run's folder),
+# the topics made by `cascade kafka init` with the embedded broker's 64
+# partitions and replication 1.
 pids=()
+kafka_dirs=()
 
 stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   pids=()
+  for k in "${kafka_dirs[@]}"; do "$root/deploy/kafka/kafka.sh" stop --dir "$k" >/dev/null 2>&1 || true; done
+  kafka_dirs=()
 }
 
+# start_kafka DIR CASCADE: the real broker of BENCH_KAFKA=real.
+start_kafka() {
+  local d=$1 cascade=$2
+  kafka_dirs+=("$d/kafka")
+  "$root/deploy/kafka/kafka.sh" start --dir "$d/kafka" --heap "${BENCH_KAFKA_HEAP:-1024}" \
+    > "$d/kafka.out" 2>&1 || { echo "bench: kafka did not start: $(tail -n 3 "$d/kafka.out")" >&2; return 1; }
+  brokers=$(cat "$d/kafka/bootstrap")
+  "$cascade" kafka init --brokers "$brokers" --partitions 64 --replication 1 \
+    > "$d/kafka-init.out" 2>&1 ||
+    { echo "bench: cascade kafka init failed: $(tail -n 3 "$d/kafka-init.out")" >&2; return 1; }
+}
+
+# kafka_kind: what `brokers` points at, for the figures' labels.
+kafka_kind() { [ "${BENCH_KAFKA:-embedded}" = real ] && echo real || echo embedded; }
+
 # start_stack DIR CASCADE: a redis-server with appendonly (everysec) on
-# DIR/redis.sock and `cascade broker` over TCP; sets `brokers`.
+# DIR/redis.sock and a broker (`cascade broker` over TCP, or BENCH_KAFKA's
+# real one); sets `brokers`.
 start_stack() {
   local d=$1 cascade=$2
   redis-server --port 0 --unixsocket "$d/redis.sock" --dir "$d" --save '' \
     --appendonly yes --appendfsync everysec > "$d/redis.log" 2>&1 & pids+=($!)
-  "$cascade" broker --for 3600 > "$d/broker.out" 2> "$d/broker.err" & pids+=($!)
   brokers=
+  if [ "$(kafka_kind)" = real ]; then
+    start_kafka "$d" "$cascade" || return 1
+  else
+    "$cascade" broker --for 3600 > "$d/broker.out" 2> "$d/broker.err" & pids+=($!)
+  fi
   for _ in $(seq 1 200); do
-    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$d/broker.out" 2>/dev/null || true)
+    [ -n "$brokers" ] ||
+      brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$d/broker.out" 2>/dev/null || true)
     [ -n "$brokers" ] && [ -S "$d/redis.sock" ] && return 0
     sleep 0.05
   done
-  echo "bench: cascade broker or redis-server did not start in $d" >&2
+  echo "bench: the broker or redis-server did not start in $d" >&2
   return 1
 }
 
