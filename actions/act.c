@@ -238,7 +238,7 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                  "will be refused, since their seals cannot be verified");
     if (executors(a, base, o, err))
         goto fail;
-    if (!(a->jr = jr_new(base, o->redis, err)))
+    if (jr_check(o->redis, err) || !(a->jr = jr_new(base, o->redis, err)))
         goto fail;
     a->commit_timer = evtimer_new(base, run_commit_timer, a);
     kfk_consumer_opts co = kfk_consumer_defaults(o->brokers, a->group,

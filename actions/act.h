@@ -20,12 +20,14 @@
 #include "actions/excfg.h"
 #include "core/err.h"
 #include "core/kafka.h"
+#include "core/rtarget.h"
 #include "rules/playbooks.h"
 
 struct event_base;
 
 typedef struct act_opts {
-    const char *brokers, *redis, *group; /* group: default KFK_GROUP_ACT */
+    const char *brokers, *group; /* group: default KFK_GROUP_ACT */
+    const rtarget *redis;     /* the journal's Redis (read at start) */
     const cfg_kprops *props;  /* kafka.properties (NULL: none) */
     const char *instance_id;  /* kafka.instance_id (NULL: dynamic member) */
     const pb_catalog *rules; /* borrowed; outlives the service */
@@ -50,6 +52,8 @@ typedef struct act_stats {
 
 typedef struct act act;
 
+/* Checks at once (blocking) that Redis takes the credentials (journal.h,
+ * jr_check): NULL with err when not. */
 act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                cs_err *err);
 void act_get_stats(const act *a, act_stats *s);

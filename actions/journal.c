@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "core/rconn.h"
 #include "core/rlink.h"
 
 typedef struct jcmd {
@@ -62,7 +63,18 @@ static void on_down(void *arg)
 static const rlink_hooks hooks = {
     .ready = send_waiting, .reply = on_reply, .up = on_up, .down = on_down};
 
-journal *jr_new(struct event_base *base, const char *addr, cs_err *err)
+int jr_check(const rtarget *t, cs_err *err)
+{
+    char addr[256];
+    redisContext *c = rconn_open(t, addr, sizeof addr, err);
+
+    if (!c)
+        return -1;
+    redisFree(c);
+    return 0;
+}
+
+journal *jr_new(struct event_base *base, const rtarget *t, cs_err *err)
 {
     journal *j = calloc(1, sizeof *j);
 
@@ -70,7 +82,7 @@ journal *jr_new(struct event_base *base, const char *addr, cs_err *err)
         cs_err_set(err, "out of memory");
         return NULL;
     }
-    j->link = rlink_new(base, addr, "journal", &hooks, j);
+    j->link = rlink_new(base, t, "journal", &hooks, j);
     return j;
 }
 

@@ -1,6 +1,6 @@
 /* The executor's memory in Redis: one hash per action (its request, state
  * and the step it is at), the budget ledger and the approvals waiting.
- * Commands go out in order on one async connection on the loop; while
+ * Commands go out in order on the reconnecting link (core/rlink.h); while
  * Redis is away they wait and are sent again on reconnect, so every
  * callback fires once, with the reply, in the order commands were given.
  * Writes are idempotent (HSET of a state), so a resend changes nothing. */
@@ -10,13 +10,17 @@
 #include <hiredis/hiredis.h>
 
 #include "core/err.h"
+#include "core/rtarget.h"
 
 struct event_base;
 
 typedef struct journal journal;
 
-/* addr: host:port or a unix socket path. Connects in the background. */
-journal *jr_new(struct event_base *base, const char *addr, cs_err *err);
+/* Whether Redis answers to t's credentials: blocking, start-up only. 0,
+ * or -1 (err says why). */
+int jr_check(const rtarget *t, cs_err *err);
+/* t is copied. Connects in the background. */
+journal *jr_new(struct event_base *base, const rtarget *t, cs_err *err);
 void jr_free(journal *j);
 
 /* reply is NULL only when the journal is freed with the command pending. */

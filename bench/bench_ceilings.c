@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "core/kafka.h"
-#include "core/redisaddr.h"
+#include "core/rconn.h"
 
 #define MAX_RUNS 32
 
@@ -166,6 +166,8 @@ int main(int argc, char **argv)
     int runs = 3;
     double v[MAX_RUNS];
     redisContext *r;
+    rtarget t;
+    cs_err err;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--brokers") && i + 1 < argc)
@@ -196,9 +198,10 @@ int main(int argc, char **argv)
         if ((v[i] = consume(brokers, messages, i)) <= 0)
             return 1;
     report("kafka.consume", v, runs);
-    if (!(r = raddr_connect(raddr)) || r->err) {
-        fprintf(stderr, "bench_ceilings: redis %s: %s\n", raddr,
-                r ? r->errstr : "cannot connect");
+    rt_init(&t);
+    if (rt_set_addr(&t, raddr, &err) ||
+        !(r = rconn_open(&t, NULL, 0, &err))) {
+        fprintf(stderr, "bench_ceilings: %s\n", err.msg);
         return 1;
     }
     for (int i = 0; i < runs; i++)

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "core/kafka.h"
-#include "core/redisaddr.h"
+#include "core/rconn.h"
 
 #define RELAY_KEY "cascade:bench-relay"
 #define MAX_ARGS 20002 /* HSET key + 10 000 field/value pairs */
@@ -80,6 +80,13 @@ static int ok(relay *r, const redisReply *reply, const char *what)
              reply ? reply->str : "no reply");
     fail(r, msg);
     return 0;
+}
+
+/* The handshake the correlator's link makes (core/rconn.h). */
+static void on_hello(redisAsyncContext *ac, void *reply, void *arg)
+{
+    (void)ac;
+    ok(arg, reply, "the handshake");
 }
 
 static void on_cleared(redisAsyncContext *ac, void *reply, void *arg)
@@ -193,6 +200,34 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     fail(r, "redis: connection lost");
 }
 
+/* The correlator's connection: its target (the address given), resolved
+ * and greeted as the store's link does it. */
+static int connect_redis(relay *r, const char *redis, cs_err *err)
+{
+    rtarget t;
+    rconn_cmd hello[RCONN_HELLO_MAX];
+    char addr[256];
+    int n;
+
+    rt_init(&t);
+    if (rt_set_addr(&t, redis, err) || rconn_resolve(&t, addr, sizeof addr, err))
+        return -1;
+    r->ac = rconn_async(addr);
+    if (!r->ac || r->ac->err) {
+        cs_err_set(err, "redis at %s: %s", addr,
+                   r->ac ? r->ac->errstr : "out of memory");
+        return -1;
+    }
+    r->ac->data = r;
+    redisLibeventAttach(r->ac, r->base);
+    redisAsyncSetDisconnectCallback(r->ac, on_disconnect);
+    n = rconn_hello(&t, hello);
+    for (int i = 0; i < n; i++)
+        redisAsyncCommandArgv(r->ac, on_hello, r, hello[i].argc,
+                              hello[i].argv, NULL);
+    return 0;
+}
+
 static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
 {
     (void)arg;
@@ -249,15 +284,10 @@ int main(int argc, char **argv)
         return usage();
     signal(SIGPIPE, SIG_IGN);
     r->base = event_base_new();
-    r->ac = raddr_connect_async(redis);
-    if (!r->base || !r->ac || r->ac->err) {
-        fprintf(stderr, "bench_relay: redis at %s: %s\n", redis,
-                r->ac ? r->ac->errstr : "out of memory");
+    if (!r->base || connect_redis(r, redis, &err)) {
+        fprintf(stderr, "bench_relay: %s\n", r->base ? err.msg : "no event loop");
         goto out;
     }
-    r->ac->data = r;
-    redisLibeventAttach(r->ac, r->base);
-    redisAsyncSetDisconnectCallback(r->ac, on_disconnect);
     kfk_producer_opts po = kfk_producer_defaults(brokers);
     kfk_consumer_opts co = kfk_consumer_defaults(brokers, "bench-relay",
                                                  KFK_TOPIC_SIGNALS);

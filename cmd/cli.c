@@ -95,3 +95,13 @@ int cli_config(cs_config *c, const char *path, const char *who,
     }
     return 0;
 }
+
+int cli_redis_flag(const char *cmd, const char *addr, rtarget *t)
+{
+    cs_err err;
+
+    if (rt_set_addr(t, addr, &err) == 0)
+        return 0;
+    fprintf(stderr, "cascade %s: --redis: %s\n", cmd, err.msg);
+    return -1;
+}

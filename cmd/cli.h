@@ -25,6 +25,7 @@ int cmd_shadow(int argc, char **argv);
 
 #include "core/config.h"
 #include "core/err.h"
+#include "core/rtarget.h"
 
 struct pb_catalog;
 
@@ -44,5 +45,8 @@ int cli_config(cs_config *c, const char *path, const char *who,
  * logged as FILE:LINE:COL and counted in err. */
 struct pb_catalog *cli_load_rules(const char *dir, const char *who,
                                   cs_err *err);
+/* The address --redis ADDR gives t (its credentials and the rest stay):
+ * 0, or -1 with the problem printed as "cascade CMD: --redis: ...". */
+int cli_redis_flag(const char *cmd, const char *addr, rtarget *t);
 
 #endif

@@ -62,13 +62,14 @@ static const char act_help[] =
     "step twice. Malformed requests go to cascade.deadletter.\n\n"
     "  --brokers LIST     Kafka bootstrap servers (required: or kafka.brokers)\n"
     "  --redis ADDR       Redis host:port or socket path (required: or\n"
-    "                     redis.address; the journal and the budget ledger\n"
-    "                     must outlive the process)\n"
+    "                     redis.address or redis.sentinels; the journal and\n"
+    "                     the budget ledger must outlive the process)\n"
     "  --cascade-config FILE\n"
     "                     the config the other commands take as --config\n"
     "                     (default $CASCADE_CONFIG): act reads kafka.brokers,\n"
-    "                     topic_prefix, instance_id, properties and\n"
-    "                     redis.address from it; flags win\n"
+    "                     topic_prefix, instance_id, properties and the redis\n"
+    "                     block (address or Sentinels, user, password, db)\n"
+    "                     from it; flags win\n"
     "  --instance-id ID   static group membership (kafka.instance_id): a\n"
     "                     restart within the session timeout keeps its\n"
     "                     partitions; one id per process\n"
@@ -201,11 +202,11 @@ static int process_config(act_args *a, cs_config *c)
         return -1;
     if (a->brokers)
         str_copy(c->brokers, sizeof c->brokers, a->brokers);
-    if (a->redis)
-        str_copy(c->redis, sizeof c->redis, a->redis);
+    if (a->redis && cli_redis_flag("act", a->redis, &c->redis))
+        return -1;
     if (a->instance_id)
         str_copy(c->instance_id, sizeof c->instance_id, a->instance_id);
-    if (!c->brokers[0] || !c->redis[0]) {
+    if (!c->brokers[0] || !rt_configured(&c->redis)) {
         fprintf(stderr, "cascade act: no %s: give %s, or %s in "
                 "--cascade-config\n", !c->brokers[0] ? "Kafka brokers" : "Redis",
                 !c->brokers[0] ? "--brokers" : "--redis",
@@ -275,7 +276,7 @@ int cmd_act(int argc, char **argv)
         fprintf(stderr, "cascade act: %s\n", base ? err.msg : "no event loop");
         goto out;
     }
-    o = (act_opts){.brokers = pc.brokers, .redis = pc.redis, .group = a.group,
+    o = (act_opts){.brokers = pc.brokers, .redis = &pc.redis, .group = a.group,
                    .props = &pc.kprops,
                    .instance_id = pc.instance_id[0] ? pc.instance_id : NULL,
                    .rules = rules, .mode = a.mode, .scheduler = a.sched,
@@ -346,6 +347,7 @@ out:
     pb_catalog_free(rules);
     ex_conf_clear(&exc);
     explicit_bzero(jkey, sizeof jkey);
+    rt_wipe(&pc.redis);
     return rc;
 }
 

@@ -34,7 +34,7 @@ int cmd_broker(int argc, char **argv)
      * client talks to it in plain text */
     l.brokers = NULL;
     l.cfg.kprops.n = 0;
-    l.redis_addr = "unused"; /* no Redis for a bare broker */
+    l.redis_target = &l.private_redis; /* unused: no Redis for a bare broker */
     l.embedded = 1;
     if (live_start(&l, &err))
         return live_fail(&l, "broker", &err);

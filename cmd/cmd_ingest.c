@@ -243,7 +243,7 @@ static int ingest_webhook(int argc, char **argv)
     }
     if (live_config(&l, &a, "ingest webhook"))
         return 2;
-    l.redis_addr = "unused";
+    l.redis_target = &l.private_redis; /* unused */
     const char *const topics[] = {KFK_TOPIC_SIGNALS, NULL};
     if (live_start(&l, &err) ||
         kfk_producer_topics(l.prod, topics, NULL, CLI_TOPICS_MS, &err))

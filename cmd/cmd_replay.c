@@ -39,6 +39,7 @@ int cmd_replay(int argc, char **argv)
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     replay_opts o = {.batch = 1000, .out = stdout};
+    rtarget redis;
     int c;
     char *end;
     const char *rules = NULL;
@@ -48,7 +49,10 @@ int cmd_replay(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            o.redis = optarg;
+            rt_init(&redis);
+            if (cli_redis_flag("replay", optarg, &redis))
+                return 2;
+            o.redis = &redis;
             break;
         case 'b':
             o.batch = strtoul(optarg, &end, 10);

@@ -92,7 +92,7 @@ static int read_file(const char *path, shadow *s, line_fn fn)
 }
 
 /* The streams through the replay engine, its output kept in memory. */
-static int replay_into(char **files, int n, const char *redis, shadow *s)
+static int replay_into(char **files, int n, const rtarget *redis, shadow *s)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -126,7 +126,8 @@ int cmd_shadow(int argc, char **argv)
                                          {"json", no_argument, 0, 'j'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *operators = NULL, *incidents = NULL, *redis = NULL;
+    const char *operators = NULL, *incidents = NULL;
+    rtarget redis, *use_redis = NULL;
     int64_t window = TS_HOUR;
     int c, json = 0, rc;
     shadow *s;
@@ -137,7 +138,12 @@ int cmd_shadow(int argc, char **argv)
         switch (c) {
         case 'o': operators = optarg; break;
         case 'i': incidents = optarg; break;
-        case 'r': redis = optarg; break;
+        case 'r':
+            rt_init(&redis);
+            if (cli_redis_flag("shadow", optarg, &redis))
+                return 2;
+            use_redis = &redis;
+            break;
         case 'j': json = 1; break;
         case 'w':
             if (duration(optarg, &window)) {
@@ -158,7 +164,7 @@ int cmd_shadow(int argc, char **argv)
     }
     s = shadow_new(window);
     rc = incidents ? read_file(incidents, s, shadow_add_incident)
-                   : replay_into(argv + optind, argc - optind, redis, s);
+                   : replay_into(argv + optind, argc - optind, use_redis, s);
     if (rc != 2) {
         int orc = read_file(operators, s, shadow_add_operator);
         rc = orc > rc ? orc : rc;

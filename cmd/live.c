@@ -72,7 +72,7 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
                              "running one: %s", err.msg);
         return;
     }
-    if (strcmp(next.brokers, l->cfg.brokers) || strcmp(next.redis, l->cfg.redis) ||
+    if (strcmp(next.brokers, l->cfg.brokers) || !rt_same(&next.redis, &l->cfg.redis) ||
         strcmp(next.listen, l->cfg.listen) || next.port != l->cfg.port ||
         strcmp(next.group, l->cfg.group) ||
         strcmp(next.topic_prefix, l->cfg.topic_prefix) ||
@@ -88,6 +88,7 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
         log_info("cascade", "SIGHUP: webhook token replaced");
     }
     explicit_bzero(next.token, sizeof next.token);
+    rt_wipe(&next.redis);
     memcpy(l->cfg.rules_dir, next.rules_dir, sizeof l->cfg.rules_dir);
     reload_rules(l, l->cfg.rules_dir);
     log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
@@ -105,7 +106,7 @@ static int live_services(live *l, cs_err *err)
                    "broker)");
         return -1;
     }
-    if (!l->redis_addr && !l->embedded) {
+    if (!l->redis_target && !l->embedded) {
         cs_err_set(err, "no Redis: give --redis or redis.address in the "
                    "config (only cascade dev starts a private redis-server)");
         return -1;
@@ -121,11 +122,12 @@ static int live_services(live *l, cs_err *err)
         printf("kafka: embedded broker at %s (librdkafka mock cluster; "
                "development only)\n", l->brokers);
     }
-    if (!l->redis_addr) {
+    if (!l->redis_target) {
         if (!(l->redis = rproc_start(err)))
             return -1;
-        l->redis_addr = rproc_socket(l->redis);
-        printf("redis: private redis-server at %s\n", l->redis_addr);
+        rproc_target(l->redis, &l->private_redis);
+        l->redis_target = &l->private_redis;
+        printf("redis: private redis-server at %s\n", rproc_socket(l->redis));
     }
     fflush(stdout);
     return 0;
@@ -192,6 +194,7 @@ void live_free(live *l)
     if (l->sigusr1)
         event_free(l->sigusr1);
     explicit_bzero(l->cfg.token, sizeof l->cfg.token);
+    rt_wipe(&l->cfg.redis);
     if (l->stop_timer)
         event_free(l->stop_timer);
     if (l->drain_timer)
@@ -235,7 +238,7 @@ static int correlator_opts(live *l, const char *who, corr_opts *o,
         return live_fail(l, who, err);
     }
     o->brokers = l->brokers;
-    o->redis = l->redis_addr;
+    o->redis = l->redis_target;
     return 0;
 }
 
@@ -334,8 +337,8 @@ int live_config(live *l, const live_args *a, const char *cmd)
         str_copy(c->token, sizeof c->token, env_token);
     if (a->brokers)
         str_copy(c->brokers, sizeof c->brokers, a->brokers);
-    if (a->redis)
-        str_copy(c->redis, sizeof c->redis, a->redis);
+    if (a->redis && cli_redis_flag(cmd, a->redis, &c->redis))
+        return -1;
     if (a->group)
         str_copy(c->group, sizeof c->group, a->group);
     if (a->instance_id)
@@ -350,7 +353,7 @@ int live_config(live *l, const live_args *a, const char *cmd)
     if (a->batch > 0)
         c->batch = a->batch;
     l->brokers = c->brokers[0] ? c->brokers : NULL;
-    l->redis_addr = c->redis[0] ? c->redis : NULL;
+    l->redis_target = rt_configured(&c->redis) ? &c->redis : NULL;
     return 0;
 }
 

@@ -23,7 +23,9 @@ typedef struct live {
     struct event_base *base;
     kfk_broker *broker;
     rproc *redis;
-    const char *brokers, *redis_addr;
+    const char *brokers;
+    const rtarget *redis_target; /* NULL: none configured */
+    rtarget private_redis;       /* the private redis-server's */
     /* cascade dev, cascade broker: start the broker and Redis that are not
      * configured. Every other command refuses to start without them. */
     int embedded;
@@ -53,7 +55,8 @@ typedef struct live_args {
     "  --brokers LIST  Kafka bootstrap servers (or kafka.brokers; only\n"    \
     "                  cascade dev starts an embedded broker without one)\n" \
     "  --redis ADDR    Redis host:port or socket path (or redis.address;\n"  \
-    "                  only cascade dev starts a private redis-server)\n"    \
+    "                  only cascade dev starts a private redis-server); the\n" \
+    "                  user, password, db and Sentinels come from --config\n" \
     "  --for SECONDS   stop after this long (default: until SIGINT/SIGTERM)\n" \
     "  --config FILE   YAML config (default $CASCADE_CONFIG; flags win;\n"   \
     "                  SIGHUP reloads it). See 'cascade config --help'.\n"

@@ -14,6 +14,7 @@
 void cfg_defaults(cs_config *c)
 {
     memset(c, 0, sizeof *c);
+    rt_init(&c->redis);
     /* Each batch waits for Redis, Kafka's delivery and the commit; under a
      * backlog, 1000 a batch spent half the drain waiting. A caught-up
      * consumer's batches are what has arrived, far fewer. */
@@ -62,7 +63,6 @@ static const yd_key kafka_keys[] = {
      "properties must be a mapping of librdkafka properties "
      "(security.protocol: SASL_SSL, ...)", read_properties},
 };
-static const yd_key redis_keys[] = {BUF("address", redis)};
 static const yd_key webhook_keys[] = {
     BUF("listen", listen),
     INT("port", port, 0, 65535),
@@ -85,15 +85,19 @@ static const yd_key correlate_keys[] = {
     INT("max_clusters", max_clusters, 1, 1000000)};
 
 static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
+static int read_redis(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 
-#define SECTION(n) {n, YD_MAP, 0, 0, 0, 0, 0, 0, \
-                    "section '" n "' must be a mapping of keys", read_section}
+#define SECTION_BY(n, fn) {n, YD_MAP, 0, 0, 0, 0, 0, 0, \
+                           "section '" n "' must be a mapping of keys", fn}
+#define SECTION(n) SECTION_BY(n, read_section)
 /* In the order of sections[]. */
-static const yd_key root_keys[] = {SECTION("kafka"), SECTION("redis"),
+static const yd_key root_keys[] = {SECTION("kafka"),
+                                   SECTION_BY("redis", read_redis),
                                    SECTION("webhook"), SECTION("log"),
                                    SECTION("rules"), SECTION("correlate")};
 static const yd_table sections[] = {
-    YD_TABLE("'kafka'", kafka_keys), YD_TABLE("'redis'", redis_keys),
+    YD_TABLE("'kafka'", kafka_keys),
+    {"'redis'", NULL, 0}, /* core/rtarget.h reads it */
     YD_TABLE("'webhook'", webhook_keys), YD_TABLE("'log'", log_keys),
     YD_TABLE("'rules'", rules_keys), YD_TABLE("'correlate'", correlate_keys)};
 static const yd_table root = YD_TABLE("the top level", root_keys);
@@ -284,6 +288,14 @@ static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
     return yd_read(d, v, t, prefix, obj) ? -1 : 0;
 }
 
+static int read_redis(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    char prefix[32];
+
+    snprintf(prefix, sizeof prefix, "%s.", k->name);
+    return rt_read_yaml(d, v, prefix, &((cs_config *)obj)->redis) ? -1 : 0;
+}
+
 int cfg_load(cs_config *c, const char *path, cs_err *err)
 {
     yd_doc *d;
@@ -299,6 +311,7 @@ int cfg_load(cs_config *c, const char *path, cs_err *err)
     if (rc == 0)
         *c = next;
     explicit_bzero(next.token, sizeof next.token);
+    rt_wipe(&next.redis);
     return rc;
 }
 
@@ -342,8 +355,7 @@ void cfg_print(const cs_config *c, void *stdio_file)
     FILE *f = stdio_file;
 
     print_kafka(f, c);
-    fprintf(f, "redis:\n  address: \"%s\"%s\n", c->redis,
-            c->redis[0] ? "" : "   # private redis-server");
+    rt_print(&c->redis, f, "private redis-server");
     fprintf(f, "webhook:\n  listen: %s\n  port: %d\n  token: %s\n"
                "  max_body: %zu\n  max_headers: %zu\n  max_connections: %d\n"
                "  timeout_s: %d\n  request_timeout_s: %d\n  max_alerts: %d\n"

@@ -4,7 +4,8 @@
  *
  *   kafka:   brokers, group, batch, linger_ms, fetch_wait_ms, topic_prefix,
  *            instance_id, properties (librdkafka's, for every client)
- *   redis:   address
+ *   redis:   address, user, password, db, sentinels, master,
+ *            sentinel_password (core/rtarget.h)
  *   webhook: listen, port, token | token_file, max_body, max_headers,
  *            max_connections, timeout_s, request_timeout_s, max_alerts,
  *            max_output, ack_timeout_s
@@ -12,14 +13,16 @@
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
  *
- * Empty brokers or redis address means "none given": `cascade dev` then
- * starts an embedded one, every other command refuses to start. */
+ * Empty brokers, or no redis address and no sentinels, means "none
+ * given": `cascade dev` then starts an embedded one, every other command
+ * refuses to start. */
 #ifndef CS_CONFIG_H
 #define CS_CONFIG_H
 
 #include <stddef.h>
 
 #include "core/err.h"
+#include "core/rtarget.h"
 
 /* kafka.properties: librdkafka properties every client of the process is
  * given over cascade's own settings, each with where it was written, so
@@ -52,7 +55,7 @@ typedef struct cs_config {
     char topic_prefix[201]; /* TOPIC_PREFIX_MAX */
     char instance_id[128];  /* group.instance.id; "": dynamic membership */
     cfg_kprops kprops;
-    char redis[512];
+    rtarget redis;
     char listen[64];
     int port;
     char token[256];
@@ -71,8 +74,8 @@ void cfg_defaults(cs_config *c);
 /* Reads path over the values already in c. On error c is unchanged and
  * err says "PATH:LINE:COL: what". */
 int cfg_load(cs_config *c, const char *path, cs_err *err);
-/* The effective configuration as YAML (the token redacted, secret
- * properties as their references). */
+/* The effective configuration as YAML (the token and the Redis secrets
+ * redacted, secret properties as their references). */
 void cfg_print(const cs_config *c, void *stdio_file);
 
 #endif

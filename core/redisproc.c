@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/str.h"
 
 struct rproc {
     pid_t pid;
@@ -111,6 +112,12 @@ fail:
 const char *rproc_socket(const rproc *r)
 {
     return r->sock;
+}
+
+void rproc_target(const rproc *r, rtarget *t)
+{
+    rt_init(t);
+    str_copy(t->addr, sizeof t->addr, r->sock);
 }
 
 void rproc_stop(rproc *r)

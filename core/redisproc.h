@@ -5,6 +5,7 @@
 #define CS_REDISPROC_H
 
 #include "core/err.h"
+#include "core/rtarget.h"
 
 typedef struct rproc rproc;
 
@@ -12,6 +13,8 @@ typedef struct rproc rproc;
 rproc *rproc_start(cs_err *err);
 /* The socket path, usable as a Redis address ("unix:PATH" not needed). */
 const char *rproc_socket(const rproc *r);
+/* The server as a target: its socket, nothing to authenticate. */
+void rproc_target(const rproc *r, rtarget *t);
 void rproc_stop(rproc *r);
 
 #endif

@@ -10,12 +10,13 @@
 
 #include "core/err.h"
 #include "core/kafka.h"
+#include "core/rtarget.h"
 
 typedef struct corr_opts {
     const char *brokers;
     const cfg_kprops *props; /* kafka.properties (NULL: none) */
     const char *instance_id; /* kafka.instance_id (NULL: dynamic member) */
-    const char *redis;
+    const rtarget *redis; /* borrowed: it outlives the correlator */
     const char *group;   /* consumer group; default KFK_GROUP_CORRELATE */
     size_t batch;        /* max signals per batch; default 1000 */
     int fetch_wait_ms;   /* kafka.fetch_wait_ms (0: answer at once) */

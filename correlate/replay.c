@@ -165,24 +165,26 @@ int replay_run(char **files, int nfiles, const replay_opts *o)
     rproc *rp = NULL;
     struct event_base *base = NULL;
     char prefix[64] = "";
-    const char *addr = o->redis;
+    const rtarget *target = o->redis;
+    rtarget private;
     cs_err err = {{0}};
     int rc = 2;
     struct pb_catalog *rules = o->rules; /* ours until the engine takes it */
 
-    if (!addr) {
+    if (!target) {
         if (!(rp = rproc_start(&err))) {
             fprintf(stderr, "cascade replay: %s\n", err.msg);
             pb_catalog_free(rules);
             return 2;
         }
-        addr = rproc_socket(rp);
+        rproc_target(rp, &private);
+        target = &private;
     } else {
         /* A shared Redis: keep this run's keys apart from live state. */
         snprintf(prefix, sizeof prefix, "replay:%d:", (int)getpid());
     }
     base = event_base_new();
-    if (!base || !(r.st = store_new(base, addr, prefix, &err)) ||
+    if (!base || !(r.st = store_new(base, target, prefix, &err)) ||
         !(r.eng = eng_new(store_ops(), r.st, &err)))
         goto out;
     /* A file of the past: nothing in it can be later than now. */

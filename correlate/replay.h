@@ -7,8 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/rtarget.h"
+
 typedef struct replay_opts {
-    const char *redis; /* NULL: start a private redis-server */
+    const rtarget *redis; /* NULL: start a private redis-server */
     size_t batch;      /* signals per Redis pipeline */
     FILE *out;
     struct pb_catalog *rules; /* NULL: the built-in set; else taken over */

@@ -9,7 +9,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
-#include "core/redisaddr.h"
+#include "core/rconn.h"
 #include "core/rlink.h"
 #include "core/strmap.h"
 #include "core/ts.h"
@@ -282,10 +282,10 @@ static void on_reply(void *arg, redisReply *reply)
     store *st = arg;
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        /* OOM, READONLY, LOADING: the write did not happen. The batch is
-         * not acknowledged; it is sent again after a back-off. Told once
-         * per batch: a full disk answered every command, 13,734 lines in
-         * 10 s. */
+        /* OOM, a full disk: the write did not happen. The batch is not
+         * acknowledged; it is sent again after a back-off. Told once per
+         * batch: a full disk answered every command, 13,734 lines in
+         * 10 s. (READONLY and the like are the link's: a failover.) */
         if (!st->refused++)
             snprintf(st->first_refusal, sizeof st->first_refusal, "%s",
                      reply->str);
@@ -347,7 +347,7 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
 static const rlink_hooks hooks = {
     .ready = send_inflight, .reply = on_reply, .down = on_down};
 
-store *store_new(struct event_base *base, const char *addr, const char *prefix,
+store *store_new(struct event_base *base, const rtarget *t, const char *prefix,
                  cs_err *err)
 {
     store *st = calloc(1, sizeof *st);
@@ -359,7 +359,7 @@ store *store_new(struct event_base *base, const char *addr, const char *prefix,
     snprintf(st->prefix, sizeof st->prefix, "%s", prefix ? prefix : "");
     st->trims = strmap_new();
     st->stall = evtimer_new(base, on_stall, st);
-    st->link = rlink_new(base, addr, "store", &hooks, st);
+    st->link = rlink_new(base, t, "store", &hooks, st);
     return st;
 }
 
@@ -417,20 +417,6 @@ unsigned long store_commands_sent(const store *st)
 unsigned long store_hash_writes(const store *st)
 {
     return st->writes;
-}
-
-static redisContext *connect_sync(const char *addr, cs_err *err)
-{
-    redisContext *c = raddr_connect(addr);
-
-    if (!c || c->err) {
-        cs_err_set(err, "cannot reach redis at %s: %s", addr,
-                   c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    return c;
 }
 
 static long restore_zset(redisContext *c, const char *key, const char *name,
@@ -495,29 +481,22 @@ static long restore_key(redisContext *c, const char *key, const char *prefix,
     return n;
 }
 
-int store_ping(const char *addr, cs_err *err)
+int store_ping(const rtarget *t, cs_err *err)
 {
-    redisContext *c = connect_sync(addr, err);
-    redisReply *r;
-    int rc = 0;
+    char addr[256];
+    redisContext *c = rconn_open(t, addr, sizeof addr, err);
 
     if (!c)
         return -1;
-    r = redisCommand(c, "PING");
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-        cs_err_set(err, "redis at %s does not answer PING: %s", addr,
-                   r ? r->str : c->errstr);
-        rc = -1;
-    }
-    freeReplyObject(r);
     redisFree(c);
-    return rc;
+    return 0;
 }
 
-long store_partitions(const char *addr, const char *topic, long count,
+long store_partitions(const rtarget *t, const char *topic, long count,
                       cs_err *err)
 {
-    redisContext *c = connect_sync(addr, err);
+    char addr[256];
+    redisContext *c = rconn_open(t, addr, sizeof addr, err);
     redisReply *set, *get = NULL;
     long n = -1;
 
@@ -547,11 +526,11 @@ long store_partitions(const char *addr, const char *topic, long count,
     return n;
 }
 
-long store_restore(const char *addr, const char *prefix,
+long store_restore(const rtarget *t, const char *prefix,
                    const store_restore_fns *fns, void *arg, cs_err *err)
 {
-    redisContext *c = connect_sync(addr, err);
-    char cursor[32] = "0", pattern[256];
+    char addr[256], pattern[256], cursor[32] = "0";
+    redisContext *c = rconn_open(t, addr, sizeof addr, err);
     long n = 0;
 
     if (!c)

@@ -1,21 +1,22 @@
 /* Redis side of the correlator: the engine's window and state writes,
- * queued per batch and sent as one pipeline on an async hiredis connection
- * bound to the event loop. A batch is "acknowledged" only when every reply
- * of it has arrived; a lost connection resends the whole batch after a
- * back-off (all writes are idempotent). */
+ * queued per batch and sent as one pipeline on the reconnecting link
+ * (core/rlink.h) bound to the event loop. A batch is "acknowledged" only
+ * when every reply of it has arrived; a lost connection or a refusal
+ * resends the whole batch after a back-off (all writes are idempotent). */
 #ifndef CS_STORE_H
 #define CS_STORE_H
 
 #include <event2/event.h>
 
 #include "core/err.h"
+#include "core/rtarget.h"
 #include "engine/engine.h"
 
 typedef struct store store;
 
-/* addr: a unix socket path ("/run/redis.sock" or "unix:/path") or
- * "host:port". prefix: prepended to every key ("" for none). */
-store *store_new(struct event_base *base, const char *addr, const char *prefix,
+/* t: where Redis is and how to reach it (copied). prefix: prepended to
+ * every key ("" for none). */
+store *store_new(struct event_base *base, const rtarget *t, const char *prefix,
                  cs_err *err);
 void store_free(store *st);
 /* The ops to hand to eng_new, with the store as ctx. */
@@ -33,8 +34,9 @@ int store_busy(const store *st);
 unsigned long store_commands_sent(const store *st);
 unsigned long store_hash_writes(const store *st);
 
-/* Whether Redis answers (blocking; start-up only): 0, or -1 (err set). */
-int store_ping(const char *addr, cs_err *err);
+/* Whether Redis answers to t's credentials (blocking; start-up only): 0,
+ * or -1 (err set). */
+int store_ping(const rtarget *t, cs_err *err);
 
 /* The partition count of topic that the state in Redis was built with
  * (the clusters' state belongs to the partition their key hashes to):
@@ -42,7 +44,7 @@ int store_ping(const char *addr, cs_err *err);
  * (blocking; start-up only). Returns the count on record, or -1 (err
  * set). */
 #define STORE_META "cascade:{meta}:partitions"
-long store_partitions(const char *addr, const char *topic, long count,
+long store_partitions(const rtarget *t, const char *topic, long count,
                       cs_err *err);
 
 /* Reads back every cascade key under prefix (blocking; start-up only):
@@ -59,7 +61,7 @@ typedef struct store_restore_fns {
      * are read). */
     int (*wants_key)(void *arg, const char *key);
 } store_restore_fns;
-long store_restore(const char *addr, const char *prefix,
+long store_restore(const rtarget *t, const char *prefix,
                    const store_restore_fns *fns, void *arg, cs_err *err);
 
 #endif

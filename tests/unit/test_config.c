@@ -6,6 +6,7 @@
 #include "check.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/str.h"
 
 static char dir[200];
 
@@ -64,7 +65,7 @@ static void test_full_file(void)
     CHECK_STR(c.group, "g");
     CHECK_STR(c.instance_id, "correlate-1");
     CHECK_INT(c.batch, 50);
-    CHECK_STR(c.redis, "/run/r.sock");
+    CHECK_STR(c.redis.addr, "/run/r.sock");
     CHECK_STR(c.listen, "0.0.0.0");
     CHECK_INT(c.port, 0);
     CHECK_STR(c.token, "from-file");
@@ -163,6 +164,116 @@ static void test_errors(void)
     CHECK(memcmp(&c, &before, sizeof c) == 0);
 }
 
+/* The redis block: every key, secrets named and read, what the keys mean
+ * together, each mistake at its line, and no secret printed. */
+static void test_redis(void)
+{
+    cs_config c;
+    char text[1024], *printed = NULL;
+    size_t len = 0;
+    FILE *mem;
+    const char *pw = write_file("redis.pw", "file-secret\n");
+
+    cfg_defaults(&c);
+    CHECK(!rt_configured(&c.redis));
+    setenv("CASCADE_TEST_SENTINEL_PW", "env-secret", 1);
+    snprintf(text, sizeof text,
+             "redis:\n  user: cascade\n  password: file:%s\n  db: 3\n"
+             "  sentinels: [\"10.0.0.1:26379\", s2:26380]\n"
+             "  master: mymaster\n"
+             "  sentinel_password: env:CASCADE_TEST_SENTINEL_PW\n", pw);
+    CHECK_STR(load(&c, text), "");
+    CHECK(rt_configured(&c.redis));
+    CHECK_STR(c.redis.addr, "");
+    CHECK_STR(c.redis.user, "cascade");
+    CHECK_STR(c.redis.password, "file-secret");
+    CHECK_INT(c.redis.db, 3);
+    CHECK_INT(c.redis.nsentinels, 2);
+    CHECK_STR(c.redis.sentinels[0], "10.0.0.1:26379");
+    CHECK_STR(c.redis.sentinels[1], "s2:26380");
+    CHECK_STR(c.redis.master, "mymaster");
+    CHECK_STR(c.redis.sentinel_password, "env-secret");
+
+    /* printed: the secrets redacted, the rest as loaded */
+    REQUIRE((mem = open_memstream(&printed, &len)) != NULL);
+    cfg_print(&c, mem);
+    fclose(mem);
+    CHECK(strstr(printed, "file-secret") == NULL);
+    CHECK(strstr(printed, "env-secret") == NULL);
+    CHECK(strstr(printed, "  password: \"<set>\"\n") != NULL);
+    CHECK(strstr(printed, "  sentinel_password: \"<set>\"\n") != NULL);
+    CHECK(strstr(printed, "  sentinels: [\"10.0.0.1:26379\", \"s2:26380\"]\n"
+                          "  master: \"mymaster\"\n") != NULL);
+    CHECK(strstr(printed, "  db: 3\n") != NULL);
+    free(printed);
+
+    /* what cascade config prints with no secret set loads again */
+    CHECK_STR(load(&c, "redis:\n  user: \"\"\n  password: \"\"\n"), "");
+    CHECK_STR(c.redis.password, "");
+    CHECK_STR(load(&c, "redis:\n  password: file:c.yaml-nonexistent\n"),
+              "c.yaml:2:13: redis.password: secret file c.yaml-nonexistent: No "
+              "such file or directory");
+    str_copy(c.redis.password, sizeof c.redis.password, "file-secret");
+
+    /* the flag's address replaces the Sentinels, the credentials stay */
+    CHECK_INT(rt_set_addr(&c.redis, "unix:/run/r.sock", NULL), 0);
+    CHECK_INT(c.redis.nsentinels, 0);
+    CHECK_STR(c.redis.password, "file-secret");
+    CHECK_INT(rt_set_addr(&c.redis, "host:99999", NULL), -1);
+    CHECK_INT(rt_set_addr(&c.redis, ":6379", NULL), -1);
+    CHECK_STR(c.redis.addr, "unix:/run/r.sock");
+    unsetenv("CASCADE_TEST_SENTINEL_PW");
+    rt_wipe(&c.redis);
+    CHECK_STR(c.redis.password, "");
+}
+
+static void test_redis_errors(void)
+{
+    cs_config c, before;
+
+    cfg_defaults(&c);
+    before = c;
+    /* a password is named, never written */
+    CHECK_STR(load(&c, "redis:\n  address: r:6379\n  password: hunter2\n"),
+              "c.yaml:3:13: redis.password: a secret must be file:PATH or "
+              "env:NAME (never the value itself)");
+    unsetenv("CASCADE_TEST_NO_SUCH_PW");
+    CHECK_STR(load(&c, "redis:\n  password: env:CASCADE_TEST_NO_SUCH_PW\n"),
+              "c.yaml:2:13: redis.password: environment variable "
+              "CASCADE_TEST_NO_SUCH_PW is not set");
+    CHECK(strstr(load(&c, "redis:\n  sentinel_password: file:/nonexistent/pw\n"),
+                 "c.yaml:2:22: redis.sentinel_password: secret file "
+                 "/nonexistent/pw: No such file") != NULL);
+    CHECK_STR(load(&c, "redis:\n  address: r:6379\n  sentinels: [a:1]\n"
+                       "  master: m\n"),
+              "c.yaml:3:14: redis.address and redis.sentinels: give one (the "
+              "Sentinels name the master's address)");
+    CHECK_STR(load(&c, "redis:\n  sentinels:\n    - a:26379\n"),
+              "c.yaml:3:5: redis.sentinels needs redis.master (the name the "
+              "Sentinels know it by)");
+    CHECK_STR(load(&c, "redis:\n  address: r\n  master: m\n"),
+              "c.yaml:3:11: redis.master without redis.sentinels");
+    CHECK_STR(load(&c, "redis:\n  address: r\n  user: u\n"),
+              "c.yaml:3:9: redis.user needs redis.password (AUTH user "
+              "password)");
+    CHECK_STR(load(&c, "redis:\n  sentinels: [a:1, b]\n  master: m\n"),
+              "c.yaml:2:20: redis.sentinels: 'b' is not host:port");
+    CHECK_STR(load(&c, "redis:\n  sentinels: a:1\n"),
+              "c.yaml:2:14: redis.sentinels must be a list");
+    CHECK_STR(load(&c, "redis:\n  address: \"r:port\"\n"),
+              "c.yaml:2:12: redis.address: 'r:port' is not host:port, host, a "
+              "socket path or unix:PATH");
+    CHECK_STR(load(&c, "redis:\n  db: -1\n"),
+              "c.yaml:2:7: redis.db: expected an integer from 0 to 65535, got "
+              "'-1'");
+    CHECK_STR(load(&c, "redis:\n  adress: r\n"),
+              "c.yaml:2:3: unknown key 'adress' in 'redis' (known: address, "
+              "user, password, db, sentinels, master, sentinel_password)");
+    CHECK_STR(load(&c, "redis: r:6379\n"),
+              "c.yaml:1:8: section 'redis' must be a mapping of keys");
+    CHECK(memcmp(&c, &before, sizeof c) == 0);
+}
+
 int main(void)
 {
     cs_err err;
@@ -172,10 +283,13 @@ int main(void)
         return 1;
     test_full_file();
     test_errors();
+    test_redis();
+    test_redis_errors();
     CHECK(cfg_load(&(cs_config){0}, "/nonexistent.yaml", &err) == -1);
     CHECK_STR(err.msg, "/nonexistent.yaml: No such file or directory");
     unlink(write_file("c.yaml", ""));
     unlink(write_file("tok", ""));
+    unlink(write_file("redis.pw", ""));
     rmdir(dir);
     return check_report();
 }

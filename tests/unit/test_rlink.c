@@ -1,24 +1,25 @@
-/* The Redis link against a redis-server of the test's own, killed and
+/* The Redis link against redis-servers of the test's own. Killed and
  * started again on the same socket: replies in the order sent, the hooks
  * at each loss and return, nothing of a lost connection reaching the
  * owner, and no hook once the link is freed. Over TCP, a connect refused
- * after it started is tried again too. */
-#include <arpa/inet.h>
+ * after it started is tried again too. With a password and an ACL user:
+ * up only after AUTH and SELECT, the writes in the database named, and a
+ * wrong password refused, said with the address and user and never the
+ * password. With Sentinel: the master looked up (past a dead Sentinel),
+ * and followed when it answers READONLY. */
 #include <event2/event.h>
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "core/log.h"
 #include "core/rlink.h"
+#include "core/str.h"
+#include "redis_srv.h"
 
 /* The owner's side: what each hook saw. */
 typedef struct owner {
@@ -97,52 +98,24 @@ static void run_ms(struct event_base *base, int ms)
     event_base_dispatch(base);
 }
 
-/* redis-server on the unix socket sock, else on 127.0.0.1:port; no
- * persistence. The link waits for it to answer. */
-static pid_t server_start(const char *dir, const char *sock, const char *port)
+/* redis-server on the unix socket sock, no persistence. */
+static pid_t server_unix(const char *dir, const char *sock)
 {
-    const char *bin = getenv("CASCADE_REDIS_SERVER");
-    pid_t pid = fork();
+    const char *argv[] = {"", "--port", "0", "--unixsocket", sock,
+                          "--unixsocketperm", "700", "--save", "",
+                          "--appendonly", "no", "--dir", dir, NULL};
 
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, STDOUT_FILENO);
-        dup2(null, STDERR_FILENO);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (!bin)
-            bin = "redis-server";
-        if (sock)
-            execlp(bin, bin, "--port", "0", "--unixsocket", sock,
-                   "--unixsocketperm", "700", "--save", "", "--appendonly",
-                   "no", "--dir", dir, (char *)NULL);
-        else
-            execlp(bin, bin, "--port", port, "--bind", "127.0.0.1", "--save",
-                   "", "--appendonly", "no", "--dir", dir, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
+    return srv_exec(argv);
 }
 
-static void server_kill(pid_t pid)
+/* A target of an address alone. */
+static rtarget at(const char *addr)
 {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-}
+    rtarget t;
 
-/* A TCP port nothing listens on, for now. */
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    REQUIRE(fd >= 0);
-    REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    REQUIRE(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-    close(fd);
-    return ntohs(a.sin_port);
+    rt_init(&t);
+    REQUIRE(rt_set_addr(&t, addr, NULL) == 0);
+    return t;
 }
 
 static void test_restart(struct event_base *base, const char *dir)
@@ -152,13 +125,15 @@ static void test_restart(struct event_base *base, const char *dir)
     pid_t pid;
 
     snprintf(sock, sizeof sock, "%s/redis.sock", dir);
-    pid = server_start(dir, sock, NULL);
+    pid = server_unix(dir, sock);
+    rtarget t = at(sock);
 
-    /* The first connection: no ready (nothing can be pending yet). */
-    o.link = rlink_new(base, sock, "test", &hooks, &o);
+    /* No hook from rlink_new; ready comes with the first connection. */
+    o.link = rlink_new(base, &t, "test", &hooks, &o);
     CHECK_INT(o.ready + o.up + o.down, 0);
     REQUIRE(wait_for(&o, &o.up, 1));
     CHECK(rlink_up(o.link));
+    CHECK_INT(o.ready, 1);
     CHECK_INT(send_cmd(o.link, "SET k %s", "v1"), 0);
     CHECK_INT(send_cmd(o.link, "GET %s", "k"), 0);
     REQUIRE(wait_for(&o, &o.replies, 2));
@@ -168,7 +143,7 @@ static void test_restart(struct event_base *base, const char *dir)
     /* Redis dies with a command unanswered: down, and no reply for it. */
     CHECK_INT(send_cmd(o.link, "BLPOP %s 0", "never"), 0);
     run_ms(base, 100);
-    server_kill(pid);
+    srv_kill(pid);
     REQUIRE(wait_for(&o, &o.down, 1));
     CHECK(!rlink_up(o.link));
     CHECK_INT(send_cmd(o.link, "GET %s", "k"), -1); /* no connection */
@@ -176,9 +151,9 @@ static void test_restart(struct event_base *base, const char *dir)
     CHECK_INT(o.up, 1);
     CHECK_INT(o.replies, 2);
 
-    /* Back on the same socket: ready (the owner resends), then up. */
+    /* Back on the same socket: up, then ready (the owner resends). */
     o.resend = 1;
-    pid = server_start(dir, sock, NULL);
+    pid = server_unix(dir, sock);
     REQUIRE(wait_for(&o, &o.up, 2));
     CHECK(o.ready >= 1);
     CHECK(rlink_up(o.link));
@@ -203,7 +178,7 @@ static void test_restart(struct event_base *base, const char *dir)
     CHECK_INT(o.replies, 4);
     CHECK_INT(o.down, 1);
 
-    server_kill(pid);
+    srv_kill(pid);
     unlink(sock);
 }
 
@@ -216,19 +191,189 @@ static void test_tcp_refused(struct event_base *base, const char *dir)
     char addr[64], port[16];
     pid_t pid;
 
-    snprintf(port, sizeof port, "%d", free_port());
+    int p = srv_free_port();
+    rtarget t;
+
+    snprintf(port, sizeof port, "%d", p);
     snprintf(addr, sizeof addr, "127.0.0.1:%s", port);
-    o.link = rlink_new(base, addr, "test", &hooks, &o);
+    t = at(addr);
+    o.link = rlink_new(base, &t, "test", &hooks, &o);
     run_ms(base, 400);
     CHECK_INT(o.up, 0);
-    pid = server_start(dir, NULL, port);
+    pid = srv_start(dir, p, NULL);
     REQUIRE(wait_for(&o, &o.up, 1));
     REQUIRE(wait_for(&o, &o.replies, 1));
     CHECK_STR(o.got[0], "(nil)");
     run_ms(base, 100);
     CHECK_INT(o.replies, 1); /* none for the GETs of the refused attempts */
     rlink_free(o.link);
-    server_kill(pid);
+    srv_kill(pid);
+}
+
+/* What a captured log holds: 1 when it has what, 0 when not; freed. */
+static int logged(char *text, const char *what)
+{
+    int has = strstr(text, what) != NULL;
+
+    if (!has)
+        fprintf(stderr, "log lacks '%s'; it was:\n%s", what, text);
+    free(text);
+    return has;
+}
+
+/* The value of key in db of the server on port, "" when none. */
+static void check_value(int port, int db, const char *key, const char *want)
+{
+    redisContext *c = srv_client(port, "defpw");
+    redisReply *r;
+    char sel[32];
+
+    snprintf(sel, sizeof sel, "SELECT %d", db);
+    srv_do(c, sel);
+    r = redisCommand(c, "GET %s", key);
+    REQUIRE(r != NULL);
+    CHECK_STR(r->type == REDIS_REPLY_STRING ? r->str : "", want);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* An ACL user with a password and a database other than 0: nothing goes
+ * before AUTH and SELECT answered, and what goes lands in that database.
+ * A wrong password and a missing one: never up, and the log says why with
+ * the address and the user, never the password. */
+static void test_auth(struct event_base *base, const char *dir)
+{
+    int port = srv_free_port();
+    const char *extra[] = {"--requirepass", "defpw", NULL};
+    pid_t pid = srv_start(dir, port, extra);
+    redisContext *admin = srv_client(port, "defpw");
+    char addr[64], want[160];
+    owner o = {.base = base};
+    rtarget t;
+    check_capture cap;
+
+    srv_do(admin, "ACL SETUSER cascade on >cascade-pw ~* &* +@all");
+    redisFree(admin);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    t = at(addr);
+    str_copy(t.user, sizeof t.user, "cascade");
+    str_copy(t.password, sizeof t.password, "cascade-pw");
+    t.db = 5;
+    o.link = rlink_new(base, &t, "test", &hooks, &o);
+    CHECK_INT(send_cmd(o.link, "SET %s v", "k"), -1); /* not up yet */
+    REQUIRE(wait_for(&o, &o.up, 1));
+    CHECK_INT(o.ready, 1);
+    CHECK_INT(send_cmd(o.link, "SET %s in-db-5", "k"), 0);
+    REQUIRE(wait_for(&o, &o.replies, 1));
+    CHECK_STR(o.got[0], "OK");
+    check_value(port, 5, "k", "in-db-5");
+    check_value(port, 0, "k", "");
+    rlink_free(o.link);
+
+    /* The default user's password alone: AUTH password. */
+    o = (owner){.base = base};
+    t = at(addr);
+    str_copy(t.password, sizeof t.password, "defpw");
+    o.link = rlink_new(base, &t, "test", &hooks, &o);
+    REQUIRE(wait_for(&o, &o.up, 1));
+    rlink_free(o.link);
+
+    /* A wrong password: refused, tried again, never up. */
+    o = (owner){.base = base};
+    t = at(addr);
+    str_copy(t.user, sizeof t.user, "cascade");
+    str_copy(t.password, sizeof t.password, "wrong-pw");
+    t.db = 5;
+    check_stderr_begin(&cap);
+    o.link = rlink_new(base, &t, "test", &hooks, &o);
+    run_ms(base, 500);
+    rlink_free(o.link);
+    char *text = check_stderr_end(&cap);
+    CHECK_INT(o.up + o.ready + o.replies, 0);
+    CHECK(strstr(text, "wrong-pw") == NULL);
+    snprintf(want, sizeof want, "redis 127.0.0.1:%d (user cascade, db 5): AUTH "
+             "refused: WRONGPASS", port);
+    CHECK(logged(text, want));
+
+    /* None at all where one is wanted: the hint names the key. */
+    o = (owner){.base = base};
+    t = at(addr);
+    check_stderr_begin(&cap);
+    o.link = rlink_new(base, &t, "test", &hooks, &o);
+    run_ms(base, 300);
+    rlink_free(o.link);
+    CHECK_INT(o.up, 0);
+    CHECK(logged(check_stderr_end(&cap), "PING refused: NOAUTH Authentication "
+                 "required. (it wants a password: set redis.password)"));
+    srv_kill(pid);
+}
+
+/* The master from the Sentinels, the first of which is down; then the
+ * master moves (the Sentinel is told of the new one, the old one made its
+ * replica, as a failover leaves them): the write the old one answers
+ * READONLY never reaches the owner, the link asks again, and the owner's
+ * resend lands on the new master. */
+static void test_sentinel(struct event_base *base, const char *dir)
+{
+    int m1 = srv_free_port(), m2 = srv_free_port(), s = srv_free_port();
+    int dead = srv_free_port();
+    const char *pw[] = {"--requirepass", "defpw", "--masterauth", "defpw",
+                        NULL};
+    pid_t p1 = srv_start(dir, m1, pw), p2 = srv_start(dir, m2, pw), ps;
+    char cmd[128], want[160];
+    int ok, replies;
+    owner o = {.base = base, .resend = 1};
+    rtarget t;
+    check_capture cap;
+    redisContext *c;
+
+    ps = srv_sentinel(dir, s, "mymaster", m1);
+    c = srv_client(s, NULL);
+    srv_do(c, "SENTINEL SET mymaster auth-pass defpw");
+    rt_init(&t);
+    snprintf(t.sentinels[0], sizeof t.sentinels[0], "127.0.0.1:%d", dead);
+    snprintf(t.sentinels[1], sizeof t.sentinels[1], "127.0.0.1:%d", s);
+    t.nsentinels = 2;
+    str_copy(t.master, sizeof t.master, "mymaster");
+    str_copy(t.password, sizeof t.password, "defpw");
+    check_stderr_begin(&cap);
+    o.link = rlink_new(base, &t, "test", &hooks, &o);
+    ok = wait_for(&o, &o.up, 1) && wait_for(&o, &o.replies, 1); /* ready's GET */
+    snprintf(want, sizeof want, "redis: master of 'mymaster' is 127.0.0.1:%d",
+             m1);
+    CHECK(logged(check_stderr_end(&cap), want));
+    REQUIRE(ok);
+
+    /* The failover, as Sentinel would leave it. */
+    snprintf(cmd, sizeof cmd, "SENTINEL MONITOR mymaster 127.0.0.1 %d 1", m2);
+    srv_do(c, "SENTINEL REMOVE mymaster");
+    srv_do(c, cmd);
+    srv_do(c, "SENTINEL SET mymaster auth-pass defpw");
+    redisFree(c);
+    c = srv_client(m1, "defpw");
+    snprintf(cmd, sizeof cmd, "REPLICAOF 127.0.0.1 %d", m2);
+    srv_do(c, cmd);
+    redisFree(c);
+    o.resend = 0;
+    check_stderr_begin(&cap);
+    CHECK_INT(send_cmd(o.link, "SET %s moved", "k"), 0);
+    ok = wait_for(&o, &o.down, 1);
+    replies = o.replies; /* READONLY is the link's, not the owner's */
+    o.resend = 1;
+    ok = ok && wait_for(&o, &o.up, 2) && wait_for(&o, &o.replies, 2);
+    snprintf(want, sizeof want, "redis: master of 'mymaster' is now "
+             "127.0.0.1:%d (was 127.0.0.1:%d)", m2, m1);
+    CHECK(logged(check_stderr_end(&cap), want));
+    REQUIRE(ok);
+    CHECK_INT(replies, 1);
+    CHECK_INT(send_cmd(o.link, "SET %s moved", "k"), 0);
+    REQUIRE(wait_for(&o, &o.replies, 3));
+    CHECK_STR(o.got[2], "OK");
+    check_value(m2, 0, "k", "moved");
+    rlink_free(o.link);
+    srv_kill(ps);
+    srv_kill(p1);
+    srv_kill(p2);
 }
 
 int main(void)
@@ -243,6 +388,8 @@ int main(void)
     REQUIRE(mkdtemp(dir) != NULL);
     test_restart(base, dir);
     test_tcp_refused(base, dir);
+    test_auth(base, dir);
+    test_sentinel(base, dir);
     rmdir(dir);
     event_free(tick);
     event_base_free(base);

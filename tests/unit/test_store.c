@@ -1,6 +1,8 @@
-/* The store against a real redis-server (a private one, rproc): what a
- * batch of window and hash writes leaves in Redis, with consecutive writes
- * to one hash gathered into one command. */
+/* The store against real redis-servers: what a batch of window and hash
+ * writes leaves in Redis (a private one, rproc), with consecutive writes
+ * to one hash gathered into one command; the same through an ACL user's
+ * password into a database other than 0, and read back from there; a
+ * wrong password refused at start. */
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -9,9 +11,11 @@
 
 #include "check.h"
 #include "core/redisproc.h"
+#include "core/str.h"
 #include "correlate/store.h"
 #include "core/ts.h"
 #include "engine/engine.h"
+#include "redis_srv.h"
 
 static void on_done(void *arg)
 {
@@ -101,11 +105,11 @@ static void test_order(struct event_base *base, store *st, redisContext *rc)
 }
 
 /* A store's first write is a window entry: nothing gathered yet. */
-static void test_first_zadd(struct event_base *base, const char *sock,
+static void test_first_zadd(struct event_base *base, const rtarget *t,
                             redisContext *rc)
 {
     cs_err err;
-    store *st = store_new(base, sock, "f:", &err);
+    store *st = store_new(base, t, "f:", &err);
 
     REQUIRE(st != NULL);
     store_ops()->window_add(st, "w", 7, "m1");
@@ -226,28 +230,106 @@ static void test_stall_told(struct event_base *base, store *st,
     check_field(rc, "t:paused", "f", "v");
 }
 
+/* A target on 127.0.0.1:port as the user cascade (password cascade-pw)
+ * in database 3. */
+static rtarget acl_target(int port)
+{
+    rtarget t;
+    char addr[64];
+
+    rt_init(&t);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    REQUIRE(rt_set_addr(&t, addr, NULL) == 0);
+    str_copy(t.user, sizeof t.user, "cascade");
+    str_copy(t.password, sizeof t.password, "cascade-pw");
+    t.db = 3;
+    return t;
+}
+
+static int count_entry(void *arg, const char *key, const char *field,
+                       const char *value)
+{
+    (void)key, (void)field, (void)value;
+    ++*(int *)arg;
+    return 0;
+}
+
+/* Writes and their read-back through the user's password, in its
+ * database; a wrong password refused by name of address and user. */
+static void test_acl_db(struct event_base *base, int port, redisContext *admin)
+{
+    rtarget t = acl_target(port);
+    store_restore_fns fns = {.hash = count_entry};
+    store *st;
+    cs_err err;
+    redisReply *r;
+    int n = 0;
+
+    REQUIRE((st = store_new(base, &t, "", &err)) != NULL);
+    store_ops()->hash_put(st, "cascade:{c1}:incident", "i1", "open");
+    flush_wait(base, st);
+    store_free(st);
+    srv_do(admin, "SELECT 3");
+    r = cmd(admin, "HGET %s i1", "cascade:{c1}:incident");
+    CHECK_STR(r->type == REDIS_REPLY_STRING ? r->str : "", "open");
+    freeReplyObject(r);
+    srv_do(admin, "SELECT 0");
+    CHECK_INT(hlen(admin, "cascade:{c1}:incident"), 0);
+    CHECK_INT(store_restore(&t, "", &fns, &n, &err), 1);
+    CHECK_INT(n, 1);
+
+    str_copy(t.password, sizeof t.password, "not-the-pw");
+    CHECK_INT(store_ping(&t, &err), -1);
+    CHECK(strstr(err.msg, "not-the-pw") == NULL);
+    char want[128];
+    snprintf(want, sizeof want, "redis 127.0.0.1:%d (user cascade, db 3): "
+             "AUTH refused: WRONGPASS", port);
+    CHECK(!strncmp(err.msg, want, strlen(want)));
+    CHECK_INT(store_restore(&t, "", &fns, &n, &err), -1);
+}
+
 int main(void)
 {
     cs_err err;
     rproc *rp = rproc_start(&err);
     struct event_base *base = event_base_new();
     store *st;
-    redisContext *rc;
+    redisContext *rc, *admin;
+    rtarget t;
+    char dir[256];
+    int port;
+    pid_t pid;
 
     if (!rp) {
         fprintf(stderr, "test_store: %s\n", err.msg);
         return 1;
     }
     REQUIRE(base != NULL);
-    REQUIRE((st = store_new(base, rproc_socket(rp), "t:", &err)) != NULL);
+    rproc_target(rp, &t);
+    REQUIRE((st = store_new(base, &t, "t:", &err)) != NULL);
     REQUIRE((rc = redisConnectUnix(rproc_socket(rp))) != NULL && !rc->err);
-    test_first_zadd(base, rproc_socket(rp), rc);
+    test_first_zadd(base, &t, rc);
     test_order(base, st, rc);
     test_many(base, st, rc);
     test_refusals_told_once(base, st, rc);
     test_stall_told(base, st, rc);
     redisFree(rc);
     store_free(st);
+
+    check_tmp_template(dir, sizeof dir, "cascade-store");
+    REQUIRE(mkdtemp(dir) != NULL);
+    port = srv_free_port();
+    pid = srv_start(dir, port, (const char *[]){"--requirepass", "defpw",
+                    NULL});
+    admin = srv_client(port, "defpw");
+    srv_do(admin, "ACL SETUSER cascade on >cascade-pw ~* &* +@all");
+    test_acl_db(base, port, admin);
+    redisFree(admin);
+    srv_kill(pid);
+    char rm[300];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    if (system(rm) != 0)
+        fprintf(stderr, "test_store: %s left behind\n", dir);
     event_base_free(base);
     rproc_stop(rp);
     return check_report();
