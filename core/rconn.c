@@ -248,3 +248,137 @@ redisContext *rconn_open(const rtarget *t, char *addr, size_t len,
     }
     return c;
 }
+
+/* ---- durability ---- */
+
+/* CONFIG GET name into out: 0, or -1 with CONFIG's refusal in why. */
+static int config_get(redisContext *c, const char *name, char *out,
+                      size_t len, char *why, size_t wlen)
+{
+    redisReply *r = redisCommand(c, "CONFIG GET %s", name);
+    int rc = -1;
+
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING) {
+        str_copy(out, len, r->element[1]->str);
+        rc = 0;
+    } else {
+        snprintf(why, wlen, "%s", !r ? c->errstr
+                                  : r->type == REDIS_REPLY_ERROR ? r->str
+                                                                 : "no value");
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* The value of field in INFO's text, or "" when absent. */
+static void info_field(const char *info, const char *field, char *out,
+                       size_t len)
+{
+    size_t fl = strlen(field);
+
+    out[0] = '\0';
+    for (const char *p = info; p && *p; p = strchr(p, '\n'), p += p != NULL) {
+        if (!strncmp(p, field, fl) && p[fl] == ':') {
+            size_t n = strcspn(p + fl + 1, "\r\n");
+            snprintf(out, len, "%.*s", (int)n, p + fl + 1);
+            return;
+        }
+    }
+}
+
+/* What a durable Redis shows: the eviction policy and whether it
+ * persists, with the words that say so and what would mend it. */
+typedef struct keeps {
+    char policy[64];
+    int persists;
+    char how[200];
+    const char *fix;
+} keeps;
+
+static int by_config(redisContext *c, keeps *k, char *why, size_t wlen)
+{
+    char aof[16], save[96];
+
+    if (config_get(c, "maxmemory-policy", k->policy, sizeof k->policy, why,
+                   wlen) ||
+        config_get(c, "appendonly", aof, sizeof aof, why, wlen) ||
+        config_get(c, "save", save, sizeof save, why, wlen))
+        return -1;
+    k->persists = !strcmp(aof, "yes") || save[0];
+    snprintf(k->how, sizeof k->how, "appendonly %s, save \"%s\"", aof, save);
+    k->fix = "appendonly yes (or a save schedule)";
+    return 0;
+}
+
+/* INFO shows the append-only file, not a save schedule: without CONFIG,
+ * only the append-only file counts (a snapshot taken since the start may
+ * have been a replica's sync, not a schedule). */
+static int by_info(redisContext *c, keeps *k, const char *cfg_why, char *why,
+                   size_t wlen)
+{
+    redisReply *r = redisCommand(c, "INFO");
+    char aof[16];
+
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        snprintf(why, wlen, "%s", !r ? c->errstr
+                                  : r->type == REDIS_REPLY_ERROR ? r->str
+                                                                 : "no text");
+        freeReplyObject(r);
+        return -1;
+    }
+    info_field(r->str, "maxmemory_policy", k->policy, sizeof k->policy);
+    info_field(r->str, "aof_enabled", aof, sizeof aof);
+    freeReplyObject(r);
+    k->persists = !strcmp(aof, "1");
+    snprintf(k->how, sizeof k->how, "INFO: aof_enabled:%s; a save schedule "
+             "shows only to CONFIG GET, refused: %.100s", aof[0] ? aof : "?",
+             cfg_why);
+    k->fix = "appendonly yes (or allow the user +config|get to see a save "
+             "schedule)";
+    return 0;
+}
+
+/* Appends text to buf (of len), " and " between. */
+static void add(char *buf, size_t len, const char *text)
+{
+    size_t n = strlen(buf);
+
+    snprintf(buf + n, len - n, "%s%s", n ? " and " : "", text);
+}
+
+int rconn_durable(redisContext *c, const rtarget *t, const char *addr,
+                  cs_err *err)
+{
+    keeps k = {{0}, 0, {0}, NULL};
+    char who[512], cfg_why[160], info_why[160], what[400] = "", fix[200] = "";
+
+    rt_describe(t, addr, who, sizeof who);
+    if (by_config(c, &k, cfg_why, sizeof cfg_why) &&
+        by_info(c, &k, cfg_why, info_why, sizeof info_why)) {
+        cs_err_set(err, "redis %s: cannot tell whether it keeps cascade's "
+                   "state: CONFIG GET refused (%s) and INFO refused (%s); "
+                   "allow the user +info, or set redis.require_durable: "
+                   "false", who, cfg_why, info_why);
+        return -1;
+    }
+    if (strcmp(k.policy, "noeviction")) {
+        char e[128];
+        snprintf(e, sizeof e, "evicts keys (maxmemory-policy %s)",
+                 k.policy[0] ? k.policy : "not shown");
+        add(what, sizeof what, e);
+        add(fix, sizeof fix, "maxmemory-policy noeviction");
+    }
+    if (!k.persists) {
+        char p[256];
+        snprintf(p, sizeof p, "does not persist (%s)", k.how);
+        add(what, sizeof what, p);
+        add(fix, sizeof fix, k.fix);
+    }
+    if (!what[0])
+        return 0;
+    cs_err_set(err, "redis %s %s: cascade's state and journal could be lost; "
+               "set %s in its configuration, or redis.require_durable: false "
+               "for a throwaway Redis", who, what, fix);
+    return -1;
+}

@@ -1,6 +1,7 @@
 /* Connecting to a Redis target (core/rtarget.h): the handshake every
- * connection makes before it carries anything, the Sentinel lookup, and
- * the blocking connection of start-up and the command line. The asynchronous link on
+ * connection makes before it carries anything, the Sentinel lookup, the
+ * start-up check that Redis keeps what it is given, and the blocking
+ * connection of start-up and the command line. The asynchronous link on
  * the event loop (core/rlink.h) is made of the same parts.
  *
  * The handshake, in order: AUTH [user] password (when there is one),
@@ -62,5 +63,12 @@ int rconn_resolve(const rtarget *t, char *addr, size_t len, cs_err *err);
  * address reached. NULL with err. */
 redisContext *rconn_open(const rtarget *t, char *addr, size_t len,
                          cs_err *err);
+/* Blocking: whether the server keeps what it is given: it evicts no key
+ * (maxmemory-policy noeviction) and persists (appendonly yes, or a save
+ * schedule). CONFIG GET says so; where CONFIG is refused (renamed, an ACL,
+ * a managed Redis), INFO, which shows the append-only file but not a save
+ * schedule. -1 with err saying what is wrong and how to mend it. */
+int rconn_durable(redisContext *c, const rtarget *t, const char *addr,
+                  cs_err *err);
 
 #endif

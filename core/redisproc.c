@@ -118,6 +118,7 @@ void rproc_target(const rproc *r, rtarget *t)
 {
     rt_init(t);
     str_copy(t->addr, sizeof t->addr, r->sock);
+    t->require_durable = 0;
 }
 
 void rproc_stop(rproc *r)

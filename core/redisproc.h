@@ -13,7 +13,8 @@ typedef struct rproc rproc;
 rproc *rproc_start(cs_err *err);
 /* The socket path, usable as a Redis address ("unix:PATH" not needed). */
 const char *rproc_socket(const rproc *r);
-/* The server as a target: its socket, nothing to authenticate. */
+/* The server as a target: its socket, nothing to authenticate, and not
+ * asked to be durable (it is a throwaway one: no persistence). */
 void rproc_target(const rproc *r, rtarget *t);
 void rproc_stop(rproc *r);
 

@@ -12,6 +12,7 @@
 void rt_init(rtarget *t)
 {
     memset(t, 0, sizeof *t);
+    t->require_durable = 1;
 }
 
 int rt_addr_parse(const char *addr, char *host, size_t len, int *port)
@@ -77,7 +78,8 @@ int rt_same(const rtarget *a, const rtarget *b)
     if (strcmp(a->addr, b->addr) || strcmp(a->user, b->user) ||
         strcmp(a->password, b->password) || a->db != b->db ||
         a->nsentinels != b->nsentinels || strcmp(a->master, b->master) ||
-        strcmp(a->sentinel_password, b->sentinel_password))
+        strcmp(a->sentinel_password, b->sentinel_password) ||
+        a->require_durable != b->require_durable)
         return 0;
     for (int i = 0; i < a->nsentinels; i++)
         if (strcmp(a->sentinels[i], b->sentinels[i]))
@@ -194,6 +196,7 @@ static const yd_key keys[] = {
     {"master", YD_BUF, 0, F(master), 0, SZ(master), 0, 0, 0, 0},
     {"sentinel_password", YD_SCALAR, 0, F(sentinel_password), 0,
      SZ(sentinel_password), 0, 0, 0, secret_to},
+    {"require_durable", YD_BOOL, 0, F(require_durable), 0, 0, 0, 0, 0, 0},
 };
 static const yd_table table = YD_TABLE("'redis'", keys);
 
@@ -258,4 +261,5 @@ void rt_print(const rtarget *t, FILE *f, const char *unset)
         fprintf(f, "%s\"%s\"", i ? ", " : "", t->sentinels[i]);
     fprintf(f, "]\n  master: \"%s\"\n  sentinel_password: \"%s\"\n",
             t->master, t->sentinel_password[0] ? "<set>" : "");
+    fprintf(f, "  require_durable: %s\n", t->require_durable ? "true" : "false");
 }

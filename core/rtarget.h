@@ -1,6 +1,7 @@
 /* A Redis target: more than an address. Where Redis is (an address, or
  * the master a set of Sentinels names), who cascade is to it (an ACL user
- * and its password, or a password alone), and which database.
+ * and its password, or a password alone), which database, and whether a
+ * Redis that may lose state is refused at start.
  *
  * The `redis:` block of the process config and of the executor's config
  * (one reader for both):
@@ -11,6 +12,8 @@
  *   sentinels          [host:port, ...]: asked in turn for the master
  *   master             the master's name at the Sentinels
  *   sentinel_password  SECRET: AUTH to the Sentinels (none: no AUTH)
+ *   require_durable    refuse a Redis that evicts keys or does not
+ *                      persist (true)
  * address and sentinels exclude each other; sentinels need master.
  *
  * Pure: nothing here connects (core/rconn.h and core/rlink.h do). The
@@ -39,9 +42,10 @@ typedef struct rtarget {
     int nsentinels;
     char master[128];
     char sentinel_password[256];
+    int require_durable;
 } rtarget;
 
-/* No address, no credentials, db 0. */
+/* No address, no credentials, db 0, durability required. */
 void rt_init(rtarget *t);
 /* The address alone (the --redis flag): it replaces the address and any
  * Sentinels; credentials, db and the rest stay. -1 (err names it) when

@@ -485,11 +485,14 @@ int store_ping(const rtarget *t, cs_err *err)
 {
     char addr[256];
     redisContext *c = rconn_open(t, addr, sizeof addr, err);
+    int rc = 0;
 
     if (!c)
         return -1;
+    if (t->require_durable)
+        rc = rconn_durable(c, t, addr, err);
     redisFree(c);
-    return 0;
+    return rc;
 }
 
 long store_partitions(const rtarget *t, const char *topic, long count,

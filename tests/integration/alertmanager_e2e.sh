@@ -38,8 +38,9 @@ start_broker 120
 url=$(wait_for "$tmp/webhook.out" 's/^webhook: listening on \(http:[^ ]*\).*/\1/p') \
   || fail "cascade ingest webhook printed no address"
 
-redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' \
-  > "$tmp/redis.out" 2>&1 & pids+=($!)
+# append-only: a correlator refuses a Redis that does not persist
+redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' --appendonly yes \
+  --dir "$tmp" > "$tmp/redis.out" 2>&1 & pids+=($!)
 for _ in $(seq 1 100); do
   redis-cli -s "$tmp/redis.sock" ping > /dev/null 2>&1 && break; sleep 0.05
 done

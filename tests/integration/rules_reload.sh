@@ -12,9 +12,10 @@ fail() { echo "FAIL: $*"; tail -n 20 "$tmp"/*.err; exit 1; }
 wait_for() { for _ in $(seq 1 200); do grep -q "$1" "$2" && return 0; sleep 0.05; done; return 1; }
 
 # The correlator needs a broker and Redis: only cascade dev starts its own.
+# (append-only: a correlator refuses a Redis that does not persist)
 "$bin" broker --for 120 > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
-redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' \
-  > "$tmp/redis.out" 2>&1 & pids+=($!)
+redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' --appendonly yes \
+  --dir "$tmp" > "$tmp/redis.out" 2>&1 & pids+=($!)
 brokers=
 for _ in $(seq 1 100); do
   brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$tmp/broker.out" 2>/dev/null || true)

@@ -176,12 +176,14 @@ static void test_redis(void)
 
     cfg_defaults(&c);
     CHECK(!rt_configured(&c.redis));
+    CHECK_INT(c.redis.require_durable, 1);
     setenv("CASCADE_TEST_SENTINEL_PW", "env-secret", 1);
     snprintf(text, sizeof text,
              "redis:\n  user: cascade\n  password: file:%s\n  db: 3\n"
              "  sentinels: [\"10.0.0.1:26379\", s2:26380]\n"
              "  master: mymaster\n"
-             "  sentinel_password: env:CASCADE_TEST_SENTINEL_PW\n", pw);
+             "  sentinel_password: env:CASCADE_TEST_SENTINEL_PW\n"
+             "  require_durable: false\n", pw);
     CHECK_STR(load(&c, text), "");
     CHECK(rt_configured(&c.redis));
     CHECK_STR(c.redis.addr, "");
@@ -193,6 +195,7 @@ static void test_redis(void)
     CHECK_STR(c.redis.sentinels[1], "s2:26380");
     CHECK_STR(c.redis.master, "mymaster");
     CHECK_STR(c.redis.sentinel_password, "env-secret");
+    CHECK_INT(c.redis.require_durable, 0);
 
     /* printed: the secrets redacted, the rest as loaded */
     REQUIRE((mem = open_memstream(&printed, &len)) != NULL);
@@ -205,6 +208,7 @@ static void test_redis(void)
     CHECK(strstr(printed, "  sentinels: [\"10.0.0.1:26379\", \"s2:26380\"]\n"
                           "  master: \"mymaster\"\n") != NULL);
     CHECK(strstr(printed, "  db: 3\n") != NULL);
+    CHECK(strstr(printed, "  require_durable: false\n") != NULL);
     free(printed);
 
     /* what cascade config prints with no secret set loads again */
@@ -266,9 +270,13 @@ static void test_redis_errors(void)
     CHECK_STR(load(&c, "redis:\n  db: -1\n"),
               "c.yaml:2:7: redis.db: expected an integer from 0 to 65535, got "
               "'-1'");
+    CHECK_STR(load(&c, "redis:\n  require_durable: no\n"),
+              "c.yaml:2:20: redis.require_durable: expected true or false, got "
+              "'no'");
     CHECK_STR(load(&c, "redis:\n  adress: r\n"),
               "c.yaml:2:3: unknown key 'adress' in 'redis' (known: address, "
-              "user, password, db, sentinels, master, sentinel_password)");
+              "user, password, db, sentinels, master, sentinel_password, "
+              "require_durable)");
     CHECK_STR(load(&c, "redis: r:6379\n"),
               "c.yaml:1:8: section 'redis' must be a mapping of keys");
     CHECK(memcmp(&c, &before, sizeof c) == 0);

@@ -1,5 +1,6 @@
 /* The executor's journal against a real redis-server: its start-up check
- * refuses a wrong password, said with the address and the user. */
+ * refuses a Redis that does not persist, and a wrong password, said with
+ * the address and the user. */
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@ static void test_check(int port)
     rtarget t = target(port);
     cs_err err;
 
+    CHECK_INT(jr_check(&t, &err), -1); /* --appendonly no */
+    CHECK(strstr(err.msg, "does not persist") != NULL);
+    t.require_durable = 0;
     CHECK_INT(jr_check(&t, &err), 0);
     str_copy(t.password, sizeof t.password, "wrong");
     CHECK_INT(jr_check(&t, &err), -1);

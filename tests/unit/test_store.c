@@ -1,8 +1,9 @@
 /* The store against real redis-servers: what a batch of window and hash
  * writes leaves in Redis (a private one, rproc), with consecutive writes
  * to one hash gathered into one command; the same through an ACL user's
- * password into a database other than 0, and read back from there; a
- * wrong password refused at start. */
+ * password into a database other than 0, and read back from there; the
+ * start-up check that refuses a wrong password and a Redis that evicts or
+ * does not persist (CONFIG GET, or INFO where CONFIG is renamed away). */
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -288,6 +289,71 @@ static void test_acl_db(struct event_base *base, int port, redisContext *admin)
     CHECK_INT(store_restore(&t, "", &fns, &n, &err), -1);
 }
 
+/* CONFIG SET name value, then store_ping's err ("" when it passed). */
+static const char *ping_after(redisContext *admin, const rtarget *t,
+                              const char *name, const char *value)
+{
+    static cs_err err;
+
+    if (name) {
+        redisReply *r = redisCommand(admin, "CONFIG SET %s %s", name, value);
+        REQUIRE(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    return store_ping(t, &err) ? err.msg : "";
+}
+
+/* A Redis that evicts or does not persist is refused with what to
+ * change, unless require_durable is off. */
+static void test_durable(int port, redisContext *admin, const char *dir)
+{
+    rtarget t = acl_target(port);
+    const char *e;
+
+    ping_after(admin, &t, "appendonly", "yes");
+    CHECK_STR(ping_after(admin, &t, "maxmemory-policy", "noeviction"), "");
+    e = ping_after(admin, &t, "maxmemory-policy", "allkeys-lru");
+    CHECK(strstr(e, "evicts keys (maxmemory-policy allkeys-lru): cascade's "
+                    "state and journal could be lost; set maxmemory-policy "
+                    "noeviction in its configuration, or "
+                    "redis.require_durable: false") != NULL);
+    t.require_durable = 0;
+    CHECK_STR(ping_after(admin, &t, NULL, NULL), "");
+    t.require_durable = 1;
+    ping_after(admin, &t, "maxmemory-policy", "noeviction");
+    e = ping_after(admin, &t, "appendonly", "no");
+    CHECK(strstr(e, "does not persist (appendonly no, save \"\"): cascade's "
+                    "state") != NULL);
+    CHECK(strstr(e, "set appendonly yes (or a save schedule)") != NULL);
+    t.require_durable = 0;
+    CHECK_STR(ping_after(admin, &t, NULL, NULL), "");
+    t.require_durable = 1;
+    CHECK_STR(ping_after(admin, &t, "save", "3600 1"), "");
+    ping_after(admin, &t, "save", "");
+
+    /* CONFIG renamed away, as managed Redis does: INFO tells. */
+    int p2 = srv_free_port();
+    const char *extra[] = {"--rename-command", "CONFIG", "", "--appendonly",
+                           "yes", "--maxmemory-policy", "volatile-lru", NULL};
+    pid_t pid = srv_start(dir, p2, extra);
+    char addr[64];
+    rt_init(&t);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", p2);
+    REQUIRE(rt_set_addr(&t, addr, NULL) == 0);
+    e = ping_after(admin, &t, NULL, NULL);
+    CHECK(strstr(e, "evicts keys (maxmemory-policy volatile-lru)") != NULL);
+    srv_kill(pid);
+    const char *extra2[] = {"--rename-command", "CONFIG", "", NULL};
+    pid = srv_start(dir, p2, extra2);
+    e = ping_after(admin, &t, NULL, NULL);
+    CHECK(strstr(e, "does not persist (INFO: aof_enabled:0; a save schedule "
+                    "shows only to CONFIG GET, refused: ERR unknown command "
+                    "'CONFIG'") != NULL);
+    CHECK(strstr(e, "set appendonly yes (or allow the user +config|get to "
+                    "see a save schedule)") != NULL);
+    srv_kill(pid);
+}
+
 int main(void)
 {
     cs_err err;
@@ -324,6 +390,7 @@ int main(void)
     admin = srv_client(port, "defpw");
     srv_do(admin, "ACL SETUSER cascade on >cascade-pw ~* &* +@all");
     test_acl_db(base, port, admin);
+    test_durable(port, admin, dir);
     redisFree(admin);
     srv_kill(pid);
     char rm[300];
