@@ -3,7 +3,16 @@
  * Commands go out in order on the reconnecting link (core/rlink.h); while
  * Redis is away they wait and are sent again on reconnect, so every
  * callback fires once, with the reply, in the order commands were given.
- * Writes are idempotent (HSET of a state), so a resend changes nothing. */
+ * Writes are idempotent (HSET of a state, ZADD and ZREM of a member), so a
+ * resend changes nothing, and neither does sending again a run of
+ * commands already applied: the last of each run wins, as it did.
+ *
+ * With redis.wait_replicas N, a write is followed by WAIT N, and its
+ * callback runs only once N replicas have it: a step never starts on a
+ * journal entry a failover could take back. Too few: the connection is
+ * made again (the master may have changed) and everything unanswered goes
+ * again. Such a write's callback gets a copy of its reply without its
+ * elements (a write's reply is a status, an integer or an error). */
 #ifndef CS_JOURNAL_H
 #define CS_JOURNAL_H
 

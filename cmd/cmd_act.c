@@ -70,7 +70,7 @@ static const char act_help[] =
     "                     (default $CASCADE_CONFIG): act reads kafka.brokers,\n"
     "                     topic_prefix, instance_id, properties and the redis\n"
     "                     block (address or Sentinels, user, password, db,\n"
-    "                     require_durable) from it; flags win\n"
+    "                     wait_replicas, require_durable) from it; flags win\n"
     "  --instance-id ID   static group membership (kafka.instance_id): a\n"
     "                     restart within the session timeout keeps its\n"
     "                     partitions; one id per process\n"

@@ -5,7 +5,8 @@
  *   kafka:   brokers, group, batch, linger_ms, fetch_wait_ms, topic_prefix,
  *            instance_id, properties (librdkafka's, for every client)
  *   redis:   address, user, password, db, sentinels, master,
- *            sentinel_password, require_durable (core/rtarget.h)
+ *            sentinel_password, wait_replicas, wait_timeout_ms,
+ *            require_durable (core/rtarget.h)
  *   webhook: listen, port, token | token_file, max_body, max_headers,
  *            max_connections, timeout_s, request_timeout_s, max_alerts,
  *            max_output, ack_timeout_s

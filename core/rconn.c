@@ -134,6 +134,31 @@ int rconn_moved(const redisReply *r)
             !strncmp(r->str, "LOADING", 7));
 }
 
+int rconn_wait(const rtarget *t, rconn_cmd *out)
+{
+    if (t->wait_replicas <= 0)
+        return 0;
+    snprintf(out->buf[0], sizeof out->buf[0], "%d", t->wait_replicas);
+    snprintf(out->buf[1], sizeof out->buf[1], "%d", t->wait_timeout_ms);
+    cmd_set(out, 3, "WAIT", out->buf[0], out->buf[1], NULL);
+    return 1;
+}
+
+int rconn_waited(const rtarget *t, const redisReply *r, cs_err *err)
+{
+    if (r->type != REDIS_REPLY_INTEGER) {
+        cs_err_set(err, "WAIT answered %s",
+                   r->type == REDIS_REPLY_ERROR ? r->str : "no count");
+        return 0;
+    }
+    if (r->integer >= t->wait_replicas)
+        return 1;
+    cs_err_set(err, "%lld of the %d replicas wanted confirmed the writes "
+               "within %d ms", r->integer, t->wait_replicas,
+               t->wait_timeout_ms);
+    return 0;
+}
+
 redisAsyncContext *rconn_async(const char *addr)
 {
     char host[256];

@@ -51,6 +51,13 @@ int rconn_answer(const rtarget *t, const char *sentinel, const rconn_cmd *c,
  * looked up again. */
 int rconn_moved(const redisReply *r);
 
+/* WAIT wait_replicas wait_timeout_ms into out: 0 when t waits for no
+ * replica (nothing to send), 1 when out holds it. */
+int rconn_wait(const rtarget *t, rconn_cmd *out);
+/* Whether the reply to that WAIT says enough replicas confirmed; when
+ * not, err says how many did. */
+int rconn_waited(const rtarget *t, const redisReply *r, cs_err *err);
+
 /* A connection to an address as rt_addr_parse reads it, no handshake;
  * the caller frees it (it may have err set, or be NULL). */
 redisAsyncContext *rconn_async(const char *addr);

@@ -419,3 +419,31 @@ void rlink_reconnect(rlink *l, const char *why)
     lost(l);
 }
 
+int rlink_waits(const rlink *l)
+{
+    return l->t.wait_replicas;
+}
+
+int rlink_send_wait(rlink *l)
+{
+    rconn_cmd w;
+
+    if (!rconn_wait(&l->t, &w))
+        return 0;
+    if (!l->ac || !l->up ||
+        redisAsyncCommandArgv(l->ac, on_reply, (void *)(uintptr_t)l->gen,
+                              w.argc, w.argv, NULL) != REDIS_OK)
+        return -1;
+    return 1;
+}
+
+int rlink_waited(rlink *l, const redisReply *reply)
+{
+    char w[512];
+    cs_err err;
+
+    if (rconn_waited(&l->t, reply, &err))
+        return 1;
+    log_warn(l->who, "redis at %s: %s", where(l, w, sizeof w), err.msg);
+    return 0;
+}

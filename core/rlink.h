@@ -74,4 +74,14 @@ void rlink_settle(rlink *l);
  * the Sentinels: why is logged. Safe from hooks.reply. */
 void rlink_reconnect(rlink *l, const char *why);
 
+/* Replicas a write waits for (redis.wait_replicas; 0: none). */
+int rlink_waits(const rlink *l);
+/* Queues WAIT for what was sent before it: 1, 0 when the target waits for
+ * no replica (nothing sent), -1 when no connection is up. Its reply comes
+ * to hooks.reply like any other. */
+int rlink_send_wait(rlink *l);
+/* Whether the reply to that WAIT confirms the writes before it; when not,
+ * says so in the log. */
+int rlink_waited(rlink *l, const redisReply *reply);
+
 #endif

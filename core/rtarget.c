@@ -12,6 +12,7 @@
 void rt_init(rtarget *t)
 {
     memset(t, 0, sizeof *t);
+    t->wait_timeout_ms = 1000;
     t->require_durable = 1;
 }
 
@@ -79,6 +80,8 @@ int rt_same(const rtarget *a, const rtarget *b)
         strcmp(a->password, b->password) || a->db != b->db ||
         a->nsentinels != b->nsentinels || strcmp(a->master, b->master) ||
         strcmp(a->sentinel_password, b->sentinel_password) ||
+        a->wait_replicas != b->wait_replicas ||
+        a->wait_timeout_ms != b->wait_timeout_ms ||
         a->require_durable != b->require_durable)
         return 0;
     for (int i = 0; i < a->nsentinels; i++)
@@ -196,6 +199,8 @@ static const yd_key keys[] = {
     {"master", YD_BUF, 0, F(master), 0, SZ(master), 0, 0, 0, 0},
     {"sentinel_password", YD_SCALAR, 0, F(sentinel_password), 0,
      SZ(sentinel_password), 0, 0, 0, secret_to},
+    {"wait_replicas", YD_INT, 0, F(wait_replicas), 0, 64, 0, 0, 0, 0},
+    {"wait_timeout_ms", YD_INT, 0, F(wait_timeout_ms), 1, 60000, 0, 0, 0, 0},
     {"require_durable", YD_BOOL, 0, F(require_durable), 0, 0, 0, 0, 0, 0},
 };
 static const yd_table table = YD_TABLE("'redis'", keys);
@@ -261,5 +266,7 @@ void rt_print(const rtarget *t, FILE *f, const char *unset)
         fprintf(f, "%s\"%s\"", i ? ", " : "", t->sentinels[i]);
     fprintf(f, "]\n  master: \"%s\"\n  sentinel_password: \"%s\"\n",
             t->master, t->sentinel_password[0] ? "<set>" : "");
-    fprintf(f, "  require_durable: %s\n", t->require_durable ? "true" : "false");
+    fprintf(f, "  wait_replicas: %d\n  wait_timeout_ms: %d\n"
+               "  require_durable: %s\n", t->wait_replicas, t->wait_timeout_ms,
+            t->require_durable ? "true" : "false");
 }

@@ -1,6 +1,7 @@
 /* A Redis target: more than an address. Where Redis is (an address, or
  * the master a set of Sentinels names), who cascade is to it (an ACL user
- * and its password, or a password alone), which database, and whether a
+ * and its password, or a password alone), which database, when a write
+ * counts as acknowledged (once N replicas confirmed it), and whether a
  * Redis that may lose state is refused at start.
  *
  * The `redis:` block of the process config and of the executor's config
@@ -12,6 +13,9 @@
  *   sentinels          [host:port, ...]: asked in turn for the master
  *   master             the master's name at the Sentinels
  *   sentinel_password  SECRET: AUTH to the Sentinels (none: no AUTH)
+ *   wait_replicas      N: a write is acknowledged once WAIT N says N
+ *                      replicas have it (0: once the master has it)
+ *   wait_timeout_ms    how long one WAIT waits for them (1000)
  *   require_durable    refuse a Redis that evicts keys or does not
  *                      persist (true)
  * address and sentinels exclude each other; sentinels need master.
@@ -42,10 +46,12 @@ typedef struct rtarget {
     int nsentinels;
     char master[128];
     char sentinel_password[256];
+    int wait_replicas;
+    int wait_timeout_ms;
     int require_durable;
 } rtarget;
 
-/* No address, no credentials, db 0, durability required. */
+/* No address, no credentials, db 0, no WAIT, durability required. */
 void rt_init(rtarget *t);
 /* The address alone (the --redis flag): it replaces the address and any
  * Sentinels; credentials, db and the rest stay. -1 (err names it) when

@@ -51,7 +51,9 @@ struct store {
     size_t nq, capq;
     cmd *inflight;   /* the batch being acknowledged */
     size_t ninflight, acked;
+    size_t due;      /* replies due: the batch's, and its WAIT's */
     size_t refused;  /* error replies in the batch in flight */
+    int unconfirmed; /* its WAIT found too few replicas */
     char first_refusal[160]; /* the first of them, for the one log line */
     struct event *stall;     /* says so while a batch waits (STALL_*) */
     int64_t flushed_at;      /* when the batch in flight went out (mono) */
@@ -276,12 +278,37 @@ static void batch_acked(store *st)
         done(arg);
 }
 
-/* Replies come in the order sent, those of a lost connection never. */
+/* The batch's replies are all in: acknowledged, or sent again. */
+static void batch_answered(store *st)
+{
+    size_t refused = st->refused;
+    int unconfirmed = st->unconfirmed;
+
+    st->refused = st->acked = 0;
+    st->unconfirmed = 0;
+    if (refused) {
+        log_error("store", "redis refused %zu of the batch's %zu commands "
+                  "(the first: %s); the batch goes again after a back-off",
+                  refused, st->ninflight, st->first_refusal);
+        rlink_retry(st->link);
+    } else if (unconfirmed) {
+        /* Kept by the master alone, a failover could take it back: the
+         * master may have changed (the Sentinels are asked again). */
+        rlink_reconnect(st->link, "has the batch on too few replicas");
+    } else {
+        batch_acked(st);
+    }
+}
+
+/* Replies come in the order sent, those of a lost connection never: the
+ * batch's commands', then its WAIT's. */
 static void on_reply(void *arg, redisReply *reply)
 {
     store *st = arg;
 
-    if (reply->type == REDIS_REPLY_ERROR) {
+    if (st->acked++ >= st->ninflight) {
+        st->unconfirmed = !rlink_waited(st->link, reply);
+    } else if (reply->type == REDIS_REPLY_ERROR) {
         /* OOM, a full disk: the write did not happen. The batch is not
          * acknowledged; it is sent again after a back-off. Told once per
          * batch: a full disk answered every command, 13,734 lines in
@@ -290,21 +317,12 @@ static void on_reply(void *arg, redisReply *reply)
             snprintf(st->first_refusal, sizeof st->first_refusal, "%s",
                      reply->str);
     }
-    if (++st->acked < st->ninflight)
-        return;
-    if (st->refused) {
-        log_error("store", "redis refused %zu of the batch's %zu commands "
-                  "(the first: %s); the batch goes again after a back-off",
-                  st->refused, st->ninflight, st->first_refusal);
-        st->refused = 0;
-        st->acked = 0;
-        rlink_retry(st->link);
-        return;
-    }
-    batch_acked(st);
+    if (st->acked == st->due)
+        batch_answered(st);
 }
 
-/* The whole batch, on a new connection or after a refusal. */
+/* The whole batch, on a new connection or after a refusal, and its WAIT
+ * when one is wanted. */
 static void send_inflight(void *arg)
 {
     store *st = arg;
@@ -315,6 +333,9 @@ static void send_inflight(void *arg)
             return;
         st->sent++;
     }
+    st->due = st->ninflight;
+    if (st->ninflight && rlink_send_wait(st->link) == 1)
+        st->due++;
 }
 
 static void on_down(void *arg)
@@ -323,6 +344,7 @@ static void on_down(void *arg)
 
     st->acked = 0;
     st->refused = 0;
+    st->unconfirmed = 0;
 }
 
 /* A batch Redis has not acknowledged: said after STALL_FIRST_S, then at

@@ -1,8 +1,11 @@
 /* Redis side of the correlator: the engine's window and state writes,
  * queued per batch and sent as one pipeline on the reconnecting link
  * (core/rlink.h) bound to the event loop. A batch is "acknowledged" only
- * when every reply of it has arrived; a lost connection or a refusal
- * resends the whole batch after a back-off (all writes are idempotent). */
+ * when every reply of it has arrived and, with redis.wait_replicas N, the
+ * WAIT that ends it says N replicas have it: a failover cannot then take
+ * back a batch whose offsets were committed. A lost connection, a refusal
+ * or too few replicas resend the whole batch after a back-off (all writes
+ * are idempotent). */
 #ifndef CS_STORE_H
 #define CS_STORE_H
 

@@ -177,12 +177,14 @@ static void test_redis(void)
     cfg_defaults(&c);
     CHECK(!rt_configured(&c.redis));
     CHECK_INT(c.redis.require_durable, 1);
+    CHECK_INT(c.redis.wait_timeout_ms, 1000);
     setenv("CASCADE_TEST_SENTINEL_PW", "env-secret", 1);
     snprintf(text, sizeof text,
              "redis:\n  user: cascade\n  password: file:%s\n  db: 3\n"
              "  sentinels: [\"10.0.0.1:26379\", s2:26380]\n"
              "  master: mymaster\n"
              "  sentinel_password: env:CASCADE_TEST_SENTINEL_PW\n"
+             "  wait_replicas: 1\n  wait_timeout_ms: 250\n"
              "  require_durable: false\n", pw);
     CHECK_STR(load(&c, text), "");
     CHECK(rt_configured(&c.redis));
@@ -195,6 +197,8 @@ static void test_redis(void)
     CHECK_STR(c.redis.sentinels[1], "s2:26380");
     CHECK_STR(c.redis.master, "mymaster");
     CHECK_STR(c.redis.sentinel_password, "env-secret");
+    CHECK_INT(c.redis.wait_replicas, 1);
+    CHECK_INT(c.redis.wait_timeout_ms, 250);
     CHECK_INT(c.redis.require_durable, 0);
 
     /* printed: the secrets redacted, the rest as loaded */
@@ -270,13 +274,16 @@ static void test_redis_errors(void)
     CHECK_STR(load(&c, "redis:\n  db: -1\n"),
               "c.yaml:2:7: redis.db: expected an integer from 0 to 65535, got "
               "'-1'");
+    CHECK_STR(load(&c, "redis:\n  wait_timeout_ms: 0\n"),
+              "c.yaml:2:20: redis.wait_timeout_ms: expected an integer from 1 "
+              "to 60000, got '0'");
     CHECK_STR(load(&c, "redis:\n  require_durable: no\n"),
               "c.yaml:2:20: redis.require_durable: expected true or false, got "
               "'no'");
     CHECK_STR(load(&c, "redis:\n  adress: r\n"),
               "c.yaml:2:3: unknown key 'adress' in 'redis' (known: address, "
               "user, password, db, sentinels, master, sentinel_password, "
-              "require_durable)");
+              "wait_replicas, wait_timeout_ms, require_durable)");
     CHECK_STR(load(&c, "redis: r:6379\n"),
               "c.yaml:1:8: section 'redis' must be a mapping of keys");
     CHECK(memcmp(&c, &before, sizeof c) == 0);

@@ -3,7 +3,8 @@
  * to one hash gathered into one command; the same through an ACL user's
  * password into a database other than 0, and read back from there; the
  * start-up check that refuses a wrong password and a Redis that evicts or
- * does not persist (CONFIG GET, or INFO where CONFIG is renamed away). */
+ * does not persist (CONFIG GET, or INFO where CONFIG is renamed away);
+ * and a batch acknowledged only once a replica has it (wait_replicas). */
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -354,6 +355,49 @@ static void test_durable(int port, redisContext *admin, const char *dir)
     srv_kill(pid);
 }
 
+static void on_done_flag(void *arg)
+{
+    *(int *)arg = 1;
+}
+
+/* wait_replicas 1: a batch no replica has is not acknowledged, and goes
+ * again until one does. */
+static void test_wait(struct event_base *base, int port, const char *dir)
+{
+    rtarget t = acl_target(port);
+    store *st;
+    cs_err err;
+    int done = 0, rport = srv_free_port();
+    char master[16];
+    check_capture cap;
+
+    t.wait_replicas = 1;
+    t.wait_timeout_ms = 100;
+    REQUIRE((st = store_new(base, &t, "w:", &err)) != NULL);
+    store_ops()->hash_put(st, "h", "f", "v1");
+    check_stderr_begin(&cap);
+    REQUIRE(store_flush(st, on_done_flag, &done) == 0);
+    run_for(base, st, 1000, 1);
+    snprintf(master, sizeof master, "%d", port);
+    const char *extra[] = {"--replicaof", "127.0.0.1", master, "--masterauth",
+                           "defpw", NULL};
+    pid_t pid = srv_start(dir, rport, extra);
+    int before = done;
+    run_for(base, st, 8000, 1);
+    char *text = check_stderr_end(&cap);
+    CHECK_INT(before, 0);
+    CHECK_INT(done, 1);
+    CHECK(strstr(text, "0 of the 1 replicas wanted confirmed the writes within "
+                       "100 ms") != NULL);
+    free(text);
+    redisContext *c = srv_client(rport, NULL);
+    srv_do(c, "SELECT 3");
+    check_field(c, "w:h", "f", "v1");
+    redisFree(c);
+    store_free(st);
+    srv_kill(pid);
+}
+
 int main(void)
 {
     cs_err err;
@@ -385,12 +429,14 @@ int main(void)
     check_tmp_template(dir, sizeof dir, "cascade-store");
     REQUIRE(mkdtemp(dir) != NULL);
     port = srv_free_port();
+    /* no wait before a replica's sync (5 s by default) */
     pid = srv_start(dir, port, (const char *[]){"--requirepass", "defpw",
-                    NULL});
+                    "--repl-diskless-sync-delay", "0", NULL});
     admin = srv_client(port, "defpw");
     srv_do(admin, "ACL SETUSER cascade on >cascade-pw ~* &* +@all");
     test_acl_db(base, port, admin);
     test_durable(port, admin, dir);
+    test_wait(base, port, dir);
     redisFree(admin);
     srv_kill(pid);
     char rm[300];
