@@ -9,11 +9,13 @@ set -euo pipefail
 # (libcurl4-openssl-dev only suggests it).
 # maven, openjdk-17-jre-headless: the real Apache Kafka the tests and
 # benchmarks run (deploy/kafka: its jars come from Maven Central).
+# redis-sentinel: the failover test's Sentinels (live.redis_failover starts
+# its own; the system one the package enables is left as it is).
 PKGS=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
   libcurl4-openssl-dev libssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
-  redis-server redis-tools kcat jq prometheus-alertmanager python3 curl openssl
+  redis-server redis-tools redis-sentinel kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
 )
 
