@@ -117,16 +117,7 @@ static const rlink_hooks hooks = {
 
 int jr_check(const rtarget *t, cs_err *err)
 {
-    char addr[256];
-    redisContext *c = rconn_open(t, addr, sizeof addr, err);
-    int rc = 0;
-
-    if (!c)
-        return -1;
-    if (t->require_durable)
-        rc = rconn_durable(c, t, addr, err);
-    redisFree(c);
-    return rc;
+    return rconn_check(t, err);
 }
 
 journal *jr_new(struct event_base *base, const rtarget *t, cs_err *err)

@@ -407,3 +407,17 @@ int rconn_durable(redisContext *c, const rtarget *t, const char *addr,
                "for a throwaway Redis", who, what, fix);
     return -1;
 }
+
+int rconn_check(const rtarget *t, cs_err *err)
+{
+    char addr[256];
+    redisContext *c = rconn_open(t, addr, sizeof addr, err);
+    int rc = 0;
+
+    if (!c)
+        return -1;
+    if (t->require_durable)
+        rc = rconn_durable(c, t, addr, err);
+    redisFree(c);
+    return rc;
+}

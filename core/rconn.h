@@ -77,5 +77,8 @@ redisContext *rconn_open(const rtarget *t, char *addr, size_t len,
  * schedule. -1 with err saying what is wrong and how to mend it. */
 int rconn_durable(redisContext *c, const rtarget *t, const char *addr,
                   cs_err *err);
+/* Blocking (start-up): open, handshake, and rconn_durable where t
+ * requires it; the connection is closed again. 0, or -1 with err. */
+int rconn_check(const rtarget *t, cs_err *err);
 
 #endif

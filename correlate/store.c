@@ -505,16 +505,7 @@ static long restore_key(redisContext *c, const char *key, const char *prefix,
 
 int store_ping(const rtarget *t, cs_err *err)
 {
-    char addr[256];
-    redisContext *c = rconn_open(t, addr, sizeof addr, err);
-    int rc = 0;
-
-    if (!c)
-        return -1;
-    if (t->require_durable)
-        rc = rconn_durable(c, t, addr, err);
-    redisFree(c);
-    return rc;
+    return rconn_check(t, err);
 }
 
 long store_partitions(const rtarget *t, const char *topic, long count,
