@@ -490,9 +490,9 @@ static void start_step(run *r)
         char why[160];
         snprintf(why, sizeof why, "skipped: %.60s is optional and not "
                  "configured here", c->op);
-        on_step(r, 1, why, NULL);
+        on_step(r, EXEC_OK, why, NULL);
     } else if (rc) {
-        on_step(r, 0, err.msg, NULL);
+        on_step(r, EXEC_FAIL, err.msg, NULL);
     }
 }
 

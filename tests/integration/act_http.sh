@@ -254,6 +254,22 @@ audit | jq -r 'select(.action == "'"$(aid 14)"'" and .event == "step_failed") | 
   grep -qi 'certificate' || fail "an untrusted certificate did not fail the Slack call"
 [ "$(count '.vendor == "slack"')" = "$slack_before" ] || fail "a request went to an unverified server"
 
+# 11. A channel the config does not name: an optional step (notify's Slack
+#     post) is skipped and the action goes on; a step that is not optional
+#     (page, with no pagerduty section) fails the action, saying why.
+kill -TERM "$act_pid"; wait "$act_pid" || true
+printf 'http: {timeout_s: 5}\nwebhook: {url: %s/hook, token: file:%s/hook.token, ca_file: %s/ca.pem}\n' \
+  "$base" "$tmp" "$tmp" > "$tmp/act3.yaml"
+start_act "$tmp/act3.yaml"
+req 15 13 notify auto '{"node":"gpu-a"}'
+until_event "$(aid 15)" done
+audit | jq -r 'select(.action == "'"$(aid 15)"'" and .event == "step_ok") | .detail' |
+  grep -q 'skipped: slack.post is optional' || fail "the optional Slack step was not skipped as such"
+req 16 14 page auto '{"node":"gpu-a"}'
+until_event "$(aid 16)" failed
+audit | jq -r 'select(.action == "'"$(aid 16)"'" and .event == "step_failed") | .detail' |
+  grep -q 'no executor for pagerduty' || fail "a step with no executor did not fail the action"
+
 # ---- no secret anywhere ----
 for s in "$slack_secret" "$jira_token" "$k8s_token" "$hook_token" "$PD_KEY"; do
   if grep -rqF "$s" "$tmp"/act*.out "$tmp"/act*.err || audit | grep -qF "$s"; then
