@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/rtarget.h"
+#include "core/str.h"
 
 /* A TCP port nothing listens on, for now. */
 static inline int srv_free_port(void)
@@ -149,6 +151,22 @@ static inline void srv_do(redisContext *c, const char *cmd)
         fprintf(stderr, "%s: %s\n", cmd, r ? r->str : c->errstr);
     REQUIRE(r && r->type != REDIS_REPLY_ERROR);
     freeReplyObject(r);
+}
+
+/* A target on 127.0.0.1:port as the ACL user cascade (password
+ * cascade-pw, which the test gives the server) in database db. */
+static inline rtarget srv_target(int port, int db)
+{
+    rtarget t;
+    char addr[64];
+
+    rt_init(&t);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    REQUIRE(rt_set_addr(&t, addr, NULL) == 0);
+    str_copy(t.user, sizeof t.user, "cascade");
+    str_copy(t.password, sizeof t.password, "cascade-pw");
+    t.db = db;
+    return t;
 }
 
 #endif

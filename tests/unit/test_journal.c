@@ -64,23 +64,9 @@ static void run_for(struct event_base *base, int ms, const int *until,
         event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }
 
-static rtarget target(int port)
-{
-    rtarget t;
-    char addr[64];
-
-    rt_init(&t);
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    REQUIRE(rt_set_addr(&t, addr, NULL) == 0);
-    str_copy(t.user, sizeof t.user, "cascade");
-    str_copy(t.password, sizeof t.password, "cascade-pw");
-    t.db = 2;
-    return t;
-}
-
 static void test_check(int port)
 {
-    rtarget t = target(port);
+    rtarget t = srv_target(port, 2);
     cs_err err;
 
     CHECK_INT(jr_check(&t, &err), -1); /* --appendonly no */
@@ -95,7 +81,7 @@ static void test_check(int port)
 
 static void test_wait(struct event_base *base, int port, const char *dir)
 {
-    rtarget t = target(port);
+    rtarget t = srv_target(port, 2);
     seen s = {.replica_port = srv_free_port()};
     cs_err err;
     journal *j;

@@ -255,10 +255,7 @@ static void test_auth(struct event_base *base, const char *dir)
     srv_do(admin, "ACL SETUSER cascade on >cascade-pw ~* &* +@all");
     redisFree(admin);
     snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    t = at(addr);
-    str_copy(t.user, sizeof t.user, "cascade");
-    str_copy(t.password, sizeof t.password, "cascade-pw");
-    t.db = 5;
+    t = srv_target(port, 5);
     o.link = rlink_new(base, &t, "test", &hooks, &o);
     CHECK_INT(send_cmd(o.link, "SET %s v", "k"), -1); /* not up yet */
     REQUIRE(wait_for(&o, &o.up, 1));
@@ -280,10 +277,8 @@ static void test_auth(struct event_base *base, const char *dir)
 
     /* A wrong password: refused, tried again, never up. */
     o = (owner){.base = base};
-    t = at(addr);
-    str_copy(t.user, sizeof t.user, "cascade");
+    t = srv_target(port, 5);
     str_copy(t.password, sizeof t.password, "wrong-pw");
-    t.db = 5;
     check_stderr_begin(&cap);
     o.link = rlink_new(base, &t, "test", &hooks, &o);
     run_ms(base, 500);

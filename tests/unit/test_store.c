@@ -232,22 +232,6 @@ static void test_stall_told(struct event_base *base, store *st,
     check_field(rc, "t:paused", "f", "v");
 }
 
-/* A target on 127.0.0.1:port as the user cascade (password cascade-pw)
- * in database 3. */
-static rtarget acl_target(int port)
-{
-    rtarget t;
-    char addr[64];
-
-    rt_init(&t);
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    REQUIRE(rt_set_addr(&t, addr, NULL) == 0);
-    str_copy(t.user, sizeof t.user, "cascade");
-    str_copy(t.password, sizeof t.password, "cascade-pw");
-    t.db = 3;
-    return t;
-}
-
 static int count_entry(void *arg, const char *key, const char *field,
                        const char *value)
 {
@@ -260,7 +244,7 @@ static int count_entry(void *arg, const char *key, const char *field,
  * database; a wrong password refused by name of address and user. */
 static void test_acl_db(struct event_base *base, int port, redisContext *admin)
 {
-    rtarget t = acl_target(port);
+    rtarget t = srv_target(port, 3);
     store_restore_fns fns = {.hash = count_entry};
     store *st;
     cs_err err;
@@ -308,7 +292,7 @@ static const char *ping_after(redisContext *admin, const rtarget *t,
  * change, unless require_durable is off. */
 static void test_durable(int port, redisContext *admin, const char *dir)
 {
-    rtarget t = acl_target(port);
+    rtarget t = srv_target(port, 3);
     const char *e;
 
     ping_after(admin, &t, "appendonly", "yes");
@@ -364,7 +348,7 @@ static void on_done_flag(void *arg)
  * again until one does. */
 static void test_wait(struct event_base *base, int port, const char *dir)
 {
-    rtarget t = acl_target(port);
+    rtarget t = srv_target(port, 3);
     store *st;
     cs_err err;
     int done = 0, rport = srv_free_port();
