@@ -6,6 +6,9 @@
 # and message wordings.
 #   corpus_streams DIR   the .versions stream of every scenario not in base/
 #   corpus_stream DIR NAME   the .versions stream of scenario NAME
+#   corpus_days DIR DAY NAME...   the .versions streams of the NAMEs one
+#                      after another, the first moved to 2026-03-DAY, each
+#                      next to the day after: incidents open all along
 corpus_streams() {
   local f n
   for f in "$1"/*.versions.jsonl; do
@@ -14,3 +17,12 @@ corpus_streams() {
   done
 }
 corpus_stream() { echo "$1/$2.versions.jsonl"; }
+corpus_days() {
+  local dir=$1 day=$2 s
+  shift 2
+  for s in "$@"; do
+    sed "s/^{\"ts\":\"2026-03-02T/{\"ts\":\"2026-03-$(printf %02d "$day")T/" \
+      "$(corpus_stream "$dir" "$s")"
+    day=$((day + 1))
+  done
+}

@@ -24,15 +24,9 @@ cleanup_kafka() { "$kafka_sh" stop --dir "$kdir" >/dev/null 2>&1 || true; cleanu
 trap cleanup_kafka EXIT
 
 # Eight scenarios, each moved to a day of its own.
-day=10
-for s in cascade_node_crash_xid oom_batch_size cascade_node_crash_silent \
-         oom_activation nccl_rank_desync thermal_straggler \
-         net_ib_down sched_spot_reclaimed; do
-  f=$(corpus_stream "$corpus" "$s")
-  [ -f "$f" ] || continue
-  sed "s/^{\"ts\":\"2026-03-02T/{\"ts\":\"2026-03-${day}T/" "$f"
-  day=$((day + 1))
-done > "$tmp/stream.jsonl"
+corpus_days "$corpus" 10 cascade_node_crash_xid oom_batch_size \
+  cascade_node_crash_silent oom_activation nccl_rank_desync thermal_straggler \
+  net_ib_down sched_spot_reclaimed > "$tmp/stream.jsonl"
 total=$(wc -l < "$tmp/stream.jsonl")
 [ "$total" -ge 500 ] || fail "the stream has only $total signals"
 # replay prints some telemetry.gap incidents of this stream many times

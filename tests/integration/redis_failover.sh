@@ -25,11 +25,8 @@ here=$(dirname "$0")
 . "$here/redis_lib.sh"
 . "$here/corpus.sh"
 
-day=2
-for s in cascade_node_crash_xid oom_batch_size cascade_node_crash_silent oom_activation; do
-  sed "s/^{\"ts\":\"2026-03-02T/{\"ts\":\"2026-03-0${day}T/" "$(corpus_stream "$corpus" "$s")"
-  day=$((day + 1))
-done > "$tmp/stream.jsonl"
+corpus_days "$corpus" 2 cascade_node_crash_xid oom_batch_size \
+  cascade_node_crash_silent oom_activation > "$tmp/stream.jsonl"
 "$bin" replay "$tmp/stream.jsonl" > "$tmp/want.jsonl" 2> "$tmp/replay.err" ||
   fail "replay of the merged stream failed"
 total=$(wc -l < "$tmp/stream.jsonl")

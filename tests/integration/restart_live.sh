@@ -20,11 +20,8 @@ bin=$1 corpus=$2
 
 # The streams of the issue's scenarios one after another, each moved to a
 # day of its own, so that incidents open all along the stream.
-day=2
-for s in cascade_node_crash_xid oom_batch_size cascade_node_crash_silent oom_activation; do
-  sed "s/^{\"ts\":\"2026-03-02T/{\"ts\":\"2026-03-0${day}T/" "$(corpus_stream "$corpus" "$s")"
-  day=$((day + 1))
-done > "$tmp/stream.jsonl"
+corpus_days "$corpus" 2 cascade_node_crash_xid oom_batch_size \
+  cascade_node_crash_silent oom_activation > "$tmp/stream.jsonl"
 "$bin" replay "$tmp/stream.jsonl" > "$tmp/want.jsonl" 2> "$tmp/replay.err" \
   || fail "replay of the merged stream failed"
 [ "$(wc -l < "$tmp/want.jsonl")" -ge 4 ] || fail "replay found too few incidents"
