@@ -39,7 +39,8 @@ After start, DIR holds:
   client.properties     librdkafka properties for the client listener
                         (security.protocol, sasl.*, ssl.ca.location) with
                         sasl.password as file:DIR/cascade.password
-  node-I/               server.properties, data/, kafka.log, pid
+  node-I/               server.properties, data/, kafka.log, pid, gc.log
+                        (the JVM's collections: each pause and its CPU)
 EOF
 }
 
@@ -152,6 +153,12 @@ share.coordinator.state.topic.min.isr=$isr
 auto.create.topics.enable=false
 # A test's first consumer group starts at once, not after 3 s.
 group.initial.rebalance.delay.ms=0
+# A fetch that waits for data sits in the fetch purgatory, and once done
+# stays referenced there (with its per-partition state) until the next
+# purge, every 1000 by default: with librdkafka's full fetches of every
+# partition that kept tens of MB alive through each young collection, and
+# the pauses were the clients' latency tail (BENCHMARKS.md).
+fetch.purgatory.purge.interval.requests=100
 EOF
   case "$security" in sasl_*)
     cat <<EOF
@@ -186,8 +193,10 @@ client_props() {
 launch() { # node
   local n="$dir/node-$1"
   # setsid: the node outlives the shell that started it (a test fixture
-  # that starts the broker for the tests after it).
+  # that starts the broker for the tests after it). gc.log: a broker's
+  # stop-the-world pauses are its clients' latency tail (BENCHMARKS.md).
   setsid java -Xms"${heap}m" -Xmx"${heap}m" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -Xlog:gc,gc+cpu:file="$n/gc.log":uptime,tags \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$here/log4j2.yaml" \
     -cp "$lib/*" kafka.Kafka "$n/server.properties" >> "$n/kafka.log" 2>&1 < /dev/null &
   echo $! > "$n/pid"
