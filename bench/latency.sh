@@ -24,7 +24,16 @@
 # runs the correlator under a profiler (or "/usr/bin/time -f %U+%S": any
 # wrapper that runs its arguments; the correlator itself is stopped).
 # BENCH_KAFKA=real: a real Apache Kafka (deploy/kafka, one KRaft node, the
-# topics made by `cascade kafka init`) instead of `cascade broker`.
+# topics made by `cascade kafka init`) instead of `cascade broker`. Each
+# run starts a fresh broker, and a JVM's first minute is not the broker a
+# cluster runs for months (its code is still being compiled), so the
+# broker is warmed first: BENCH_KAFKA_WARM seconds (default 30; 0 measures
+# it cold) of the rate (10k/s at most) through one hop on topics of their
+# own (prefix "warm."), then half as long of timeouts only (no pattern,
+# bench_latency --patterns 0) through the correlator or relay, whose
+# group commits that exercises. After each run the broker's collections
+# during it go to stderr (count, total and longest pause, from its
+# gc.log): its stop-the-world pauses are the tail.
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 seconds=10 runs=1 hop= relay= wait_ms=1
@@ -37,7 +46,7 @@ while [ $# -gt 0 ]; do
     --hop) hop=--hop; shift ;;
     --relay) relay=1; shift ;;
     --fetch-wait) wait_ms=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -68,11 +77,40 @@ cpu_s() {
   [ -n "$1" ] && awk -v t="$tck" '{ printf "%.3f\n", ($14 + $15) / t }' "/proc/$1/stat" 2>/dev/null || true
 }
 
+# warm_topics DIR RATE: the fresh broker's produce and fetch paths run
+# (and compiled) before the clock starts; see BENCH_KAFKA above.
+warm_topics() {
+  local s=${BENCH_KAFKA_WARM:-30} r=$(( $2 < 10000 ? $2 : 10000 ))
+  [ "$s" -gt 0 ] || return 0
+  printf 'kafka:\n  topic_prefix: "warm."\n' > "$1/warm.yaml"
+  "$build/cascade" kafka init --config "$1/warm.yaml" --brokers "$brokers" \
+    --partitions "${BENCH_KAFKA_PARTITIONS:-64}" --replication 1 > "$1/warm-init.out" 2>&1 ||
+    { say "warm-up topics: $(tail -n 2 "$1/warm-init.out")"; return 1; }
+  say "warming the broker: ${s} s at $r/s, one hop"
+  "$build/bench/bench_latency" --hop --topic-prefix warm. --brokers "$brokers" \
+    --rate "$r" --seconds "$s" --fetch-wait "$wait_ms" > "$1/warm.out" 2>&1 ||
+    { say "warm-up failed: $(tail -n 2 "$1/warm.out")"; return 1; }
+}
+# warm_load RATE: then timeouts only through the running correlator/relay
+warm_load() {
+  local s=$(( ${BENCH_KAFKA_WARM:-30} / 2 )) r=$(( $1 < 10000 ? $1 : 10000 ))
+  [ "$s" -gt 0 ] || return 0
+  say "warming the broker: ${s} s at $r/s through the consumer group"
+  "$build/bench/bench_latency" --patterns 0 --brokers "$brokers" \
+    --rate "$r" --seconds "$s" > /dev/null ||
+    { say "warm-up load failed"; return 1; }
+}
+# gc_pauses DIR: the broker's stop-the-world pauses so far, in ms, one a line
+gc_pauses() {
+  sed -n 's/.*\] GC([0-9]*) Pause .* \([0-9.]*\)ms$/\1/p' "$1/kafka/node-1/gc.log" 2>/dev/null || true
+}
+
 for rate in "$@"; do
   for r in $(seq 1 "$runs"); do
     d=$work/$rate-$r
     mkdir -p "$d"
     start_stack "$d" "$build/cascade" || exit 1
+    [ "$(kafka_kind)" != real ] || warm_topics "$d" "$rate" || exit 1
     # no lingering before a batch's outputs go, and a short fetch wait: the
     # embedded broker answers a waiting fetch only when the wait is over
     printf 'kafka:\n  linger_ms: 0\n  fetch_wait_ms: %s\nrules:\n  dir: "%s"\nlog:\n  level: %s\n' \
@@ -90,12 +128,17 @@ for rate in "$@"; do
       [ -n "${LATENCY_WRAP_CORRELATOR:-}" ] || cpid=$!
       wait_log "$d/corr.err" restored || exit 1
     fi
+    [ "$(kafka_kind)" != real ] || [ -n "$hop" ] || warm_load "$rate" || exit 1
+    g0=$(gc_pauses "$d" | wc -l)
     c0=$(cpu_s "$cpid") t0=$(date +%s.%N)
     # shellcheck disable=SC2086 # $hop is empty or one word
     line=$("$build/bench/bench_latency" $hop --brokers "$brokers" --rate "$rate" \
       --seconds "$seconds" --patterns "${PATTERNS:-100}" --fetch-wait "$wait_ms") ||
       { say "bench_latency failed at $rate/s"; exit 1; }
     c1=$(cpu_s "$cpid") t1=$(date +%s.%N)
+    [ "$(kafka_kind)" = real ] && gc_pauses "$d" | tail -n +$((g0 + 1)) |
+      awk -v r="$rate" '{ n++; s += $1; if ($1 > m) m = $1 }
+        END { printf "latency: %s/s: the broker paused %d times, %.0f ms in all, longest %.0f ms\n", r, n, s, m }' >&2
     if [ -n "$c0" ] && [ -n "$c1" ]; then
       echo "$line $(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.2f", (b - a) / (e - s) }')"
     else

@@ -5,7 +5,7 @@
 # BENCH_KAFKA=real runs a real Apache Kafka instead of the embedded broker:
 # one node of deploy/kafka (KRaft, its own storage on the run's folder),
 # the topics made by `cascade kafka init` with the embedded broker's 64
-# partitions and replication 1.
+# partitions (BENCH_KAFKA_PARTITIONS replaces it) and replication 1.
 pids=()
 kafka_dirs=()
 
@@ -24,7 +24,7 @@ start_kafka() {
   "$root/deploy/kafka/kafka.sh" start --dir "$d/kafka" --heap "${BENCH_KAFKA_HEAP:-1024}" \
     > "$d/kafka.out" 2>&1 || { echo "bench: kafka did not start: $(tail -n 3 "$d/kafka.out")" >&2; return 1; }
   brokers=$(cat "$d/kafka/bootstrap")
-  "$cascade" kafka init --brokers "$brokers" --partitions 64 --replication 1 \
+  "$cascade" kafka init --brokers "$brokers" --partitions "${BENCH_KAFKA_PARTITIONS:-64}" --replication 1 \
     > "$d/kafka-init.out" 2>&1 ||
     { echo "bench: cascade kafka init failed: $(tail -n 3 "$d/kafka-init.out")" >&2; return 1; }
 }
