@@ -38,9 +38,11 @@ run_rc() {
   [ "$rc" -eq "$want" ] || fail "cascade $* exited $rc, not $want: $(cat "$tmp/$name.out" "$tmp/$name.err")"
 }
 
-# has NAME TEXT: NAME.out or NAME.err holds TEXT (a fixed string).
+# has NAME TEXT: NAME.out or NAME.err holds TEXT (a fixed string). grep
+# reads the files itself: `cat | grep -q` fails under pipefail when grep
+# stops at a match in the first file while cat still writes (SIGPIPE).
 has() {
-  cat "$tmp/$1.out" "$tmp/$1.err" | grep -qF -- "$2" || fail "$1: no '$2' in: $(cat "$tmp/$1.out" "$tmp/$1.err")"
+  grep -qF -- "$2" "$tmp/$1.out" "$tmp/$1.err" || fail "$1: no '$2' in: $(cat "$tmp/$1.out" "$tmp/$1.err")"
 }
 
 start_redis
