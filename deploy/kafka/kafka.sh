@@ -79,12 +79,18 @@ java_run() { # main class, args...
 }
 
 # free_base N: a port such that the 3*N ports from it are free on loopback.
+# Below Linux's ephemeral range (32768 up): the JVM binds seconds after
+# this check, and in that time any outgoing connection (or a port-0 bind
+# of a test running beside) may take a port in that range.
 free_base() {
   python3 - "$1" <<'EOF'
 import random, socket, sys
 n = 3 * int(sys.argv[1])
+lo = 10000
+with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+    hi = int(f.read().split()[0])
 for _ in range(200):
-    base = random.randrange(20000, 60000 - n)
+    base = random.randrange(lo, hi - n)
     socks = []
     try:
         for p in range(base, base + n):
