@@ -17,6 +17,7 @@
 #include "actions/vendors.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/rconn.h"
 #include "core/str.h"
 #include "core/ts.h"
 
@@ -238,7 +239,7 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                  "will be refused, since their seals cannot be verified");
     if (executors(a, base, o, err))
         goto fail;
-    if (jr_check(o->redis, err) || !(a->jr = jr_new(base, o->redis, err)))
+    if (rconn_check(o->redis, err) || !(a->jr = jr_new(base, o->redis, err)))
         goto fail;
     a->commit_timer = evtimer_new(base, run_commit_timer, a);
     kfk_consumer_opts co = kfk_consumer_defaults(o->brokers, a->group,

@@ -53,7 +53,7 @@ typedef struct act_stats {
 typedef struct act act;
 
 /* Checks at once (blocking) that Redis takes the credentials and keeps
- * what it is given (journal.h, jr_check): NULL with err when not. */
+ * what it is given (core/rconn.h, rconn_check): NULL with err when not. */
 act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                cs_err *err);
 void act_get_stats(const act *a, act_stats *s);

@@ -5,7 +5,6 @@
 #include <strings.h>
 
 #include "core/mem.h"
-#include "core/rconn.h"
 #include "core/rlink.h"
 
 typedef struct jcmd {
@@ -114,11 +113,6 @@ static void on_down(void *arg)
 
 static const rlink_hooks hooks = {
     .ready = send_waiting, .reply = on_reply, .down = on_down};
-
-int jr_check(const rtarget *t, cs_err *err)
-{
-    return rconn_check(t, err);
-}
 
 journal *jr_new(struct event_base *base, const rtarget *t, cs_err *err)
 {

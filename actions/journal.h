@@ -25,10 +25,6 @@ struct event_base;
 
 typedef struct journal journal;
 
-/* Whether Redis answers to t's credentials and, unless t says
- * require_durable: false, keeps what it is given: blocking, start-up
- * only. 0, or -1 (err says what is wrong and how to mend it). */
-int jr_check(const rtarget *t, cs_err *err);
 /* t is copied. Connects in the background. */
 journal *jr_new(struct event_base *base, const rtarget *t, cs_err *err);
 void jr_free(journal *j);

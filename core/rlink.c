@@ -165,6 +165,17 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     lost(l);
 }
 
+/* A new context of ours on the loop: its callbacks find l in its data. */
+static void attach(rlink *l, redisAsyncContext *ac,
+                   redisConnectCallback *on_conn,
+                   redisDisconnectCallback *on_disc)
+{
+    ac->data = l;
+    redisLibeventAttach(ac, l->base);
+    redisAsyncSetConnectCallback(ac, on_conn);
+    redisAsyncSetDisconnectCallback(ac, on_disc);
+}
+
 /* Connects to l->addr; the handshake goes out at once (hiredis holds it
  * until the connection is made) and ready comes when it answered. */
 static void connect_master(rlink *l)
@@ -180,10 +191,7 @@ static void connect_master(rlink *l)
         schedule_retry(l);
         return;
     }
-    ac->data = l;
-    redisLibeventAttach(ac, l->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    attach(l, ac, on_connect, on_disconnect);
     l->ac = ac;
     l->hello_at = 0;
     for (int i = 0; i < l->nhello; i++)
@@ -289,10 +297,7 @@ static void ask_sentinel(rlink *l)
         sentinel_gone(l, e);
         return;
     }
-    sc->data = l;
-    redisLibeventAttach(sc, l->base);
-    redisAsyncSetConnectCallback(sc, on_sentinel_connect);
-    redisAsyncSetDisconnectCallback(sc, on_sentinel_disconnect);
+    attach(l, sc, on_sentinel_connect, on_sentinel_disconnect);
     l->sc = sc;
     for (int i = 0; i < l->nask; i++)
         redisAsyncCommandArgv(sc, on_sentinel_reply, (void *)(uintptr_t)i,

@@ -9,6 +9,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/rconn.h"
 #include "core/signal.h"
 #include "core/ts.h"
 #include "engine/engine.h"
@@ -724,7 +725,7 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     }
     /* Redis must answer now; the state itself is read once the group
      * says which clusters are ours (on_assign). */
-    if (store_ping(o->redis, err) || partitions_check(c, err))
+    if (rconn_check(o->redis, err) || partitions_check(c, err))
         goto fail;
     kfk_consumer_opts co = kfk_consumer_defaults(
         o->brokers, o->group && *o->group ? o->group : KFK_GROUP_CORRELATE,

@@ -503,11 +503,6 @@ static long restore_key(redisContext *c, const char *key, const char *prefix,
     return n;
 }
 
-int store_ping(const rtarget *t, cs_err *err)
-{
-    return rconn_check(t, err);
-}
-
 long store_partitions(const rtarget *t, const char *topic, long count,
                       cs_err *err)
 {

@@ -37,10 +37,6 @@ int store_busy(const store *st);
 unsigned long store_commands_sent(const store *st);
 unsigned long store_hash_writes(const store *st);
 
-/* Whether Redis answers to t's credentials and, unless t says
- * require_durable: false, keeps what it is given (core/rconn.h,
- * rconn_durable). Blocking; start-up only: 0, or -1 (err set). */
-int store_ping(const rtarget *t, cs_err *err);
 
 /* The partition count of topic that the state in Redis was built with
  * (the clusters' state belongs to the partition their key hashes to):

@@ -12,6 +12,7 @@
 
 #include "actions/journal.h"
 #include "check.h"
+#include "core/rconn.h"
 #include "core/str.h"
 #include "core/ts.h"
 #include "redis_srv.h"
@@ -69,12 +70,12 @@ static void test_check(int port)
     rtarget t = srv_target(port, 2);
     cs_err err;
 
-    CHECK_INT(jr_check(&t, &err), -1); /* --appendonly no */
+    CHECK_INT(rconn_check(&t, &err), -1); /* --appendonly no */
     CHECK(strstr(err.msg, "does not persist") != NULL);
     t.require_durable = 0;
-    CHECK_INT(jr_check(&t, &err), 0);
+    CHECK_INT(rconn_check(&t, &err), 0);
     str_copy(t.password, sizeof t.password, "wrong");
-    CHECK_INT(jr_check(&t, &err), -1);
+    CHECK_INT(rconn_check(&t, &err), -1);
     CHECK(strstr(err.msg, "(user cascade, db 2): AUTH refused: WRONGPASS") !=
           NULL);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/rconn.h"
 #include "core/redisproc.h"
 #include "core/str.h"
 #include "correlate/store.h"
@@ -265,7 +266,7 @@ static void test_acl_db(struct event_base *base, int port, redisContext *admin)
     CHECK_INT(n, 1);
 
     str_copy(t.password, sizeof t.password, "not-the-pw");
-    CHECK_INT(store_ping(&t, &err), -1);
+    CHECK_INT(rconn_check(&t, &err), -1);
     CHECK(strstr(err.msg, "not-the-pw") == NULL);
     char want[128];
     snprintf(want, sizeof want, "redis 127.0.0.1:%d (user cascade, db 3): "
@@ -274,7 +275,7 @@ static void test_acl_db(struct event_base *base, int port, redisContext *admin)
     CHECK_INT(store_restore(&t, "", &fns, &n, &err), -1);
 }
 
-/* CONFIG SET name value, then store_ping's err ("" when it passed). */
+/* CONFIG SET name value, then rconn_check's err ("" when it passed). */
 static const char *ping_after(redisContext *admin, const rtarget *t,
                               const char *name, const char *value)
 {
@@ -285,7 +286,7 @@ static const char *ping_after(redisContext *admin, const rtarget *t,
         REQUIRE(r && r->type == REDIS_REPLY_STATUS);
         freeReplyObject(r);
     }
-    return store_ping(t, &err) ? err.msg : "";
+    return rconn_check(t, &err) ? err.msg : "";
 }
 
 /* A Redis that evicts or does not persist is refused with what to
