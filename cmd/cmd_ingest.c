@@ -1,15 +1,20 @@
-/* cascade ingest: the collectors (a signal file, raw logs, the
- * Alertmanager webhook) -> cascade.signals. */
+/* cascade ingest: the collectors (a signal file, raw logs read once or
+ * followed, the Alertmanager webhook) -> cascade.signals. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <event2/event.h>
+
 #include "cmd/cli.h"
 #include "cmd/live.h"
+#include "core/log.h"
 #include "core/str.h"
 #include "ingest/filein.h"
+#include "ingest/follow.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
 
@@ -101,110 +106,275 @@ static void ingest_log_help(FILE *f)
     fprintf(f,
         "usage: cascade ingest log [--brokers LIST] [--config FILE]\n"
         "                          [--cluster NAME] [--year N] [--rules DIR]\n"
-        "                          [--all] FILE...\n\n"
-        "The collector for raw log files: reads lines as syslog writes them\n"
-        "(\"TIME HOST [job=ID] PROGRAM[PID]: TEXT\", TIME in RFC 3339 or\n"
-        "'Mmm dd HH:MM:SS'), makes each a signal of its source (kernel;\n"
-        "slurmctld, slurmd, slurmstepd: slurm; raylet, gcs_server: ray;\n"
-        "others: app) and publishes it to cascade.signals, keyed by cluster.\n"
-        "Lines that no signature of the rule set could take are dropped here,\n"
-        "at the edge, and counted; a line that cannot be parsed is reported\n"
-        "as FILE:LINE: reason and sent to cascade.deadletter.\n\n"
-        "  --brokers LIST  Kafka bootstrap servers (or kafka.brokers)\n"
-        "  --config FILE   its kafka section: brokers, topic_prefix,\n"
-        "                  properties (default $CASCADE_CONFIG)\n"
-        "  --cluster NAME  the signals' cluster (default: default)\n"
-        "  --year N        year of traditional syslog times (default: this\n"
-        "                  year, UTC)\n"
-        "  --rules DIR     the rule set the edge filter reads (default: the\n"
-        "                  built-in set; give the correlator's rules.dir)\n"
-        "  --all           publish every parsed line (no edge filter)\n\n"
+        "                          [--all] [--format syslog|plain]\n"
+        "                          [--source NAME] [--host NAME] FILE...\n"
+        "       cascade ingest log --follow [--checkpoint FILE] [--from-start]\n"
+        "                          [--sweep-ms N] [--for SECONDS] [...] PATTERN...\n\n"
+        "The collector for raw log files. A syslog line (\"TIME HOST [job=ID]\n"
+        "PROGRAM[PID]: TEXT\", TIME in RFC 3339 or 'Mmm dd HH:MM:SS') becomes a\n"
+        "signal of its program's source (kernel; slurmctld, slurmd, slurmstepd:\n"
+        "slurm; raylet, gcs_server: ray; others: app). A plain line (a job's\n"
+        "stdout or stderr) is a signal of --source, timed when it was read,\n"
+        "with the host, job and rank its path names. Each is published to\n"
+        "cascade.signals, keyed by cluster. Lines no signature of the rule set\n"
+        "could take are dropped here, at the edge, and counted; a line that\n"
+        "cannot be parsed is reported as FILE:LINE: reason and sent to\n"
+        "cascade.deadletter. FILE '-' is standard input, read line by line.\n\n"
+        "--follow follows the files a PATTERN names as they are written, and\n"
+        "files that appear later: a glob ('*', '?') whose parts {job}, {rank}\n"
+        "and {host} also give a plain line its job, rank and host, e.g.\n"
+        "'/shared/jobs/{job}/rank{rank}.log'; 'plain:' or 'syslog:' before\n"
+        "one gives its format. Rotation by rename and by\n"
+        "copytruncate is followed; the checkpoint keeps, per file, where the\n"
+        "lines Kafka has not acknowledged start, so a restart (even after\n"
+        "kill -9) loses none (a line read twice keeps its id). At the first\n"
+        "start the files there are read from their end (--from-start: from\n"
+        "their beginning); a file that appears later from its beginning.\n"
+        "SIGINT/SIGTERM: waits for delivery, saves the checkpoint, stops.\n\n"
+        "  --brokers LIST    Kafka bootstrap servers (or kafka.brokers)\n"
+        "  --config FILE     its kafka section: brokers, topic_prefix,\n"
+        "                    properties (default $CASCADE_CONFIG)\n"
+        "  --cluster NAME    the signals' cluster (default: default)\n"
+        "  --year N          year of traditional syslog times (default: this\n"
+        "                    year, UTC)\n"
+        "  --rules DIR       the rule set the edge filter reads (default: the\n"
+        "                    built-in set; give the correlator's rules.dir)\n"
+        "  --all             publish every parsed line (no edge filter)\n"
+        "  --format F        syslog (default) or plain\n"
+        "  --source NAME     plain lines' source: app (default), kernel, ray,\n"
+        "                    slurm\n"
+        "  --host NAME       plain lines' host where the path names none\n"
+        "                    (default: this machine's name)\n"
+        "  --follow          follow PATTERNs (above)\n"
+        "  --checkpoint FILE where the positions are kept (--follow; without\n"
+        "                    one every start is a first start)\n"
+        "  --from-start      --follow: read the files there at the first start\n"
+        "                    from their beginning\n"
+        "  --sweep-ms N      --follow: look for new, rotated and grown files\n"
+        "                    this often (default 1000; inotify reads sooner)\n"
+        "  --for SECONDS     --follow: stop after this long\n\n"
         "exit: 0 all lines taken, 1 some rejected, 2 failure\n");
+}
+
+typedef struct log_args {
+    const char *brokers, *config, *rules, *checkpoint;
+    fin_opts fo;
+    int all, follow, from_start, sweep_ms, seconds;
+} log_args;
+
+static int int_arg(const char *what, const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+
+    if (*v == '\0' || *end || n < lo || n > hi) {
+        fprintf(stderr, "cascade ingest log: %s wants %d..%d, not '%s'\n",
+                what, lo, hi, v);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+/* 0 parsed, 1 --help given, -1 a usage error (told). */
+static int log_parse(int argc, char **argv, log_args *a)
+{
+    static const struct option opts[] = {
+        {"brokers", required_argument, 0, 'b'}, {"config", required_argument, 0, 'C'},
+        {"cluster", required_argument, 0, 'c'}, {"year", required_argument, 0, 'y'},
+        {"rules", required_argument, 0, 'r'},   {"all", no_argument, 0, 'a'},
+        {"format", required_argument, 0, 'f'},  {"source", required_argument, 0, 's'},
+        {"host", required_argument, 0, 'H'},    {"follow", no_argument, 0, 'F'},
+        {"checkpoint", required_argument, 0, 'k'},
+        {"from-start", no_argument, 0, 'S'},    {"sweep-ms", required_argument, 0, 'w'},
+        {"for", required_argument, 0, 't'},     {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b': a->brokers = optarg; break;
+        case 'C': a->config = optarg; break;
+        case 'c': a->fo.line.cluster = optarg; break;
+        case 'r': a->rules = optarg; break;
+        case 'a': a->all = 1; break;
+        case 'H': a->fo.origin.host = optarg; break;
+        case 'F': a->follow = 1; break;
+        case 'k': a->checkpoint = optarg; break;
+        case 'S': a->from_start = 1; break;
+        case 'y':
+            if (int_arg("--year", optarg, 1970, 9999, &a->fo.line.year))
+                return -1;
+            break;
+        case 'w':
+            if (int_arg("--sweep-ms", optarg, 10, 3600000, &a->sweep_ms))
+                return -1;
+            break;
+        case 't':
+            if (int_arg("--for", optarg, 1, 100000000, &a->seconds))
+                return -1;
+            break;
+        case 'f':
+            if (strcmp(optarg, "syslog") && strcmp(optarg, "plain")) {
+                fprintf(stderr, "cascade ingest log: --format is syslog or "
+                                "plain, not '%s'\n", optarg);
+                return -1;
+            }
+            a->fo.line.format = optarg[0] == 's' ? LL_SYSLOG : LL_PLAIN;
+            break;
+        case 's':
+            if (sig_source_parse(optarg, &a->fo.origin.source) ||
+                (a->fo.origin.source != SRC_APP && a->fo.origin.source != SRC_KERNEL &&
+                 a->fo.origin.source != SRC_RAY && a->fo.origin.source != SRC_SLURM)) {
+                fprintf(stderr, "cascade ingest log: --source is app, kernel, "
+                                "ray or slurm, not '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case 'h':
+            ingest_log_help(stdout);
+            return 1;
+        default:
+            ingest_log_help(stderr);
+            return -1;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "cascade ingest log: needs a FILE%s\n",
+                a->follow ? " or PATTERN" : "");
+        return -1;
+    }
+    if (!a->follow && (a->checkpoint || a->from_start || a->sweep_ms || a->seconds)) {
+        fprintf(stderr, "cascade ingest log: --checkpoint, --from-start, "
+                        "--sweep-ms and --for go with --follow\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int log_files(const log_args *a, char **paths, int n, kfk_producer *p,
+                     cs_err *err)
+{
+    fin_stats st;
+    int worst = 0;
+
+    for (int i = 0; i < n; i++) {
+        int r = fin_publish_opts(paths[i], &a->fo, p, &st, err);
+        fprintf(stderr, "ingest log: %s: %lu lines, %lu published, %lu "
+                "dropped by the edge filter, %lu rejected\n",
+                strcmp(paths[i], "-") ? paths[i] : "<stdin>", st.lines,
+                st.published, st.dropped, st.rejected);
+        if (r < 0)
+            return 2;
+        worst = r > worst ? r : worst;
+    }
+    return worst;
+}
+
+typedef struct follow_run {
+    struct event_base *base;
+    fol_follower *fw;
+} follow_run;
+
+static void follow_stop(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(((follow_run *)arg)->base);
+}
+
+static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
+                      cs_err *err)
+{
+    fol_source *src = calloc((size_t)n, sizeof *src);
+    fol_opts o = {.nsources = (size_t)n, .checkpoint = a->checkpoint,
+                  .cluster = a->fo.line.cluster, .year = a->fo.line.year,
+                  .edge = a->fo.line.edge, .from_start = a->from_start,
+                  .sweep_ms = a->sweep_ms};
+    follow_run r = {event_base_new(), NULL};
+    struct event *ev[3] = {0};
+    struct timeval tv = {a->seconds, 0};
+    fol_stats st;
+    int rc = 2;
+
+    if (!src || !r.base) {
+        cs_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        src[i] = (fol_source){pats[i], a->fo.line.format, a->fo.origin.source,
+                              a->fo.origin.host};
+        if (!strncmp(pats[i], "plain:", 6) || !strncmp(pats[i], "syslog:", 7)) {
+            src[i].format = pats[i][0] == 'p' ? LL_PLAIN : LL_SYSLOG;
+            src[i].pattern = strchr(pats[i], ':') + 1;
+        }
+    }
+    o.sources = src;
+    ev[0] = evsignal_new(r.base, SIGINT, follow_stop, &r);
+    ev[1] = evsignal_new(r.base, SIGTERM, follow_stop, &r);
+    ev[2] = evtimer_new(r.base, follow_stop, &r);
+    if (!ev[0] || !ev[1] || !ev[2] || event_add(ev[0], NULL) ||
+        event_add(ev[1], NULL) || (a->seconds && event_add(ev[2], &tv)) ||
+        kfk_producer_attach(p, r.base)) {
+        cs_err_set(err, "cannot set up the event loop");
+        goto out;
+    }
+    if (!(r.fw = fol_start(r.base, &o, p, err)))
+        goto out;
+    log_info("follow", "following %d pattern%s%s%s", n, n == 1 ? "" : "s",
+             a->checkpoint ? ", checkpoint " : "",
+             a->checkpoint ? a->checkpoint : "");
+    event_base_dispatch(r.base);
+    rc = fol_stop(r.fw, 30000, err) ? 2 : 0;
+    fol_get_stats(r.fw, &st);
+    fprintf(stderr, "ingest log: followed %lu files (%lu rotations, %lu "
+            "truncations): %llu lines, %llu published, %llu dropped by the "
+            "edge filter, %llu rejected\n", st.opened, st.rotations,
+            st.truncations, st.lines, st.published, st.dropped, st.rejected);
+    if (rc == 0 && st.rejected)
+        rc = 1;
+out:
+    fol_free(r.fw);
+    for (int i = 0; i < 3; i++)
+        if (ev[i])
+            event_free(ev[i]);
+    if (r.base)
+        event_base_free(r.base);
+    free(src);
+    return rc;
 }
 
 static int ingest_log(int argc, char **argv)
 {
-    static const struct option opts[] = {{"brokers", required_argument, 0, 'b'},
-                                         {"config", required_argument, 0, 'C'},
-                                         {"cluster", required_argument, 0, 'c'},
-                                         {"year", required_argument, 0, 'y'},
-                                         {"rules", required_argument, 0, 'r'},
-                                         {"all", no_argument, 0, 'a'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *brokers = NULL, *config = NULL, *rules = "";
-    fin_opts fo = {.format = FIN_SYSLOG};
-    fin_stats st, sum = {0};
+    log_args a = {.rules = "",
+                  .fo = {.line = {.format = LL_SYSLOG},
+                         .origin = {.source = SRC_APP, .rank = -1}}};
     pb_catalog *cat = NULL;
     classifier *cls = NULL;
     kfk_producer *p = NULL;
     cs_err err = {{0}};
-    int c, rc = 2, all = 0, worst = 0;
+    int rc = 2;
     time_t now = time(NULL);
     struct tm tm;
-    char *end;
 
     gmtime_r(&now, &tm);
-    fo.year = tm.tm_year + 1900;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            brokers = optarg;
-            break;
-        case 'C':
-            config = optarg;
-            break;
-        case 'c':
-            fo.cluster = optarg;
-            break;
-        case 'y':
-            fo.year = (int)strtol(optarg, &end, 10);
-            if (*end || fo.year < 1970 || fo.year > 9999) {
-                fprintf(stderr, "cascade ingest log: --year wants 1970..9999, "
-                                "not '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'r':
-            rules = optarg;
-            break;
-        case 'a':
-            all = 1;
-            break;
-        case 'h':
-            ingest_log_help(stdout);
-            return 0;
-        default:
-            ingest_log_help(stderr);
-            return 2;
-        }
-    }
-    if (optind >= argc) {
-        fprintf(stderr, "cascade ingest log: needs a FILE\n");
-        return 2;
-    }
-    if (!all && (!(cat = cli_load_rules(rules, "ingest log", &err)) ||
-                 !(cls = cls_new(cat, &err))))
+    a.fo.line.year = tm.tm_year + 1900;
+    if ((rc = log_parse(argc, argv, &a)))
+        return rc > 0 ? 0 : 2;
+    rc = 2;
+    if (!a.all && (!(cat = cli_load_rules(a.rules, "ingest log", &err)) ||
+                   !(cls = cls_new(cat, &err))))
         goto out;
-    fo.edge = cls;
-    if (!(p = collector("ingest log", brokers, config, "zstd"))) {
+    a.fo.line.edge = cls;
+    if (!(p = collector("ingest log", a.brokers, a.config, "zstd"))) {
         err.msg[0] = '\0'; /* told */
         goto out;
     }
-    for (int i = optind; i < argc; i++) {
-        int r = fin_publish_opts(argv[i], &fo, p, &st, &err);
-        fprintf(stderr, "ingest log: %s: %lu lines, %lu published, %lu "
-                "dropped by the edge filter, %lu rejected\n",
-                strcmp(argv[i], "-") ? argv[i] : "<stdin>", st.lines,
-                st.published, st.dropped, st.rejected);
-        sum.lines += st.lines;
-        sum.published += st.published;
-        if (r < 0)
-            goto out;
-        worst = r > worst ? r : worst;
-    }
-    rc = worst;
+    if (a.follow && !(argc - optind == 1 && !strcmp(argv[optind], "-")))
+        rc = log_follow(&a, argv + optind, argc - optind, p, &err);
+    else
+        rc = log_files(&a, argv + optind, argc - optind, p, &err);
 out:
     if (rc == 2 && err.msg[0])
         fprintf(stderr, "cascade ingest log: %s\n", err.msg);

@@ -5,6 +5,7 @@
 
 #include "core/err.h"
 #include "core/kafka.h"
+#include "ingest/logline.h"
 
 typedef struct fin_stats {
     unsigned long lines;     /* lines read, blank ones included */
@@ -13,22 +14,16 @@ typedef struct fin_stats {
     unsigned long dropped;   /* syslog lines the edge filter dropped */
 } fin_stats;
 
-struct classifier;
-
-typedef enum {
-    FIN_JSONL,  /* signals, docs/FORMATS.md */
-    FIN_SYSLOG, /* raw log lines (ingest/syslog.h) */
-} fin_format;
-
+/* The format and what goes with it (ingest/logline.h). A plain line is
+ * given the time it was read, the source, host, job and rank of origin,
+ * and its line number as its place. */
 typedef struct fin_opts {
-    fin_format format;
-    const char *cluster; /* syslog: the signals' cluster; NULL: default */
-    int year;            /* syslog: for traditional times, which have none */
-    /* syslog: publish only the lines it keeps (cls_edge_keep); NULL: all */
-    const struct classifier *edge;
+    ll_opts line;
+    ll_origin origin; /* plain lines */
 } fin_opts;
 
-/* Reads `path` ("-" for standard input) line by line. Each valid line is
+/* Reads `path` ("-" for standard input) line by line, each line as soon
+ * as it is read (a pipe's lines go out as they come). Each valid line is
  * published as msgpack keyed by its cluster (a full producer queue is
  * waited out, never dropped). Each invalid line, or one longer than
  * SIG_MAX_BYTES, is reported on stderr as "<path>:<line>: <reason>" and
@@ -38,7 +33,7 @@ typedef struct fin_opts {
  * delivered, 1 when some were rejected, -1 on an I/O or delivery failure
  * (err set). st may be NULL. */
 int fin_publish(const char *path, kfk_producer *p, fin_stats *st, cs_err *err);
-/* The same for either format. A syslog line becomes a signal of its
+/* The same for any format. A syslog line becomes a signal of its
  * source (ts, source, host, job, line: the text after the tag); one the
  * edge filter drops is counted, not published: it could make no fact. */
 int fin_publish_opts(const char *path, const fin_opts *o, kfk_producer *p,

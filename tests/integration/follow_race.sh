@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The follower's promise: every line written to a followed file reaches
+# cascade.signals, through rotations and restarts. Writers
+# (log_writer.py) write syslog lines to a file rotated by rename and to
+# one rotated by copytruncate, and plain lines to job output files that
+# appear as the run goes on; `cascade ingest log --follow` follows the
+# three patterns.
+#
+#  1. rotations alone: every line is on the topic exactly once;
+#  2. rotations and kill -9 of the follower, restarted on its checkpoint:
+#     every line is on the topic (none lost); a line read again after a
+#     kill keeps its id (counted, and checked: the same bytes).
+#
+# 0. standard input: a line is published as it is read, not at the end.
+#
+# kcat reads the topic back; each line carries a marker of its own. In
+# the real-Kafka tier it runs on the tier's broker with topics of its own.
+set -uo pipefail
+bin=$1
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/live_lib.sh"
+command -v kcat >/dev/null || fail "kcat not installed (deploy/setup.sh installs it)"
+seconds=${CASCADE_TEST_SECONDS:-10}
+start_broker 600
+
+# follow DIR N: follower instance N over DIR's files, checkpoint in DIR.pos
+follow() {
+  "$bin" ingest log --follow --brokers "$brokers" --all --from-start \
+    --checkpoint "$1.pos" --sweep-ms 200 \
+    "syslog:$1/syslog.log" "syslog:$1/copy.log" "plain:$1/jobs/{job}/rank{rank}.log" \
+    > "$tmp/follow$2.out" 2> "$tmp/follow$2.err" &
+  fpid=$!
+  pids+=($fpid)
+}
+
+# on_topic RUN: "COUNT MARKER IDS" for each marker of RUN on the topic:
+# how many messages carry it, and how many ids they have (1: a line read
+# again kept its id)
+on_topic() {
+  kcat -b "$brokers" ${KCAT_CONFIG:+-F "$KCAT_CONFIG"} -C -t "$t_signals" -o beginning -e -q \
+    -f '%S:%s' 2>> "$tmp/kcat.err" | python3 "$here/topic_dump.py" |
+    jq -r --arg run "$1" 'select((.line // "") | contains($run + "-"))
+      | "\((.line | capture("(?<m>" + $run + "-[a-z0-9]+-[0-9]+)").m)) \(.id)"' |
+    sort | awk '{n[$1]++; if (!seen[$1 " " $2]++) ids[$1]++} END {for (m in n) print n[m], m, ids[m]}'
+}
+
+stop() {
+  kill -TERM "$fpid"
+  wait "$fpid"
+  local rc=$?
+  [ $rc -eq 0 ] || fail "follower exited $rc on SIGTERM"
+}
+
+# check RUN ALLOW_DUPS: every marker of the manifest on the topic
+check() {
+  local run=$1 dups=$2 written found lost twice
+  sort -u "$tmp/$run.manifest" > "$tmp/$run.want"
+  written=$(wc -l < "$tmp/$run.want")
+  on_topic "$run" > "$tmp/$run.counts"
+  found=$(wc -l < "$tmp/$run.counts")
+  awk '{print $2}' "$tmp/$run.counts" | sort > "$tmp/$run.found"
+  ids=$(awk '$3 != 1' "$tmp/$run.counts" | wc -l)
+  lost=$(comm -23 "$tmp/$run.want" "$tmp/$run.found" | wc -l)
+  twice=$(awk '$1 > 1' "$tmp/$run.counts" | wc -l)
+  extra=$(comm -13 "$tmp/$run.want" "$tmp/$run.found" | wc -l)
+  echo "follow race $run: $written lines written, $found on the topic, $lost lost, $twice read more than once, $extra unknown"
+  [ "$written" -ge 1000 ] || fail "$run: only $written lines written"
+  [ "$lost" -eq 0 ] || fail "$run: lines not on the topic: $(comm -23 "$tmp/$run.want" "$tmp/$run.found" | head -n 5 | tr '\n' ' ')"
+  [ "$ids" -eq 0 ] || fail "$run: lines read again with another id: $(awk '$3 != 1' "$tmp/$run.counts" | head -n 3 | tr '\n' ' ')"
+  [ "$extra" -eq 0 ] || fail "$run: markers nobody wrote: $(comm -13 "$tmp/$run.want" "$tmp/$run.found" | head -n 3 | tr '\n' ' ')"
+  [ "$dups" = 1 ] || [ "$twice" -eq 0 ] || fail "$run: lines published twice without a kill: $(awk '$1 > 1' "$tmp/$run.counts" | head -n 3 | tr '\n' ' ')"
+}
+
+# 0. standard input is read line by line: a line piped in is on the
+# topic while the pipe is still open
+mkfifo "$tmp/stdin"
+"$bin" ingest log --brokers "$brokers" --all --format plain - < "$tmp/stdin" \
+  > "$tmp/stdin.out" 2> "$tmp/stdin.err" &
+spid=$!
+pids+=($spid)
+exec 7> "$tmp/stdin"
+echo "stdin-$$-first" >&7
+seen=0
+for _ in $(seq 1 100); do
+  kcat -b "$brokers" -C -t "$t_signals" -o beginning -e -q 2>> "$tmp/kcat.err" |
+    grep -aq "stdin-$$-first" && { seen=1; break; }
+  sleep 0.1
+done
+exec 7>&-
+wait "$spid" || fail "ingest log - exited $?"
+[ $seen = 1 ] || fail "a line on standard input was not published before the input ended"
+grep -q "<stdin>: 1 lines, 1 published" "$tmp/stdin.err" || fail "stdin summary: $(cat "$tmp/stdin.err")"
+
+# 1. rotations alone
+run=r1x$$
+mkdir -p "$tmp/a"
+follow "$tmp/a" 0
+python3 "$here/log_writer.py" --dir "$tmp/a" --run "$run" --manifest "$tmp/$run.manifest" \
+  --seconds "$seconds" --rotate-every 250 --seed 1 2> "$tmp/writer1.err" || fail "writer: $(cat "$tmp/writer1.err")"
+sleep 3
+stop
+grep -q "rotations" "$tmp/follow0.err" || fail "no summary"
+rot=$(sed -n 's/.*(\([0-9]*\) rotations, \([0-9]*\) truncations).*/\1 \2/p' "$tmp/follow0.err")
+set -- $rot
+[ "${1:-0}" -ge 2 ] && [ "${2:-0}" -ge 2 ] || fail "rotations/truncations seen: '$rot'"
+check "$run" 0
+# what the path says: a rank file's lines carry its job and rank
+kcat -b "$brokers" -C -t "$t_signals" -o beginning -e -q -f '%S:%s' 2>> "$tmp/kcat.err" |
+  python3 "$here/topic_dump.py" > "$tmp/r1.json"
+shape=$(jq -c --arg m "$run-j3r1-" 'select((.line // "") | contains($m)) | {source, job, rank}' "$tmp/r1.json" | sort -u)
+[ "$shape" = '{"source":"app","job":"7003","rank":1}' ] || fail "a rank file's signals: $shape"
+shape=$(jq -c --arg m "$run-s-" 'select((.line // "") | contains($m)) | {source, host}' "$tmp/r1.json" | sort -u)
+[ "$shape" = '{"source":"kernel","host":"gpu-001"}' ] || fail "a syslog file's signals: $shape"
+
+# 2. rotations and kills
+run=r2x$$
+mkdir -p "$tmp/b"
+follow "$tmp/b" 1
+python3 "$here/log_writer.py" --dir "$tmp/b" --run "$run" --manifest "$tmp/$run.manifest" \
+  --seconds "$seconds" --rotate-every 250 --seed 2 2> "$tmp/writer2.err" &
+writer=$!
+pids+=($writer)
+kills=4
+for k in $(seq 1 $kills); do
+  sleep "$(awk -v r=$RANDOM -v s="$seconds" -v k=$kills 'BEGIN { printf "%.2f", s / (k + 1) * (0.5 + r / 32767) }')"
+  kill -9 "$fpid" 2>/dev/null || fail "follower $k died on its own"
+  wait "$fpid" 2>/dev/null
+  sleep 0.$((RANDOM % 5))
+  follow "$tmp/b" $((k + 1))
+done
+wait "$writer" || fail "writer: $(cat "$tmp/writer2.err")"
+sleep 3
+stop
+check "$run" 1
+echo "follow race: ok"

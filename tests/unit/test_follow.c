@@ -1,0 +1,247 @@
+/* The follower's parts that need no broker: path patterns
+ * (ingest/pathpat.h), the checkpoint file (ingest/fpos.h) and the line
+ * encoder's plain lines (ingest/logline.h). The follower itself runs
+ * against a broker in tests/integration/follow_race.sh. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/signal.h"
+#include "ingest/fpos.h"
+#include "ingest/logline.h"
+#include "ingest/pathpat.h"
+
+static void test_pattern_errors(void)
+{
+    static const struct {
+        const char *pat, *err;
+    } bad[] = {
+        {"/var/log/[ab].log", "column 10: '[' is not part of a pattern"},
+        {"/jobs/{jobid}/out", "column 7: a capture is {job}, {rank} or {host}"},
+        {"/jobs/{job}/{job}.out", "column 13: {job} given twice"},
+        {"/a\\b", "column 3: '\\' is not part of a pattern"},
+        {"/a\tb", "column 3: a control character"},
+        {"", "the pattern is empty"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cs_err err = {{0}};
+        pp_pattern *p = pp_compile(bad[i].pat, &err);
+        CHECK(p == NULL);
+        CHECK(strstr(err.msg, bad[i].err) != NULL);
+        if (!strstr(err.msg, bad[i].err))
+            fprintf(stderr, "  '%s': %s\n", bad[i].pat, err.msg);
+        pp_free(p);
+    }
+}
+
+static void test_pattern_match(void)
+{
+    cs_err err;
+    pp_capture c;
+    pp_pattern *p = pp_compile("/shared/jobs/{job}/rank{rank}-*.log", &err);
+
+    REQUIRE(p);
+    CHECK_STR(pp_glob(p), "/shared/jobs/*/rank*-*.log");
+    CHECK_STR(pp_root(p), "/shared/jobs");
+    CHECK_INT(pp_match(p, "/shared/jobs/5512/rank3-stdout.log", &c), 1);
+    CHECK_STR(c.job, "5512");
+    CHECK_INT(c.rank, 3);
+    CHECK_STR(c.host, "");
+    /* a rank is a number; '*' and a capture stop at '/' */
+    CHECK_INT(pp_match(p, "/shared/jobs/5512/rankx-stdout.log", &c), 0);
+    CHECK_INT(c.rank, -1);
+    CHECK_INT(pp_match(p, "/shared/jobs/55/12/rank3-a.log", &c), 0);
+    CHECK_INT(pp_match(p, "/shared/jobs/5512/rank3-a/b.log", &c), 0);
+    CHECK_INT(pp_match(p, "/shared/jobs//rank3-a.log", &c), 0);
+    /* '*' may be empty, a capture may not */
+    CHECK_INT(pp_match(p, "/shared/jobs/9/rank12-.log", &c), 1);
+    CHECK_INT(c.rank, 12);
+    pp_free(p);
+
+    p = pp_compile("/var/log/slurm/{host}-job{job}.out", &err);
+    REQUIRE(p);
+    /* the host may hold '-': backtracking finds the split the rest takes */
+    CHECK_INT(pp_match(p, "/var/log/slurm/gpu-017-job77.out", &c), 1);
+    CHECK_STR(c.host, "gpu-017");
+    CHECK_STR(c.job, "77");
+    CHECK_INT(c.rank, -1);
+    pp_free(p);
+
+    p = pp_compile("kern.lo?", &err);
+    REQUIRE(p);
+    CHECK_STR(pp_root(p), ".");
+    CHECK_INT(pp_match(p, "kern.log", NULL), 1);
+    CHECK_INT(pp_match(p, "kern.lo", NULL), 0);
+    CHECK_INT(pp_match(p, "kern.log.1", NULL), 0);
+    pp_free(p);
+
+    p = pp_compile("/var/log/kern.log", &err);
+    REQUIRE(p);
+    CHECK_STR(pp_root(p), "/var/log");
+    pp_free(p);
+    p = pp_compile("/*.log", &err);
+    REQUIRE(p);
+    CHECK_STR(pp_root(p), "/");
+    pp_free(p);
+}
+
+/* Many stars against a long name that almost matches: without the
+ * memory of failed places this is a power of the length. */
+static void test_pattern_cost(void)
+{
+    cs_err err;
+    char name[300];
+    pp_pattern *p = pp_compile("/x/*a*a*a*a*a*a*a*a*a*a*a*b", &err);
+    clock_t t0 = clock();
+
+    REQUIRE(p);
+    memset(name, 'a', sizeof name - 1);
+    memcpy(name, "/x/", 3);
+    name[sizeof name - 1] = '\0';
+    CHECK_INT(pp_match(p, name, NULL), 0);
+    name[sizeof name - 2] = 'b';
+    CHECK_INT(pp_match(p, name, NULL), 1);
+    CHECK((clock() - t0) / (double)CLOCKS_PER_SEC < 1.0);
+    pp_free(p);
+}
+
+static void test_fpos(void)
+{
+    char dir[] = "/tmp/cascade-fposXXXXXX", path[PATH_MAX];
+    fpos_set s = {0}, back = {0};
+    fpos_entry e = {64768, 131, 4096, 37, 1024, 0x0123456789abcdefULL,
+                    "/var/log/with space.log"};
+    cs_err err = {{0}};
+    int found = 1;
+
+    REQUIRE(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/pos", dir);
+    CHECK_INT(fpos_load(path, &back, &found, &err), 0);
+    CHECK_INT(found, 0);
+    CHECK_INT(back.n, 0);
+    REQUIRE(fpos_add(&s, &e) == 0);
+    e.ino = 132;
+    e.path = "/var/log/kern.log";
+    REQUIRE(fpos_add(&s, &e) == 0);
+    REQUIRE(fpos_save(path, &s, &err) == 0);
+    REQUIRE(fpos_load(path, &back, &found, &err) == 0);
+    CHECK_INT(found, 1);
+    REQUIRE(back.n == 2);
+    CHECK_STR(back.v[0].path, "/var/log/with space.log");
+    CHECK_INT(back.v[0].offset, 4096);
+    CHECK_INT(back.v[0].line, 37);
+    CHECK(back.v[0].fp_hash == 0x0123456789abcdefULL);
+    CHECK(fpos_find(&back, 64768, 132) == &back.v[1]);
+    CHECK(fpos_find(&back, 1, 132) == NULL);
+    fpos_clear(&back);
+    fpos_clear(&s);
+
+    static const struct {
+        const char *text, *err;
+    } bad[] = {
+        {"", "empty"},
+        {"cascade-follow 2\n", "pos:1: not a follower checkpoint"},
+        {"cascade-follow 1\n1 2 3 4 5 00ff\n", "pos:2: expected"},
+        {"cascade-follow 1\n1 2 3 4 5000 00ff /a\n", "pos:2: expected"},
+        {"cascade-follow 1\n1 2 3 4 5 00fg /a\n", "pos:2: expected"},
+        {"cascade-follow 1\n1 2 3 4 5 0 /a\n\n1 2 x 4 5 0 /b\n", "pos:4:"},
+        {"cascade-follow 1\n99999999999999999999 2 3 4 5 0 /a\n", "pos:2:"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err.msg[0] = '\0';
+        CHECK_INT(fpos_parse("pos", bad[i].text, strlen(bad[i].text), &back,
+                             &err), -1);
+        CHECK(strstr(err.msg, bad[i].err) != NULL);
+        if (!strstr(err.msg, bad[i].err))
+            fprintf(stderr, "  %zu: %s\n", i, err.msg);
+    }
+    /* the fingerprint tells a file from another that starts otherwise */
+    uint32_t len;
+    uint64_t h;
+    int fd = open(path, O_RDONLY);
+    REQUIRE(fd >= 0);
+    REQUIRE(fpos_fingerprint(fd, &len, &h) == 0);
+    CHECK(len > 0 && len <= FPOS_FP_MAX);
+    CHECK_INT(fpos_same_start(fd, len, h), 1);
+    CHECK_INT(fpos_same_start(fd, len, h ^ 1), 0);
+    CHECK_INT(fpos_same_start(fd, len + 1, h), 0);
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+}
+
+static int encode(ll_encoder *e, const ll_origin *o, const char *text,
+                  sig *s)
+{
+    char line[256], *buf;
+    const char *key;
+    size_t blen;
+    cs_err why;
+    int rc;
+
+    snprintf(line, sizeof line, "%s", text);
+    rc = ll_encode(e, o, line, strlen(line), &key, &buf, &blen, &why);
+    if (rc == 0) {
+        CHECK(sig_parse_msgpack(s, buf, blen, &why) == 0);
+        CHECK_STR(key, "c1");
+        free(buf);
+    }
+    return rc;
+}
+
+static void test_plain_lines(void)
+{
+    ll_opts o = {LL_PLAIN, "c1", 2024, NULL};
+    ll_encoder *e = ll_new(&o);
+    ll_origin from = {SRC_APP, "gpu-001", "5512", 3,
+                      1714521600123456LL, 42};
+    sig a, b, c;
+
+    REQUIRE(e);
+    REQUIRE(encode(e, &from, "torch.OutOfMemoryError: CUDA out of memory\r",
+                   &a) == 0);
+    CHECK_STR(a.line, "torch.OutOfMemoryError: CUDA out of memory");
+    CHECK_STR(a.host, "gpu-001");
+    CHECK_STR(a.job, "5512");
+    CHECK_INT(a.rank, 3);
+    CHECK_INT(a.source, SRC_APP);
+    CHECK_INT(a.ts, 1714521600123456LL);
+    /* read again at another time: the same signal */
+    from.ts += 5000000;
+    REQUIRE(encode(e, &from, "torch.OutOfMemoryError: CUDA out of memory",
+                   &b) == 0);
+    CHECK(a.id == b.id);
+    /* the same text at another place: another signal */
+    from.place = 43;
+    REQUIRE(encode(e, &from, "torch.OutOfMemoryError: CUDA out of memory",
+                   &c) == 0);
+    CHECK(a.id != c.id);
+    sig_free(&a);
+    sig_free(&b);
+    sig_free(&c);
+    /* no rank: the direct path; the signal has none */
+    from.rank = -1;
+    from.source = SRC_KERNEL;
+    REQUIRE(encode(e, &from, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1", &a) ==
+            0);
+    CHECK_INT(a.rank, -1);
+    CHECK_INT(a.source, SRC_KERNEL);
+    sig_free(&a);
+    CHECK_INT(encode(e, &from, "   \t", &a), 3);
+    ll_free(e);
+}
+
+int main(void)
+{
+    test_pattern_errors();
+    test_pattern_match();
+    test_pattern_cost();
+    test_fpos();
+    test_plain_lines();
+    printf("%d passed, %d failed\n", check_passed, check_failed);
+    return check_failed != 0;
+}
