@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "actions/proc.h"
+#include "core/proc.h"
 #include "core/mem.h"
 #include "core/str.h"
 

@@ -15,6 +15,7 @@
 #include "core/str.h"
 #include "ingest/filein.h"
 #include "ingest/follow.h"
+#include "ingest/slurmcol.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
 
@@ -168,8 +169,7 @@ static int int_arg(const char *what, const char *v, int lo, int hi, int *out)
     long n = strtol(v, &end, 10);
 
     if (*v == '\0' || *end || n < lo || n > hi) {
-        fprintf(stderr, "cascade ingest log: %s wants %d..%d, not '%s'\n",
-                what, lo, hi, v);
+        fprintf(stderr, "%s wants %d..%d, not '%s'\n", what, lo, hi, v);
         return -1;
     }
     *out = (int)n;
@@ -204,15 +204,16 @@ static int log_parse(int argc, char **argv, log_args *a)
         case 'k': a->checkpoint = optarg; break;
         case 'S': a->from_start = 1; break;
         case 'y':
-            if (int_arg("--year", optarg, 1970, 9999, &a->fo.line.year))
+            if (int_arg("cascade ingest log: --year", optarg, 1970, 9999, &a->fo.line.year))
                 return -1;
             break;
         case 'w':
-            if (int_arg("--sweep-ms", optarg, 10, 3600000, &a->sweep_ms))
+            if (int_arg("cascade ingest log: --sweep-ms", optarg, 10, 3600000, &a->sweep_ms))
                 return -1;
             break;
         case 't':
-            if (int_arg("--for", optarg, 1, 100000000, &a->seconds))
+            if (int_arg("cascade ingest log: --for", optarg, 1, 100000000,
+                        &a->seconds))
                 return -1;
             break;
         case 'f':
@@ -272,16 +273,47 @@ static int log_files(const log_args *a, char **paths, int n, kfk_producer *p,
     return worst;
 }
 
-typedef struct follow_run {
+/* A long-running collector's loop: SIGINT, SIGTERM and --for end it;
+ * the producer is polled from it. */
+typedef struct run_loop {
     struct event_base *base;
-    fol_follower *fw;
-} follow_run;
+    struct event *ev[3];
+} run_loop;
 
-static void follow_stop(evutil_socket_t fd, short what, void *arg)
+static void loop_stop(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    event_base_loopbreak(((follow_run *)arg)->base);
+    event_base_loopbreak(arg);
+}
+
+static int loop_open(run_loop *l, int seconds, kfk_producer *p, cs_err *err)
+{
+    struct timeval tv = {seconds, 0};
+
+    memset(l, 0, sizeof *l);
+    if (!(l->base = event_base_new()))
+        goto fail;
+    l->ev[0] = evsignal_new(l->base, SIGINT, loop_stop, l->base);
+    l->ev[1] = evsignal_new(l->base, SIGTERM, loop_stop, l->base);
+    l->ev[2] = evtimer_new(l->base, loop_stop, l->base);
+    if (!l->ev[0] || !l->ev[1] || !l->ev[2] || event_add(l->ev[0], NULL) ||
+        event_add(l->ev[1], NULL) || (seconds && event_add(l->ev[2], &tv)) ||
+        kfk_producer_attach(p, l->base))
+        goto fail;
+    return 0;
+fail:
+    cs_err_set(err, "cannot set up the event loop");
+    return -1;
+}
+
+static void loop_close(run_loop *l)
+{
+    for (int i = 0; i < 3; i++)
+        if (l->ev[i])
+            event_free(l->ev[i]);
+    if (l->base)
+        event_base_free(l->base);
 }
 
 static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
@@ -292,13 +324,12 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
                   .cluster = a->fo.line.cluster, .year = a->fo.line.year,
                   .edge = a->fo.line.edge, .from_start = a->from_start,
                   .sweep_ms = a->sweep_ms};
-    follow_run r = {event_base_new(), NULL};
-    struct event *ev[3] = {0};
-    struct timeval tv = {a->seconds, 0};
+    fol_follower *fw = NULL;
+    run_loop l = {0};
     fol_stats st;
     int rc = 2;
 
-    if (!src || !r.base) {
+    if (!src) {
         cs_err_set(err, "out of memory");
         goto out;
     }
@@ -311,23 +342,15 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
         }
     }
     o.sources = src;
-    ev[0] = evsignal_new(r.base, SIGINT, follow_stop, &r);
-    ev[1] = evsignal_new(r.base, SIGTERM, follow_stop, &r);
-    ev[2] = evtimer_new(r.base, follow_stop, &r);
-    if (!ev[0] || !ev[1] || !ev[2] || event_add(ev[0], NULL) ||
-        event_add(ev[1], NULL) || (a->seconds && event_add(ev[2], &tv)) ||
-        kfk_producer_attach(p, r.base)) {
-        cs_err_set(err, "cannot set up the event loop");
-        goto out;
-    }
-    if (!(r.fw = fol_start(r.base, &o, p, err)))
+    if (loop_open(&l, a->seconds, p, err) ||
+        !(fw = fol_start(l.base, &o, p, err)))
         goto out;
     log_info("follow", "following %d pattern%s%s%s", n, n == 1 ? "" : "s",
              a->checkpoint ? ", checkpoint " : "",
              a->checkpoint ? a->checkpoint : "");
-    event_base_dispatch(r.base);
-    rc = fol_stop(r.fw, 30000, err) ? 2 : 0;
-    fol_get_stats(r.fw, &st);
+    event_base_dispatch(l.base);
+    rc = fol_stop(fw, 30000, err) ? 2 : 0;
+    fol_get_stats(fw, &st);
     fprintf(stderr, "ingest log: followed %lu files (%lu rotations, %lu "
             "truncations): %llu lines, %llu published, %llu dropped by the "
             "edge filter, %llu rejected\n", st.opened, st.rotations,
@@ -335,12 +358,8 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
     if (rc == 0 && st.rejected)
         rc = 1;
 out:
-    fol_free(r.fw);
-    for (int i = 0; i < 3; i++)
-        if (ev[i])
-            event_free(ev[i]);
-    if (r.base)
-        event_base_free(r.base);
+    fol_free(fw);
+    loop_close(&l);
     free(src);
     return rc;
 }
@@ -381,6 +400,111 @@ out:
     kfk_producer_free(p);
     cls_free(cls);
     pb_catalog_free(cat);
+    return rc;
+}
+
+static void ingest_slurm_help(FILE *f)
+{
+    fprintf(f,
+        "usage: cascade ingest slurm [--brokers LIST] [--config FILE]\n"
+        "                            [--cluster NAME] [--poll SECONDS]\n"
+        "                            [--state FILE] [--slurm-bin DIR]\n"
+        "                            [--canary-feature NAME] [--for SECONDS]\n\n"
+        "The SLURM collector: polls the controller (squeue --json, sinfo\n"
+        "--json; SLURM 22.05 or later) and publishes what changed to\n"
+        "cascade.signals: a job signal on each job's change of state (with\n"
+        "nodes, dependencies, account as team, attempt, GPUs, and the launch\n"
+        "config read from its batch script), a slurm line on each node's\n"
+        "(not responding, back, drained, down, with the reason), and an\n"
+        "inventory signal per node (rack from a rack feature, GPUs from its\n"
+        "GRES, canary from a feature). A controller that does not answer is\n"
+        "retried with back-off; nothing is published for that poll. Runs as\n"
+        "SlurmUser or root (batch scripts are theirs to read), once per\n"
+        "cluster. SIGINT/SIGTERM: waits for delivery, saves the state, stops.\n\n"
+        "  --brokers LIST        Kafka bootstrap servers (or kafka.brokers)\n"
+        "  --config FILE         its kafka section (default $CASCADE_CONFIG)\n"
+        "  --cluster NAME        the signals' cluster (default: default)\n"
+        "  --poll SECONDS        how often (default 10)\n"
+        "  --state FILE          what was told of each job and node, kept\n"
+        "                        across restarts (default: none: a restart\n"
+        "                        tells everything again, harmlessly)\n"
+        "  --slurm-bin DIR       where squeue, sinfo, scontrol are (default\n"
+        "                        PATH)\n"
+        "  --canary-feature NAME the node feature of canary nodes (canary)\n"
+        "  --for SECONDS         stop after this long\n\n"
+        "exit: 0 stopped cleanly, 2 failure\n");
+}
+
+static int ingest_slurm(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"brokers", required_argument, 0, 'b'}, {"config", required_argument, 0, 'C'},
+        {"cluster", required_argument, 0, 'c'}, {"poll", required_argument, 0, 'p'},
+        {"state", required_argument, 0, 's'},   {"slurm-bin", required_argument, 0, 'B'},
+        {"canary-feature", required_argument, 0, 'f'},
+        {"for", required_argument, 0, 't'},     {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *brokers = NULL, *config = NULL;
+    sc_opts o = {.poll_ms = 10000};
+    sc_collector *sc = NULL;
+    kfk_producer *p = NULL;
+    run_loop l = {0};
+    cs_err err = {{0}};
+    int c, poll = 10, seconds = 0, rc = 2;
+    sc_stats st;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b': brokers = optarg; break;
+        case 'C': config = optarg; break;
+        case 'c': o.cluster = optarg; break;
+        case 's': o.state = optarg; break;
+        case 'B': o.bindir = optarg; break;
+        case 'f': o.canary_feature = optarg; break;
+        case 'p':
+            if (int_arg("cascade ingest slurm: --poll", optarg, 1, 3600, &poll))
+                return 2;
+            o.poll_ms = poll * 1000;
+            break;
+        case 't':
+            if (int_arg("cascade ingest slurm: --for", optarg, 1, 100000000,
+                        &seconds))
+                return 2;
+            break;
+        case 'h':
+            ingest_slurm_help(stdout);
+            return 0;
+        default:
+            ingest_slurm_help(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "cascade ingest slurm: unexpected '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!(p = collector("ingest slurm", brokers, config, "lz4")))
+        return 2;
+    if (loop_open(&l, seconds, p, &err) ||
+        !(sc = sc_start(l.base, &o, p, &err)))
+        goto out;
+    log_info("slurm", "polling the controller every %d s%s%s", poll,
+             o.state ? ", state " : "", o.state ? o.state : "");
+    event_base_dispatch(l.base);
+    rc = sc_stop(sc, 30000, &err) ? 2 : 0;
+    sc_get_stats(sc, &st);
+    fprintf(stderr, "ingest slurm: %lu polls (%lu failed), %lu jobs and %lu "
+            "nodes last seen; %lu published: %lu job, %lu node, %lu "
+            "inventory; %lu batch scripts read\n", st.polls, st.failed_polls,
+            st.jobs, st.nodes, st.published, st.job_signals, st.node_signals,
+            st.inventory_signals, st.scripts);
+out:
+    if (rc == 2 && err.msg[0])
+        fprintf(stderr, "cascade ingest slurm: %s\n", err.msg);
+    sc_free(sc);
+    loop_close(&l);
+    kfk_producer_free(p);
     return rc;
 }
 
@@ -438,14 +562,19 @@ int cmd_ingest(int argc, char **argv)
         return ingest_webhook(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "log") == 0)
         return ingest_log(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "slurm") == 0)
+        return ingest_slurm(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: cascade ingest webhook|file|log [--help] ...\n\n"
+        printf("usage: cascade ingest webhook|file|log|slurm [--help] ...\n\n"
                "  webhook  Alertmanager webhook receiver -> cascade.signals\n"
                "  file     publish a signal JSONL file -> cascade.signals\n"
-               "  log      raw log files (syslog lines), filtered at the edge\n"
+               "  log      raw log files (syslog lines, job output), read once\n"
+               "           or followed (--follow), filtered at the edge\n"
+               "           -> cascade.signals\n"
+               "  slurm    the SLURM controller's jobs and nodes\n"
                "           -> cascade.signals\n");
         return 0;
     }
-    fprintf(stderr, "usage: cascade ingest webhook|file|log ... (--help)\n");
+    fprintf(stderr, "usage: cascade ingest webhook|file|log|slurm ... (--help)\n");
     return 2;
 }

@@ -16,7 +16,7 @@ static const cli_command commands[] = {
     {"dev", "webhook + correlator + dry-run actions on embedded defaults",
      cmd_dev},
     {"correlate", "consume signals, correlate, publish incidents", cmd_correlate},
-    {"ingest", "webhook, signal file or raw log -> cascade.signals", cmd_ingest},
+    {"ingest", "collectors: webhook, files, followed logs, SLURM -> cascade.signals", cmd_ingest},
     {"act", "run action requests under guardrails; audit every step", cmd_act},
     {"approve", "approve a waiting action (cascade act's approvals API)",
      cmd_approve},

@@ -4,10 +4,28 @@
 # its own ports, state and sockets under $tmp/slurm. Exports SLURM_CONF so
 # scontrol, sinfo and cascade act talk to it.
 
+# slurm_steps_cleanup: the job steps of this cluster, gone. A slurmstepd
+# outlives its slurmd (a test that kills one leaves its jobs running), so
+# each job script under $tmp and its slurmstepd parent are killed.
+slurm_steps_cleanup() {
+  local p pp
+  for p in $(pgrep -f "$tmp/slurm/spool/" 2>/dev/null); do
+    pp=$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')
+    kill -9 -- "-$p" "$p" 2>/dev/null # the script's process group: its sleep too
+    [ -n "$pp" ] && [ "$(ps -o comm= -p "$pp" 2>/dev/null)" = slurmstepd ] &&
+      kill -9 "$pp" 2>/dev/null
+  done
+  return 0
+}
+
 # start_slurm N: N nodes in partition gpu; waits until every node is idle.
+# SLURM_TEST_CPUS (1): CPUs a node (jobs a node at once); SLURM_TEST_GPUS
+# (none): GPUs a node, as GRES on empty files for devices;
+# SLURM_TEST_FEATURES (none): the nodes' features.
 start_slurm() {
   local n=$1 d="$tmp/slurm" base i name
   command -v slurmctld >/dev/null || fail "slurmctld not installed (deploy/setup.sh)"
+  trap 'slurm_steps_cleanup; cleanup' EXIT
   mkdir -p "$d/state" "$d/log" "$d/run"
   chmod 755 "$tmp" "$d" "$d/run"
   head -c 1024 /dev/urandom > "$d/munge.key"
@@ -46,9 +64,19 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 SlurmdTimeout=300
 MinJobAge=3600
-NodeName=gpu-[001-$(printf %03d "$n")] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$((base + 2))-$((base + 1 + n))] CPUs=1 RealMemory=100 State=UNKNOWN
+${SLURM_TEST_GPUS:+GresTypes=gpu}
+NodeName=gpu-[001-$(printf %03d "$n")] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$((base + 2))-$((base + 1 + n))] CPUs=${SLURM_TEST_CPUS:-1} RealMemory=100 State=UNKNOWN${SLURM_TEST_GPUS:+ Gres=gpu:$SLURM_TEST_GPUS}${SLURM_TEST_FEATURES:+ Features=$SLURM_TEST_FEATURES}
 PartitionName=gpu Nodes=gpu-[001-$(printf %03d "$n")] Default=YES MaxTime=INFINITE State=UP
 CONF
+  # more CPUs and GPUs than the machine has: taken as configured
+  if [ -n "${SLURM_TEST_CPUS:-}${SLURM_TEST_GPUS:-}" ]; then
+    echo "SlurmdParameters=config_overrides" >> "$d/slurm.conf"
+  fi
+  if [ -n "${SLURM_TEST_GPUS:-}" ]; then
+    # slurmd counts a gpu GRES by its device files: empty files stand in
+    for i in $(seq 0 $((SLURM_TEST_GPUS - 1))); do : > "$d/nvidia$i"; done
+    echo "NodeName=gpu-[001-$(printf %03d "$n")] Name=gpu File=$d/nvidia[0-$((SLURM_TEST_GPUS - 1))]" > "$d/gres.conf"
+  fi
   export SLURM_CONF="$d/slurm.conf"
   slurmctld -D -c -i 2>> "$tmp/slurmctld.err" & pids+=($!)
   for i in $(seq 1 "$n"); do
