@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Lines/s followed: `cascade ingest log --follow` beside a plain Python
+# follower (bench/peers/follow_peer.py: readline, json, confluent-kafka),
+# each reading the same log of gen_log.py lines from its beginning and
+# publishing every line to `cascade broker` over TCP. A run is timed from
+# the follower's start until every line is acknowledged by the broker:
+# cascade's checkpoint reaching the file's end (it moves only over
+# acknowledged lines), the peer's flush. cascade also with its edge filter
+# (bench/rules), which publishes only what a rule could take.
+#
+# usage: bench/follow.sh [--runs N] [--lines N] [--json FILE] [BUILD_DIR]
+# Prints one line per figure; --json writes [{name, tool, unit, median,
+# min, max, runs, command}].
+set -euo pipefail
+runs=3 lines=1000000 json=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --lines) lines=$2; shift 2 ;;
+    --json) json=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "usage: bench/follow.sh [--runs N] [--lines N] [--json FILE] [BUILD_DIR]" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(realpath "${1:-$root/build}")
+cascade=$build/cascade
+# Debian's interpreter: python3-confluent-kafka is installed for it
+py=/usr/bin/python3
+$py -c 'import confluent_kafka' 2>/dev/null ||
+  { echo "bench/follow.sh: python3-confluent-kafka is not installed (deploy/setup.sh)" >&2; exit 1; }
+work=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"' EXIT
+
+python3 "$root/bench/peers/gen_log.py" --lines "$lines" --seed 7 --out "$work/log" > /dev/null
+size=$(stat -c %s "$work/log")
+"$cascade" broker --for 3600 > "$work/broker.out" 2> "$work/broker.err" & pids+=($!)
+for _ in $(seq 1 100); do
+  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$work/broker.out" 2>/dev/null || true)
+  [ -n "$brokers" ] && break
+  sleep 0.05
+done
+[ -n "$brokers" ] || { echo "bench/follow.sh: the broker did not start" >&2; exit 1; }
+
+now_ns() { date +%s%N; }
+results=$work/results.jsonl
+: > "$results"
+
+# one_cascade ARGS...: lines/s of one run
+one_cascade() {
+  local cp=$work/cp.$RANDOM t0 t1 pid
+  t0=$(now_ns)
+  "$cascade" ingest log --follow --from-start --brokers "$brokers" --checkpoint "$cp" \
+    "$@" "$work/log" 2> "$work/follow.err" &
+  pid=$!
+  until [ -s "$cp" ] && awk -v s="$size" 'NR > 1 && $3 == s { f = 1 } END { exit !f }' "$cp"; do
+    kill -0 $pid 2>/dev/null || { echo "bench/follow.sh: the follower died: $(tail -n 2 "$work/follow.err")" >&2; exit 1; }
+    sleep 0.02
+  done
+  t1=$(now_ns)
+  kill -TERM $pid
+  wait $pid || true
+  rm -f "$cp"
+  awk -v n="$lines" -v ns="$((t1 - t0))" 'BEGIN { printf "%.0f\n", n / (ns / 1e9) }'
+}
+
+one_peer() {
+  local t0 t1 n
+  t0=$(now_ns)
+  n=$($py "$root/bench/peers/follow_peer.py" --brokers "$brokers" --topic cascade.signals \
+    --exit-at-eof "$work/log")
+  t1=$(now_ns)
+  [ "$n" = "$lines" ] || { echo "bench/follow.sh: the peer published $n of $lines lines" >&2; exit 1; }
+  awk -v n="$lines" -v ns="$((t1 - t0))" 'BEGIN { printf "%.0f\n", n / (ns / 1e9) }'
+}
+
+record() {
+  local name=$1 tool=$2 cmd=$3 sorted; shift 3
+  sorted=$(printf '%s\n' "$@" | sort -g)
+  jq -cn --arg n "$name" --arg t "$tool" --arg c "$cmd" \
+    --argjson med "$(sed -n "$(( ($# + 1) / 2 ))p" <<< "$sorted")" \
+    --argjson min "$(head -n 1 <<< "$sorted")" --argjson max "$(tail -n 1 <<< "$sorted")" \
+    --argjson runs "$#" \
+    '{name: $n, tool: $t, unit: "lines/s", median: $med, min: $min, max: $max, runs: $runs, command: $c}' \
+    >> "$results"
+  echo "follow: $name $tool: median $(sed -n "$(( ($# + 1) / 2 ))p" <<< "$sorted") lines/s ($*)" >&2
+}
+
+vals=()
+for _ in $(seq 1 "$runs"); do vals+=("$(one_cascade --all)"); done
+record follow.all cascade "cascade ingest log --follow --from-start --all FILE" "${vals[@]}"
+vals=()
+for _ in $(seq 1 "$runs"); do vals+=("$(one_peer)"); done
+record follow.all python "follow_peer.py --exit-at-eof FILE" "${vals[@]}"
+vals=()
+for _ in $(seq 1 "$runs"); do vals+=("$(one_cascade --rules "$root/bench/rules")"); done
+record follow.edge cascade "cascade ingest log --follow --from-start --rules bench/rules FILE" "${vals[@]}"
+
+if [ -n "$json" ]; then jq -s . "$results" > "$json"; else cat "$results"; fi
