@@ -71,7 +71,7 @@ struct sc_collector {
     proc *script_proc[SC_SCRIPTS_AT_ONCE];
     void *script_arg[SC_SCRIPTS_AT_ONCE];
     char (*names)[128]; /* SC_MAX_NODES: a hostlist expanded */
-    kfk_tracker *t;   /* this poll's signals */
+    kfk_tracker *t;   /* every signal, for the whole run */
     int resend;       /* a signal went undelivered: tell everything again */
     int stopping, failures;
     int64_t last_inventory;
@@ -135,11 +135,6 @@ static int publish(sc_collector *c, json_t *o)
         return -1;
     }
     sig_to_msgpack(&s, &buf, &len);
-    if (!c->t && !(c->t = kfk_tracker_new())) {
-        free(buf);
-        sig_free(&s);
-        return -1;
-    }
     rc = kfk_produce_take(c->p, KFK_TOPIC_SIGNALS, s.cluster, strlen(s.cluster),
                           buf, len, c->t, &err);
     sig_free(&s);
@@ -687,7 +682,8 @@ static void schedule(sc_collector *c, int ms)
         evtimer_add(c->timer, &tv);
 }
 
-/* Once the poll's signals are acknowledged, the state says so. */
+/* Once every signal told is acknowledged, the state says so (not
+ * before: a restart must tell again what may not have arrived). */
 static void on_acked(void *arg)
 {
     sc_collector *c = arg;
@@ -722,8 +718,6 @@ static void poll_failed(sc_collector *c, const char *what, const char *why)
  * jobs; then the next poll. */
 static void poll_done(sc_collector *c)
 {
-    kfk_tracker *prev = c->t;
-
     c->failures = 0;
     c->st.polls++;
     if (c->resend) { /* what was told may not have arrived: all again */
@@ -737,15 +731,11 @@ static void poll_done(sc_collector *c)
             ((sc_node *)v)->inventory[0] = ((sc_node *)v)->state[0] = '\0';
         c->resend = 0;
     }
-    c->t = NULL;
-    kfk_tracker_release(prev);
     diff_nodes(c);
     diff_jobs(c);
     c->st.jobs = c->nsnap;
     c->st.nodes = c->nnodes;
-    if (c->t && kfk_tracker_pending(c->t))
-        kfk_tracker_on_done(c->t, on_acked, c);
-    else if (!c->resend) {
+    if (!kfk_tracker_pending(c->t) && !c->resend) { /* else on_acked */
         cs_err err;
         if (save_state(c, &err))
             log_error("slurm", "%s", err.msg);
@@ -839,6 +829,7 @@ sc_collector *sc_start(struct event_base *base, const sc_opts *o,
 
     if (!c || !(c->jobs = strmap_new()) || !(c->nodes = strmap_new()) ||
         !(c->names = malloc(SC_MAX_NODES * sizeof *c->names)) ||
+        !(c->t = kfk_tracker_new()) ||
         !(c->timer = evtimer_new(base, on_timer, c))) {
         cs_err_set(err, "out of memory");
         sc_free(c);
@@ -847,6 +838,7 @@ sc_collector *sc_start(struct event_base *base, const sc_opts *o,
     c->base = base;
     c->o = *o;
     c->p = p;
+    kfk_tracker_on_done(c->t, on_acked, c);
     if (load_state(c, err)) {
         sc_free(c);
         return NULL;
@@ -875,7 +867,7 @@ int sc_stop(sc_collector *c, int timeout_ms, cs_err *err)
                    "at the next start", timeout_ms);
         return -1;
     }
-    if (c->t && kfk_tracker_take_failed(c->t)) {
+    if (kfk_tracker_pending(c->t) || kfk_tracker_take_failed(c->t)) {
         cs_err_set(err, "signals went undelivered: told again at the next "
                    "start");
         return -1;
