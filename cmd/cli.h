@@ -14,6 +14,9 @@ int cmd_replay(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
+/* cmd_collect.c: cascade ingest slurm, cascade ingest journal */
+int cmd_ingest_slurm(int argc, char **argv);
+int cmd_ingest_journal(int argc, char **argv);
 int cmd_dev(int argc, char **argv);
 int cmd_broker(int argc, char **argv);
 int cmd_kafka(int argc, char **argv);

@@ -4,6 +4,7 @@
 
 #include "cmd/cli.h"
 #include "core/config.h"
+#include "ingest/colcfg.h"
 #include "core/kafka.h"
 
 int cmd_config(int argc, char **argv)
@@ -69,10 +70,14 @@ int cmd_config(int argc, char **argv)
         fprintf(stderr, "usage: cascade config check FILE | defaults\n");
         return 2;
     }
-    if (cfg_load(&c, argv[2], &err) || kfk_props_check(&c.kprops, &err)) {
+    ccf_conf cc;
+    ccf_defaults(&cc);
+    if (cfg_load(&c, argv[2], &err) || kfk_props_check(&c.kprops, &err) ||
+        ccf_load(&cc, argv[2], &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
+    ccf_free(&cc);
     cfg_print(&c, stdout);
     explicit_bzero(c.token, sizeof c.token);
     fprintf(stderr, "%s: ok\n", argv[2]);

@@ -10,49 +10,15 @@
 #include <event2/event.h>
 
 #include "cmd/cli.h"
+#include "cmd/colrun.h"
 #include "cmd/live.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "ingest/filein.h"
+#include "ingest/colcfg.h"
 #include "ingest/follow.h"
-#include "ingest/slurmcol.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
-
-/* A file collector's producer: --brokers, else kafka.brokers of the
- * config (--config, $CASCADE_CONFIG), with its kafka.properties, and the
- * topics a collector writes checked. NULL with the reason printed. */
-static kfk_producer *collector(const char *who, const char *brokers,
-                               const char *config, const char *codec)
-{
-    const char *const topics[] = {KFK_TOPIC_SIGNALS, KFK_TOPIC_DEADLETTER,
-                                  NULL};
-    const char *used;
-    kfk_producer *p;
-    cs_config c;
-    cs_err err;
-
-    if (cli_config(&c, config, who, &used))
-        return NULL;
-    if (brokers)
-        str_copy(c.brokers, sizeof c.brokers, brokers);
-    if (!c.brokers[0]) {
-        fprintf(stderr, "cascade %s: no Kafka brokers: give --brokers or "
-                        "kafka.brokers in --config\n", who);
-        return NULL;
-    }
-    kfk_producer_opts po = kfk_producer_defaults(c.brokers);
-    po.linger_ms = c.linger_ms;
-    po.props = &c.kprops;
-    po.codec = codec;
-    if (!(p = kfk_producer_open(&po, &err)) ||
-        kfk_producer_topics(p, topics, NULL, CLI_TOPICS_MS, &err)) {
-        fprintf(stderr, "cascade %s: %s\n", who, err.msg);
-        kfk_producer_free(p);
-        return NULL;
-    }
-    return p;
-}
 
 static int ingest_file(int argc, char **argv)
 {
@@ -91,7 +57,7 @@ static int ingest_file(int argc, char **argv)
         fprintf(stderr, "cascade ingest file: needs one FILE\n");
         return 2;
     }
-    if (!(p = collector("ingest file", brokers, config, "lz4")))
+    if (!(p = colrun_producer("ingest file", brokers, config, "lz4", NULL)))
         return 2;
     rc = fin_publish(argv[optind], p, &st, &err);
     fprintf(stderr, "ingest file: %lu lines, %lu published, %lu rejected\n",
@@ -154,6 +120,9 @@ static void ingest_log_help(FILE *f)
         "  --sweep-ms N      --follow: look for new, rotated and grown files\n"
         "                    this often (default 1000; inotify reads sooner)\n"
         "  --for SECONDS     --follow: stop after this long\n\n"
+        "The config's collect section gives the same (collect.cluster,\n"
+        "collect.log: checkpoint, from_start, sweep_ms, files: [{path,\n"
+        "format, source, host}]); flags and PATTERNs given win.\n\n"
         "exit: 0 all lines taken, 1 some rejected, 2 failure\n");
 }
 
@@ -162,19 +131,6 @@ typedef struct log_args {
     fin_opts fo;
     int all, follow, from_start, sweep_ms, seconds;
 } log_args;
-
-static int int_arg(const char *what, const char *v, int lo, int hi, int *out)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-
-    if (*v == '\0' || *end || n < lo || n > hi) {
-        fprintf(stderr, "%s wants %d..%d, not '%s'\n", what, lo, hi, v);
-        return -1;
-    }
-    *out = (int)n;
-    return 0;
-}
 
 /* 0 parsed, 1 --help given, -1 a usage error (told). */
 static int log_parse(int argc, char **argv, log_args *a)
@@ -204,15 +160,15 @@ static int log_parse(int argc, char **argv, log_args *a)
         case 'k': a->checkpoint = optarg; break;
         case 'S': a->from_start = 1; break;
         case 'y':
-            if (int_arg("cascade ingest log: --year", optarg, 1970, 9999, &a->fo.line.year))
+            if (colrun_int("cascade ingest log: --year", optarg, 1970, 9999, &a->fo.line.year))
                 return -1;
             break;
         case 'w':
-            if (int_arg("cascade ingest log: --sweep-ms", optarg, 10, 3600000, &a->sweep_ms))
+            if (colrun_int("cascade ingest log: --sweep-ms", optarg, 10, 3600000, &a->sweep_ms))
                 return -1;
             break;
         case 't':
-            if (int_arg("cascade ingest log: --for", optarg, 1, 100000000,
+            if (colrun_int("cascade ingest log: --for", optarg, 1, 100000000,
                         &a->seconds))
                 return -1;
             break;
@@ -241,9 +197,8 @@ static int log_parse(int argc, char **argv, log_args *a)
             return -1;
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "cascade ingest log: needs a FILE%s\n",
-                a->follow ? " or PATTERN" : "");
+    if (optind >= argc && !a->follow) {
+        fprintf(stderr, "cascade ingest log: needs a FILE\n");
         return -1;
     }
     if (!a->follow && (a->checkpoint || a->from_start || a->sweep_ms || a->seconds)) {
@@ -273,67 +228,36 @@ static int log_files(const log_args *a, char **paths, int n, kfk_producer *p,
     return worst;
 }
 
-/* A long-running collector's loop: SIGINT, SIGTERM and --for end it;
- * the producer is polled from it. */
-typedef struct run_loop {
-    struct event_base *base;
-    struct event *ev[3];
-} run_loop;
-
-static void loop_stop(evutil_socket_t fd, short what, void *arg)
+static void follow_report(evutil_socket_t fd, short what, void *arg)
 {
+    fol_stats st;
+
     (void)fd;
     (void)what;
-    event_base_loopbreak(arg);
+    fol_get_stats(arg, &st);
+    log_info("follow", "%lu files open (%lu opened, %lu rotations, %lu "
+             "truncations): %llu lines, %llu bytes, %llu published, %llu "
+             "dropped by the edge filter, %llu rejected, %lu re-read after a "
+             "failed delivery", st.files, st.opened, st.rotations,
+             st.truncations, st.lines, st.bytes, st.published, st.dropped,
+             st.rejected, st.redeliveries);
 }
 
-static int loop_open(run_loop *l, int seconds, kfk_producer *p, cs_err *err)
+/* The sources: the patterns given, else the config's collect.log.files. */
+static fol_source *follow_sources(const log_args *a, char **pats, int n,
+                                  const ccf_conf *cc, size_t *count)
 {
-    struct timeval tv = {seconds, 0};
+    size_t total = n ? (size_t)n : cc->log.nfiles;
+    fol_source *src = calloc(total ? total : 1, sizeof *src);
 
-    memset(l, 0, sizeof *l);
-    if (!(l->base = event_base_new()))
-        goto fail;
-    l->ev[0] = evsignal_new(l->base, SIGINT, loop_stop, l->base);
-    l->ev[1] = evsignal_new(l->base, SIGTERM, loop_stop, l->base);
-    l->ev[2] = evtimer_new(l->base, loop_stop, l->base);
-    if (!l->ev[0] || !l->ev[1] || !l->ev[2] || event_add(l->ev[0], NULL) ||
-        event_add(l->ev[1], NULL) || (seconds && event_add(l->ev[2], &tv)) ||
-        kfk_producer_attach(p, l->base))
-        goto fail;
-    return 0;
-fail:
-    cs_err_set(err, "cannot set up the event loop");
-    return -1;
-}
-
-static void loop_close(run_loop *l)
-{
-    for (int i = 0; i < 3; i++)
-        if (l->ev[i])
-            event_free(l->ev[i]);
-    if (l->base)
-        event_base_free(l->base);
-}
-
-static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
-                      cs_err *err)
-{
-    fol_source *src = calloc((size_t)n, sizeof *src);
-    fol_opts o = {.nsources = (size_t)n, .checkpoint = a->checkpoint,
-                  .cluster = a->fo.line.cluster, .year = a->fo.line.year,
-                  .edge = a->fo.line.edge, .from_start = a->from_start,
-                  .sweep_ms = a->sweep_ms};
-    fol_follower *fw = NULL;
-    run_loop l = {0};
-    fol_stats st;
-    int rc = 2;
-
-    if (!src) {
-        cs_err_set(err, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
+    *count = total;
+    for (size_t i = 0; src && i < total; i++) {
+        if (!n) {
+            const ccf_file *f = &cc->log.files[i];
+            src[i] = (fol_source){f->path, f->format, f->source,
+                                  f->host[0] ? f->host : a->fo.origin.host};
+            continue;
+        }
         src[i] = (fol_source){pats[i], a->fo.line.format, a->fo.origin.source,
                               a->fo.origin.host};
         if (!strncmp(pats[i], "plain:", 6) || !strncmp(pats[i], "syslog:", 7)) {
@@ -341,11 +265,38 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
             src[i].pattern = strchr(pats[i], ':') + 1;
         }
     }
-    o.sources = src;
-    if (loop_open(&l, a->seconds, p, err) ||
-        !(fw = fol_start(l.base, &o, p, err)))
+    return src;
+}
+
+static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
+                      const ccf_conf *cc, cs_err *err)
+{
+    size_t nsrc;
+    fol_source *src = follow_sources(a, pats, n, cc, &nsrc);
+    fol_opts o = {.nsources = nsrc, .checkpoint = a->checkpoint,
+                  .cluster = a->fo.line.cluster, .year = a->fo.line.year,
+                  .edge = a->fo.line.edge, .from_start = a->from_start,
+                  .sweep_ms = a->sweep_ms};
+    fol_follower *fw = NULL;
+    colrun_loop l = {0};
+    fol_stats st;
+    int rc = 2;
+
+    if (!src) {
+        cs_err_set(err, "out of memory");
         goto out;
-    log_info("follow", "following %d pattern%s%s%s", n, n == 1 ? "" : "s",
+    }
+    if (!nsrc) {
+        cs_err_set(err, "--follow needs a PATTERN, or collect.log.files in "
+                   "the config");
+        goto out;
+    }
+    o.sources = src;
+    if (colrun_open(&l, a->seconds, p, err) ||
+        !(fw = fol_start(l.base, &o, p, err)) ||
+        colrun_report(&l, follow_report, fw, err))
+        goto out;
+    log_info("follow", "following %zu pattern%s%s%s", nsrc, nsrc == 1 ? "" : "s",
              a->checkpoint ? ", checkpoint " : "",
              a->checkpoint ? a->checkpoint : "");
     event_base_dispatch(l.base);
@@ -359,7 +310,7 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
         rc = 1;
 out:
     fol_free(fw);
-    loop_close(&l);
+    colrun_close(&l);
     free(src);
     return rc;
 }
@@ -376,7 +327,9 @@ static int ingest_log(int argc, char **argv)
     int rc = 2;
     time_t now = time(NULL);
     struct tm tm;
+    ccf_conf cc;
 
+    ccf_defaults(&cc);
     gmtime_r(&now, &tm);
     a.fo.line.year = tm.tm_year + 1900;
     if ((rc = log_parse(argc, argv, &a)))
@@ -386,12 +339,20 @@ static int ingest_log(int argc, char **argv)
                    !(cls = cls_new(cat, &err))))
         goto out;
     a.fo.line.edge = cls;
-    if (!(p = collector("ingest log", a.brokers, a.config, "zstd"))) {
+    if (!(p = colrun_producer("ingest log", a.brokers, a.config, "zstd", &cc))) {
         err.msg[0] = '\0'; /* told */
         goto out;
     }
+    /* the flags win over the config's collect section */
+    if (!a.fo.line.cluster && cc.cluster[0])
+        a.fo.line.cluster = cc.cluster;
+    if (!a.checkpoint && cc.log.checkpoint[0])
+        a.checkpoint = cc.log.checkpoint;
+    if (!a.sweep_ms)
+        a.sweep_ms = cc.log.sweep_ms;
+    a.from_start |= cc.log.from_start;
     if (a.follow && !(argc - optind == 1 && !strcmp(argv[optind], "-")))
-        rc = log_follow(&a, argv + optind, argc - optind, p, &err);
+        rc = log_follow(&a, argv + optind, argc - optind, p, &cc, &err);
     else
         rc = log_files(&a, argv + optind, argc - optind, p, &err);
 out:
@@ -400,111 +361,7 @@ out:
     kfk_producer_free(p);
     cls_free(cls);
     pb_catalog_free(cat);
-    return rc;
-}
-
-static void ingest_slurm_help(FILE *f)
-{
-    fprintf(f,
-        "usage: cascade ingest slurm [--brokers LIST] [--config FILE]\n"
-        "                            [--cluster NAME] [--poll SECONDS]\n"
-        "                            [--state FILE] [--slurm-bin DIR]\n"
-        "                            [--canary-feature NAME] [--for SECONDS]\n\n"
-        "The SLURM collector: polls the controller (squeue --json, sinfo\n"
-        "--json; SLURM 22.05 or later) and publishes what changed to\n"
-        "cascade.signals: a job signal on each job's change of state (with\n"
-        "nodes, dependencies, account as team, attempt, GPUs, and the launch\n"
-        "config read from its batch script), a slurm line on each node's\n"
-        "(not responding, back, drained, down, with the reason), and an\n"
-        "inventory signal per node (rack from a rack feature, GPUs from its\n"
-        "GRES, canary from a feature). A controller that does not answer is\n"
-        "retried with back-off; nothing is published for that poll. Runs as\n"
-        "SlurmUser or root (batch scripts are theirs to read), once per\n"
-        "cluster. SIGINT/SIGTERM: waits for delivery, saves the state, stops.\n\n"
-        "  --brokers LIST        Kafka bootstrap servers (or kafka.brokers)\n"
-        "  --config FILE         its kafka section (default $CASCADE_CONFIG)\n"
-        "  --cluster NAME        the signals' cluster (default: default)\n"
-        "  --poll SECONDS        how often (default 10)\n"
-        "  --state FILE          what was told of each job and node, kept\n"
-        "                        across restarts (default: none: a restart\n"
-        "                        tells everything again, harmlessly)\n"
-        "  --slurm-bin DIR       where squeue, sinfo, scontrol are (default\n"
-        "                        PATH)\n"
-        "  --canary-feature NAME the node feature of canary nodes (canary)\n"
-        "  --for SECONDS         stop after this long\n\n"
-        "exit: 0 stopped cleanly, 2 failure\n");
-}
-
-static int ingest_slurm(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"brokers", required_argument, 0, 'b'}, {"config", required_argument, 0, 'C'},
-        {"cluster", required_argument, 0, 'c'}, {"poll", required_argument, 0, 'p'},
-        {"state", required_argument, 0, 's'},   {"slurm-bin", required_argument, 0, 'B'},
-        {"canary-feature", required_argument, 0, 'f'},
-        {"for", required_argument, 0, 't'},     {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    const char *brokers = NULL, *config = NULL;
-    sc_opts o = {.poll_ms = 10000};
-    sc_collector *sc = NULL;
-    kfk_producer *p = NULL;
-    run_loop l = {0};
-    cs_err err = {{0}};
-    int c, poll = 10, seconds = 0, rc = 2;
-    sc_stats st;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b': brokers = optarg; break;
-        case 'C': config = optarg; break;
-        case 'c': o.cluster = optarg; break;
-        case 's': o.state = optarg; break;
-        case 'B': o.bindir = optarg; break;
-        case 'f': o.canary_feature = optarg; break;
-        case 'p':
-            if (int_arg("cascade ingest slurm: --poll", optarg, 1, 3600, &poll))
-                return 2;
-            o.poll_ms = poll * 1000;
-            break;
-        case 't':
-            if (int_arg("cascade ingest slurm: --for", optarg, 1, 100000000,
-                        &seconds))
-                return 2;
-            break;
-        case 'h':
-            ingest_slurm_help(stdout);
-            return 0;
-        default:
-            ingest_slurm_help(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "cascade ingest slurm: unexpected '%s'\n", argv[optind]);
-        return 2;
-    }
-    if (!(p = collector("ingest slurm", brokers, config, "lz4")))
-        return 2;
-    if (loop_open(&l, seconds, p, &err) ||
-        !(sc = sc_start(l.base, &o, p, &err)))
-        goto out;
-    log_info("slurm", "polling the controller every %d s%s%s", poll,
-             o.state ? ", state " : "", o.state ? o.state : "");
-    event_base_dispatch(l.base);
-    rc = sc_stop(sc, 30000, &err) ? 2 : 0;
-    sc_get_stats(sc, &st);
-    fprintf(stderr, "ingest slurm: %lu polls (%lu failed), %lu jobs and %lu "
-            "nodes last seen; %lu published: %lu job, %lu node, %lu "
-            "inventory; %lu batch scripts read\n", st.polls, st.failed_polls,
-            st.jobs, st.nodes, st.published, st.job_signals, st.node_signals,
-            st.inventory_signals, st.scripts);
-out:
-    if (rc == 2 && err.msg[0])
-        fprintf(stderr, "cascade ingest slurm: %s\n", err.msg);
-    sc_free(sc);
-    loop_close(&l);
-    kfk_producer_free(p);
+    ccf_free(&cc);
     return rc;
 }
 
@@ -563,18 +420,22 @@ int cmd_ingest(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "log") == 0)
         return ingest_log(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "slurm") == 0)
-        return ingest_slurm(argc - 1, argv + 1);
+        return cmd_ingest_slurm(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "journal") == 0)
+        return cmd_ingest_journal(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: cascade ingest webhook|file|log|slurm [--help] ...\n\n"
+        printf("usage: cascade ingest webhook|file|log|journal|slurm [--help] ...\n\n"
                "  webhook  Alertmanager webhook receiver -> cascade.signals\n"
                "  file     publish a signal JSONL file -> cascade.signals\n"
                "  log      raw log files (syslog lines, job output), read once\n"
                "           or followed (--follow), filtered at the edge\n"
                "           -> cascade.signals\n"
+               "  journal  the systemd journal: kernel and chosen units\n"
+               "           -> cascade.signals\n"
                "  slurm    the SLURM controller's jobs and nodes\n"
                "           -> cascade.signals\n");
         return 0;
     }
-    fprintf(stderr, "usage: cascade ingest webhook|file|log|slurm ... (--help)\n");
+    fprintf(stderr, "usage: cascade ingest webhook|file|log|journal|slurm ... (--help)\n");
     return 2;
 }

@@ -87,6 +87,17 @@ static const yd_key correlate_keys[] = {
 static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 static int read_redis(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 
+/* The collectors' section is theirs to read and check (ingest/colcfg.h):
+ * a mapping is all the process configuration asks of it. */
+static int read_collect(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    (void)d;
+    (void)k;
+    (void)v;
+    (void)obj;
+    return 0;
+}
+
 #define SECTION_BY(n, fn) {n, YD_MAP, 0, 0, 0, 0, 0, 0, \
                            "section '" n "' must be a mapping of keys", fn}
 #define SECTION(n) SECTION_BY(n, read_section)
@@ -94,12 +105,14 @@ static int read_redis(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 static const yd_key root_keys[] = {SECTION("kafka"),
                                    SECTION_BY("redis", read_redis),
                                    SECTION("webhook"), SECTION("log"),
-                                   SECTION("rules"), SECTION("correlate")};
+                                   SECTION("rules"), SECTION("correlate"),
+                                   SECTION_BY("collect", read_collect)};
 static const yd_table sections[] = {
     YD_TABLE("'kafka'", kafka_keys),
     {"'redis'", NULL, 0}, /* core/rtarget.h reads it */
     YD_TABLE("'webhook'", webhook_keys), YD_TABLE("'log'", log_keys),
-    YD_TABLE("'rules'", rules_keys), YD_TABLE("'correlate'", correlate_keys)};
+    YD_TABLE("'rules'", rules_keys), YD_TABLE("'correlate'", correlate_keys),
+    {"'collect'", NULL, 0}}; /* ingest/colcfg.h reads it */
 static const yd_table root = YD_TABLE("the top level", root_keys);
 
 static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,

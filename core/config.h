@@ -13,6 +13,7 @@
  *   log:     level
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
+ *   collect: the collectors' (ingest/colcfg.h reads and checks it)
  *
  * Empty brokers, or no redis address and no sentinels, means "none
  * given": `cascade dev` then starts an embedded one, every other command

@@ -9,6 +9,9 @@ set -euo pipefail
 # (libcurl4-openssl-dev only suggests it).
 # maven, openjdk-17-jre-headless: the real Apache Kafka the tests and
 # benchmarks run (deploy/kafka: its jars come from Maven Central).
+# libsystemd-dev: sd-journal, which `cascade ingest journal` reads the
+# journal with; systemd-journal-remote: its tests' journal files, written
+# from export format (no journald runs in a container).
 # python3-confluent-kafka: the benchmark's plain Python log follower
 # (bench/peers/follow_peer.py), the peer of `cascade ingest log --follow`.
 # redis-sentinel: the failover test's Sentinels (live.redis_failover starts
@@ -19,7 +22,7 @@ PKGS=(
   libcurl4-openssl-dev libssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
   redis-server redis-tools redis-sentinel kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
-  python3-confluent-kafka
+  python3-confluent-kafka libsystemd-dev systemd-journal-remote
 )
 
 missing=()

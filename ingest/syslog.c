@@ -51,7 +51,7 @@ static int bsd_time(const char *p, int year, int64_t *ts)
     return 0;
 }
 
-static sig_source source_of(const char *prog)
+sig_source slg_source_of(const char *prog)
 {
     if (!strcmp(prog, "kernel"))
         return SRC_KERNEL;
@@ -113,7 +113,7 @@ static int tag(const char *p, slg_line *out, cs_err *why, const char *line)
     }
     memcpy(out->program, p, plen);
     out->program[plen] = '\0';
-    out->source = source_of(out->program);
+    out->source = slg_source_of(out->program);
     out->msg = p + n + (p[n] == ' ');
     return 0;
 }

@@ -30,6 +30,10 @@ typedef struct slg_line {
     const char *msg; /* the text after the tag, inside the parsed line */
 } slg_line;
 
+/* The source a program's lines are: kernel; slurmctld, slurmd,
+ * slurmstepd, slurmdbd: slurm; raylet, gcs_server, ray*: ray; else app. */
+sig_source slg_source_of(const char *program);
+
 /* Parses one NUL-terminated line. year: for traditional times. Returns 0,
  * or -1 with why naming what is wrong and at which column. */
 int slg_parse(const char *line, int year, slg_line *out, cs_err *why);

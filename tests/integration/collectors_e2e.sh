@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The collectors alone, end to end: a SLURM cluster (slurm_lib.sh: Debian's
 # slurmctld and slurmd), `cascade ingest slurm` polling it, `cascade ingest
-# log --follow` on the nodes' kernel log and on the jobs' output files, a
+# log --follow` on the nodes' kernel log and on the jobs' output files
+# (both configured by the config file's collect section), a
 # broker, and `cascade correlate` with its redis-server. No signal is
 # written by hand: the test submits jobs, writes what the kernel and the
 # training script print (an NVRM Xid 79 line in rsyslog's format, a
@@ -23,11 +24,30 @@ SLURM_TEST_CPUS=4 SLURM_TEST_GPUS=4 SLURM_TEST_FEATURES=rack-7 start_slurm 3
 mkdir -p "$tmp/log" "$tmp/out"
 : > "$tmp/log/kern.log"
 
-"$bin" ingest slurm --brokers "$brokers" --cluster c1 --poll 1 \
-  --state "$tmp/slurm.state" > "$tmp/slurmcol.out" 2> "$tmp/slurmcol.err" & pids+=($!)
-"$bin" ingest log --follow --brokers "$brokers" --cluster c1 --sweep-ms 200 \
-  --checkpoint "$tmp/follow.pos" "syslog:$tmp/log/kern.log" \
-  "plain:$tmp/out/{host}-{job}.out" > "$tmp/follow.out" 2> "$tmp/follow.err" & pids+=($!)
+# The collectors as an operator runs them: their config's collect section
+# (over the real-Kafka tier's kafka section, when there is one).
+{
+  [ -n "${CASCADE_CONFIG:-}" ] && cat "$CASCADE_CONFIG"
+  cat <<Y
+collect:
+  cluster: c1
+  log:
+    checkpoint: $tmp/follow.pos
+    sweep_ms: 200
+    files:
+      - {path: $tmp/log/kern.log, format: syslog}
+      - {path: "$tmp/out/{host}-{job}.out", format: plain, source: app}
+  slurm:
+    poll: 1s
+    state: $tmp/slurm.state
+Y
+} > "$tmp/collect.yaml"
+"$bin" config check "$tmp/collect.yaml" > /dev/null 2> "$tmp/config.err" ||
+  fail "config check: $(cat "$tmp/config.err")"
+"$bin" ingest slurm --brokers "$brokers" --config "$tmp/collect.yaml" \
+  > "$tmp/slurmcol.out" 2> "$tmp/slurmcol.err" & pids+=($!)
+"$bin" ingest log --follow --brokers "$brokers" --config "$tmp/collect.yaml" \
+  > "$tmp/follow.out" 2> "$tmp/follow.err" & pids+=($!)
 "$bin" correlate --brokers "$brokers" --redis "$tmp/redis.sock" --for 300 \
   > "$tmp/correlate.out" 2> "$tmp/correlate.err" & pids+=($!)
 

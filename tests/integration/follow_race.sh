@@ -6,7 +6,9 @@
 # appear as the run goes on; `cascade ingest log --follow` follows the
 # three patterns.
 #
-#  1. rotations alone: every line is on the topic exactly once;
+#  1. rotations alone: every line is on the topic exactly once, but for
+#     lines of the copytruncate file in flight at a truncation, which are
+#     read again from the copy with their ids (at least once);
 #  2. rotations and kill -9 of the follower, restarted on its checkpoint:
 #     every line is on the topic (none lost); a line read again after a
 #     kill keeps its id (counted, and checked: the same bytes).
@@ -68,7 +70,11 @@ check() {
   [ "$lost" -eq 0 ] || fail "$run: lines not on the topic: $(comm -23 "$tmp/$run.want" "$tmp/$run.found" | head -n 5 | tr '\n' ' ')"
   [ "$ids" -eq 0 ] || fail "$run: lines read again with another id: $(awk '$3 != 1' "$tmp/$run.counts" | head -n 3 | tr '\n' ' ')"
   [ "$extra" -eq 0 ] || fail "$run: markers nobody wrote: $(comm -13 "$tmp/$run.want" "$tmp/$run.found" | head -n 3 | tr '\n' ' ')"
-  [ "$dups" = 1 ] || [ "$twice" -eq 0 ] || fail "$run: lines published twice without a kill: $(awk '$1 > 1' "$tmp/$run.counts" | head -n 3 | tr '\n' ' ')"
+  # Without kills, only the copytruncate file's lines that were in flight
+  # at a truncation are read again (from the copy, with their ids)
+  local other
+  other=$(awk -v r="$run-c-" '$1 > 1 && index($2, r) != 1' "$tmp/$run.counts" | wc -l)
+  [ "$dups" = 1 ] || [ "$other" -eq 0 ] || fail "$run: lines published twice without a kill: $(awk -v r="$run-c-" '$1 > 1 && index($2, r) != 1' "$tmp/$run.counts" | head -n 3 | tr '\n' ' ')"
 }
 
 # 0. standard input is read line by line: a line piped in is on the

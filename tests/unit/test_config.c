@@ -115,7 +115,7 @@ static void test_errors(void)
               "got '80a'");
     CHECK_STR(load(&c, "logs:\n  level: info\n"),
               "c.yaml:1:1: unknown key 'logs' in the top level (known: kafka, "
-              "redis, webhook, log, rules, correlate)");
+              "redis, webhook, log, rules, correlate, collect)");
     CHECK_STR(load(&c, "log:\n  level: loud\n"),
               "c.yaml:2:10: log.level: 'loud' is not one of error, warn, info, "
               "debug");
@@ -128,7 +128,7 @@ static void test_errors(void)
               "c.yaml:1:8: section 'kafka' must be a mapping of keys");
     CHECK_STR(load(&c, "- a\n"),
               "c.yaml:1:1: the top level must be a mapping (kafka, redis, "
-              "webhook, log, rules, correlate)");
+              "webhook, log, rules, correlate, collect)");
     CHECK_STR(load(&c, "kafka:\n  brokers:\n    a: b\n"),
               "c.yaml:3:5: kafka.brokers: expected a single value, got a mapping");
     CHECK_STR(load(&c, "webhook:\n  token: a\n  token_file: /nonexistent\n"),

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "core/signal.h"
+#include "ingest/colcfg.h"
 #include "ingest/fpos.h"
 #include "ingest/logline.h"
 #include "ingest/pathpat.h"
@@ -235,8 +236,90 @@ static void test_plain_lines(void)
     ll_free(e);
 }
 
+/* load YAML: ccf_load's answer, err's text in why */
+static int load(const char *yaml, ccf_conf *c, cs_err *why)
+{
+    char path[] = "/tmp/cascade-ccfXXXXXX";
+    int fd = mkstemp(path), rc;
+
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, yaml, strlen(yaml)) == (ssize_t)strlen(yaml));
+    close(fd);
+    rc = ccf_load(c, path, why);
+    if (rc) /* the message names the file: keep what follows it */
+        memmove(why->msg, why->msg + strlen(path),
+                strlen(why->msg + strlen(path)) + 1);
+    unlink(path);
+    return rc;
+}
+
+static void test_config(void)
+{
+    ccf_conf c;
+    cs_err why;
+
+    ccf_defaults(&c);
+    REQUIRE(load("kafka: {brokers: x}\n"
+                 "collect:\n"
+                 "  cluster: prod-a\n"
+                 "  log:\n"
+                 "    checkpoint: /var/lib/cascade/f.pos\n"
+                 "    from_start: true\n"
+                 "    files:\n"
+                 "      - {path: /var/log/kern.log}\n"
+                 "      - {path: '/j/{job}/rank{rank}.log', format: plain, "
+                 "source: ray, host: h1}\n"
+                 "  journal: {kernel: false, units: [slurmd, fm.service]}\n"
+                 "  slurm: {poll: 30s, state: /s, canary_feature: canary-ok}\n",
+                 &c, &why) == 0);
+    CHECK_STR(c.cluster, "prod-a");
+    CHECK_STR(c.log.checkpoint, "/var/lib/cascade/f.pos");
+    CHECK_INT(c.log.from_start, 1);
+    REQUIRE(c.log.nfiles == 2);
+    CHECK_INT(c.log.files[0].format, LL_SYSLOG);
+    CHECK_INT(c.log.files[1].format, LL_PLAIN);
+    CHECK_INT(c.log.files[1].source, SRC_RAY);
+    CHECK_STR(c.log.files[1].host, "h1");
+    CHECK_STR(c.log.files[1].path, "/j/{job}/rank{rank}.log");
+    CHECK_INT(c.journal.kernel, 0);
+    REQUIRE(c.journal.nunits == 2);
+    CHECK_STR(c.journal.units[1], "fm.service");
+    CHECK_INT(c.slurm.poll_ms, 30000);
+    CHECK_STR(c.slurm.state, "/s");
+    CHECK_STR(c.slurm.canary_feature, "canary-ok");
+
+    static const struct {
+        const char *yaml, *err;
+    } bad[] = {
+        {"collect:\n  log:\n    files:\n      - {path: '/a/{x}.log'}\n",
+         ":4:16: collect.log.files: path '/a/{x}.log', column 4 of the pattern: "
+         "a capture is {job}, {rank} or {host}"},
+        {"collect:\n  log:\n    files:\n      - /var/log/kern.log\n",
+         ":4:9: collect.log.files: each file is a mapping"},
+        {"collect:\n  log:\n    files:\n      - {format: plain}\n",
+         ":4:9: collect.log.files: "},
+        {"collect:\n  slurm: {poll: 0s}\n", ":2:17: collect.slurm.poll: a "
+         "duration from 1s to 1h"},
+        {"collect: [1]\n", ":1:10: section 'collect' must be a mapping"},
+        {"collect:\n  logs: {}\n", ":2:3: unknown key 'logs'"},
+        {"collect:\n  journal: {units: [\"a=b\"]}\n", ":2:21: collect.journal.units: "
+         "a unit's name"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        why.msg[0] = '\0';
+        CHECK_INT(load(bad[i].yaml, &c, &why), -1);
+        CHECK(strncmp(why.msg, bad[i].err, strlen(bad[i].err)) == 0);
+        if (strncmp(why.msg, bad[i].err, strlen(bad[i].err)))
+            fprintf(stderr, "  %zu: %s\n", i, why.msg);
+    }
+    /* what was loaded before stays */
+    CHECK_INT(c.log.nfiles, 2);
+    ccf_free(&c);
+}
+
 int main(void)
 {
+    test_config();
     test_pattern_errors();
     test_pattern_match();
     test_pattern_cost();

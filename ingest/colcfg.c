@@ -1,0 +1,245 @@
+#include "ingest/colcfg.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/str.h"
+#include "core/ydoc.h"
+#include "ingest/pathpat.h"
+
+void ccf_defaults(ccf_conf *c)
+{
+    memset(c, 0, sizeof *c);
+    c->journal.kernel = -1;
+}
+
+void ccf_free(ccf_conf *c)
+{
+    free(c->log.files);
+    c->log.files = NULL;
+    c->log.nfiles = 0;
+}
+
+#define OFF(f) offsetof(ccf_conf, f)
+#define FOFF(f) offsetof(ccf_file, f)
+
+static const char *const formats[] = {"syslog", "plain"};
+static const char *const sources[] = {"app", "kernel", "ray", "slurm"};
+static const sig_source source_of[] = {SRC_APP, SRC_KERNEL, SRC_RAY, SRC_SLURM};
+
+/* A followed file's path: a pattern that compiles. */
+static int read_path(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    ccf_file *f = obj;
+    const char *s = yd_scalar(v);
+    cs_err why;
+    pp_pattern *p;
+
+    (void)k;
+    if (!s || strlen(s) >= sizeof f->path) {
+        yd_problem(d, v, "collect.log.files: path is a pattern of at most "
+                   "%zu bytes", sizeof f->path - 1);
+        return -1;
+    }
+    if (!(p = pp_compile(s, &why))) {
+        const char *rest = strchr(why.msg, ':');
+        if (!strncmp(why.msg, "column ", 7) && rest)
+            yd_problem(d, v, "collect.log.files: path '%s', %.*s of the "
+                       "pattern%s", s, (int)(rest - why.msg), why.msg, rest);
+        else
+            yd_problem(d, v, "collect.log.files: path '%s': %s", s, why.msg);
+        return -1;
+    }
+    pp_free(p);
+    str_copy(f->path, sizeof f->path, s);
+    return 0;
+}
+
+typedef struct file_raw {
+    ccf_file f;
+    int format, source;
+} file_raw;
+
+static const yd_key file_keys[] = {
+    {"path", YD_SCALAR, YD_REQUIRED, 0, 0, 0, 0, 0, 0, read_path},
+    {"format", YD_ENUM, 0, offsetof(file_raw, format), 0, 0, formats, 2, 0, 0},
+    {"source", YD_ENUM, 0, offsetof(file_raw, source), 0, 0, sources, 4, 0, 0},
+    {"host", YD_BUF, 0, offsetof(file_raw, f) + FOFF(host), 0,
+     sizeof(((ccf_file *)0)->host), 0, 0, 0, 0},
+};
+static const yd_table file_table = YD_TABLE("a followed file", file_keys);
+
+static int read_files(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    ccf_conf *c = obj;
+    size_t n = yd_len(v);
+    ccf_file *files;
+
+    (void)k;
+    if (n > CCF_MAX_FILES) {
+        yd_problem(d, v, "collect.log.files: %zu files, at most %d", n,
+                   CCF_MAX_FILES);
+        return -1;
+    }
+    if (!(files = calloc(n ? n : 1, sizeof *files))) {
+        yd_problem(d, v, "collect.log.files: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yd_item(d, v, i);
+        file_raw raw = {.format = 0, .source = 0};
+        if (!item || item->type != YAML_MAPPING_NODE) {
+            yd_problem(d, item ? item : v, "collect.log.files: each file is "
+                       "a mapping {path, format, source, host}");
+            free(files);
+            return -1;
+        }
+        if (yd_read(d, item, &file_table, "collect.log.files: ", &raw)) {
+            free(files);
+            return -1;
+        }
+        /* read_path wrote into raw.f, which is raw's first member */
+        files[i] = raw.f;
+        files[i].format = raw.format ? LL_PLAIN : LL_SYSLOG;
+        files[i].source = source_of[raw.source];
+    }
+    free(c->log.files);
+    c->log.files = files;
+    c->log.nfiles = n;
+    return 0;
+}
+
+static int read_poll(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    int64_t ms = yd_duration_ms(yd_scalar(v));
+
+    (void)k;
+    if (ms < 1000 || ms > 3600000) {
+        yd_problem(d, v, "collect.slurm.poll: a duration from 1s to 1h "
+                   "(\"10s\"), not '%s'", yd_scalar(v) ? yd_scalar(v) : "");
+        return -1;
+    }
+    ((ccf_conf *)obj)->slurm.poll_ms = (int)ms;
+    return 0;
+}
+
+static int read_units(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    ccf_conf *c = obj;
+    size_t n = yd_len(v);
+
+    (void)k;
+    if (n > CCF_MAX_UNITS) {
+        yd_problem(d, v, "collect.journal.units: %zu units, at most %d", n,
+                   CCF_MAX_UNITS);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *u = yd_item(d, v, i);
+        const char *s = yd_scalar(u);
+        if (!s || !*s || strlen(s) >= sizeof c->journal.units[0] ||
+            strpbrk(s, "= \t")) {
+            yd_problem(d, u ? u : v, "collect.journal.units: a unit's name "
+                       "(slurmd, nvidia-fabricmanager.service)");
+            return -1;
+        }
+        str_copy(c->journal.units[i], sizeof c->journal.units[0], s);
+    }
+    c->journal.nunits = n;
+    return 0;
+}
+
+#define BUF(n, f) {n, YD_BUF, 0, OFF(f), 0, sizeof(((ccf_conf *)0)->f), 0, 0, 0, 0}
+
+static const yd_key log_keys[] = {
+    BUF("checkpoint", log.checkpoint),
+    {"from_start", YD_BOOL, 0, OFF(log.from_start), 0, 0, 0, 0, 0, 0},
+    {"sweep_ms", YD_INT, 0, OFF(log.sweep_ms), 10, 3600000, 0, 0, 0, 0},
+    {"files", YD_LIST, 0, 0, 0, 0, 0, 0, "collect.log.files is a list of "
+     "{path, format, source, host}", read_files},
+};
+static const yd_key slurm_keys[] = {
+    {"poll", YD_SCALAR, 0, 0, 0, 0, 0, 0, 0, read_poll},
+    BUF("state", slurm.state),
+    BUF("bin", slurm.bindir),
+    BUF("canary_feature", slurm.canary_feature),
+};
+static const yd_key journal_keys[] = {
+    BUF("checkpoint", journal.checkpoint),
+    BUF("directory", journal.directory),
+    {"kernel", YD_BOOL, 0, OFF(journal.kernel), 0, 0, 0, 0, 0, 0},
+    {"from_start", YD_BOOL, 0, OFF(journal.from_start), 0, 0, 0, 0, 0, 0},
+    {"units", YD_LIST, 0, 0, 0, 0, 0, 0, "collect.journal.units is a list "
+     "of unit names", read_units},
+};
+static const yd_table journal_table = YD_TABLE("'collect.journal'",
+                                               journal_keys);
+static const yd_table log_table = YD_TABLE("'collect.log'", log_keys);
+static const yd_table slurm_table = YD_TABLE("'collect.slurm'", slurm_keys);
+
+static int read_log(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    (void)k;
+    return yd_read(d, v, &log_table, "collect.log.", obj) ? -1 : 0;
+}
+
+static int read_journal(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                        void *obj)
+{
+    (void)k;
+    return yd_read(d, v, &journal_table, "collect.journal.", obj) ? -1 : 0;
+}
+
+static int read_slurm(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    (void)k;
+    return yd_read(d, v, &slurm_table, "collect.slurm.", obj) ? -1 : 0;
+}
+
+static const yd_key collect_keys[] = {
+    BUF("cluster", cluster),
+    {"log", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.log must be a mapping",
+     read_log},
+    {"journal", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.journal must be a mapping",
+     read_journal},
+    {"slurm", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.slurm must be a mapping",
+     read_slurm},
+};
+static const yd_table collect_table = YD_TABLE("'collect'", collect_keys);
+
+int ccf_load(ccf_conf *c, const char *path, cs_err *err)
+{
+    ccf_conf next = *c;
+    yaml_node_t *root, *sec;
+    yd_doc *d;
+    int rc = 0;
+
+    err->msg[0] = '\0';
+    next.log.files = NULL; /* a files list read replaces c's */
+    if (!(d = yd_parse_file(path, yd_sink_first, err)))
+        return -1;
+    root = yd_root(d);
+    sec = root && root->type == YAML_MAPPING_NODE ? yd_get(d, root, "collect")
+                                                  : NULL;
+    if (sec && sec->type != YAML_MAPPING_NODE) {
+        yd_problem(d, sec, "section 'collect' must be a mapping of keys");
+        rc = -1;
+    } else if (sec) {
+        rc = yd_read(d, sec, &collect_table, "collect.", &next) ? -1 : 0;
+    }
+    yd_free(d);
+    if (rc) {
+        free(next.log.files);
+        return -1;
+    }
+    if (next.log.files) {
+        free(c->log.files);
+    } else {
+        next.log.files = c->log.files;
+        next.log.nfiles = c->log.nfiles;
+    }
+    *c = next;
+    return 0;
+}

@@ -1,0 +1,81 @@
+/* The collectors' section of the config file (`collect:`), which the
+ * process configuration (core/config.h) leaves to them. Flags given on
+ * the command line win over it.
+ *
+ *   collect:
+ *     cluster: prod-a               # the signals' cluster
+ *     log:                          # cascade ingest log --follow
+ *       checkpoint: /var/lib/cascade/follow.pos
+ *       from_start: false
+ *       sweep_ms: 1000
+ *       files:
+ *         - {path: /var/log/kern.log, format: syslog}
+ *         - {path: "/shared/jobs/{job}/rank{rank}.log", format: plain,
+ *            source: app, host: ""}
+ *     journal:                      # cascade ingest journal
+ *       checkpoint: /var/lib/cascade/journal.pos
+ *       directory: ""               # "": the system journal
+ *       kernel: true
+ *       units: [slurmd, nvidia-fabricmanager]
+ *       from_start: false
+ *     slurm:                        # cascade ingest slurm
+ *       poll: 10s
+ *       state: /var/lib/cascade/slurm.state
+ *       bin: /usr/bin
+ *       canary_feature: canary
+ *
+ * Every problem is told as FILE:LINE:COL (a pattern's own problem with
+ * its column in the file); nothing half-loaded is returned. */
+#ifndef CS_COLCFG_H
+#define CS_COLCFG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "core/err.h"
+#include "core/signal.h"
+#include "ingest/logline.h"
+
+#define CCF_MAX_FILES 1024
+#define CCF_MAX_UNITS 64
+
+typedef struct ccf_file {
+    char path[PATH_MAX];
+    ll_format format;  /* LL_SYSLOG (default) or LL_PLAIN */
+    sig_source source; /* plain lines': app unless told */
+    char host[128];    /* plain lines' where the path names none; "": this
+                          machine's name */
+} ccf_file;
+
+typedef struct ccf_conf {
+    char cluster[128]; /* "": none given */
+    struct {
+        char checkpoint[PATH_MAX];
+        int from_start;
+        int sweep_ms; /* 0: none given */
+        ccf_file *files; /* malloc'd */
+        size_t nfiles;
+    } log;
+    struct {
+        char checkpoint[PATH_MAX];
+        char directory[PATH_MAX];
+        int kernel; /* -1: none given */
+        int from_start;
+        char units[CCF_MAX_UNITS][256];
+        size_t nunits;
+    } journal;
+    struct {
+        int poll_ms; /* 0: none given */
+        char state[PATH_MAX];
+        char bindir[PATH_MAX];
+        char canary_feature[64];
+    } slurm;
+} ccf_conf;
+
+void ccf_defaults(ccf_conf *c);
+/* Reads path's collect section over c (absent: c as it is; a files list
+ * replaces c's). -1 with err "FILE:LINE:COL: what", c unchanged. */
+int ccf_load(ccf_conf *c, const char *path, cs_err *err);
+void ccf_free(ccf_conf *c);
+
+#endif
