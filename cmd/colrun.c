@@ -81,6 +81,7 @@ int colrun_open(colrun_loop *l, int seconds, kfk_producer *p, cs_err *err)
     l->ev[0] = evsignal_new(l->base, SIGINT, loop_stop, l->base);
     l->ev[1] = evsignal_new(l->base, SIGTERM, loop_stop, l->base);
     l->ev[2] = evtimer_new(l->base, loop_stop, l->base);
+    l->p = p;
     if (!l->ev[0] || !l->ev[1] || !l->ev[2] || event_add(l->ev[0], NULL) ||
         event_add(l->ev[1], NULL) || (seconds && event_add(l->ev[2], &tv)) ||
         kfk_producer_attach(p, l->base))
@@ -107,6 +108,7 @@ int colrun_report(colrun_loop *l, event_callback_fn fn, void *arg,
 
 void colrun_close(colrun_loop *l)
 {
+    kfk_producer_detach(l->p);
     for (int i = 0; i < 4; i++)
         if (l->ev[i])
             event_free(l->ev[i]);

@@ -24,6 +24,7 @@ int colrun_int(const char *what, const char *v, int lo, int hi, int *out);
 
 typedef struct colrun_loop {
     struct event_base *base;
+    kfk_producer *p; /* attached: detached before the base goes */
     struct event *ev[4]; /* SIGINT, SIGTERM, --for, the minute's report */
 } colrun_loop;
 
@@ -32,6 +33,7 @@ int colrun_open(colrun_loop *l, int seconds, kfk_producer *p, cs_err *err);
 /* fn(arg) once a minute from the loop. */
 int colrun_report(colrun_loop *l, event_callback_fn fn, void *arg,
                   cs_err *err);
+/* Detaches the producer, then frees the loop. */
 void colrun_close(colrun_loop *l);
 
 #endif

@@ -565,18 +565,28 @@ int kfk_producer_topics(kfk_producer *p, const char *const *topics,
     return 0;
 }
 
-void kfk_producer_free(kfk_producer *p)
+void kfk_producer_detach(kfk_producer *p)
 {
     if (!p)
         return;
     if (p->timer)
         event_free(p->timer);
+    p->timer = NULL;
     if (p->main_q) {
         rd_kafka_queue_io_event_enable(p->main_q, -1, NULL, 0);
         rd_kafka_queue_destroy(p->main_q);
     }
+    p->main_q = NULL;
     if (p->wake)
         event_free(p->wake);
+    p->wake = NULL;
+}
+
+void kfk_producer_free(kfk_producer *p)
+{
+    if (!p)
+        return;
+    kfk_producer_detach(p);
     /* What is still queued then is dropped (the flush says how much) and
      * its reports served: the trackers that count it let go, which they
      * would not if destroying dropped it unreported. */

@@ -93,6 +93,9 @@ void kfk_producer_poll(kfk_producer *p);
 void kfk_producer_wait(kfk_producer *p, int timeout_ms);
 /* Polls every 50 ms from `base`; at most one attachment per producer. */
 int kfk_producer_attach(kfk_producer *p, struct event_base *base);
+/* Undoes the attachment: its events are freed, so the base may go first
+ * (kfk_producer_free does it too). NULL is fine. */
+void kfk_producer_detach(kfk_producer *p);
 /* Blocking; only at shutdown. 0 when everything was delivered (or failed
  * definitively), -1 when messages were still queued at the timeout. */
 int kfk_producer_flush(kfk_producer *p, int timeout_ms);

@@ -224,30 +224,33 @@ static int one_line(fol_file *f, char *line, size_t len, uint64_t at,
                                      : src->host ? src->host : fw->hostname,
                       f->cap.job, f->cap.rank, fw->now_us,
                       hash_fnv1a(HASH_FNV_SEED, place, sizeof place)};
-    ll_encoder *enc = src->format == LL_PLAIN ? fw->plain : fw->syslog;
+    ll_encoder *enc_of = src->format == LL_PLAIN ? fw->plain : fw->syslog;
     const char *key;
     char *buf;
     size_t blen;
     cs_err why = {{0}};
-    int rc = ll_encode(enc, &from, line, len, &key, &buf, &blen, &why);
+    /* two answers, kept apart: the encoder's (0 a signal, 1 invalid, 2
+     * dropped, 3 blank) and the producer's (KFK_*) */
+    int enc = ll_encode(enc_of, &from, line, len, &key, &buf, &blen, &why);
+    int rc = KFK_OK;
 
-    if (rc == 0) {
+    if (enc == 0) {
         rc = produce(f, t, KFK_TOPIC_SIGNALS, key, buf, blen, err);
-        if (rc == KFK_TOO_BIG) {
+        if (rc == KFK_TOO_BIG) { /* no retry helps: dead-lettered */
             why = *err;
-            rc = 1;
-        } else if (rc == KFK_OK) {
-            fw->st.published++;
+            enc = 1;
+        } else if (rc != KFK_OK) {
+            return rc; /* queue full: this line again, later */
         }
     }
-    if (rc == 1)
-        rc = dead_letter(f, t, why.msg, line, len, err);
-    if (rc == KFK_QUEUE_FULL || rc < 0)
-        return rc;
-    if (rc == 2)
-        fw->st.dropped++;
-    if (why.msg[0])
+    if (enc == 1 && (rc = dead_letter(f, t, why.msg, line, len, err)) != KFK_OK)
+        return rc == KFK_TOO_BIG ? -1 : rc;
+    if (enc == 0)
+        fw->st.published++;
+    else if (enc == 1)
         fw->st.rejected++;
+    else if (enc == 2)
+        fw->st.dropped++;
     fw->st.lines++;
     fw->st.bytes += len + 1;
     return KFK_OK;
@@ -327,7 +330,10 @@ static void read_turn(fol_file *f, int final)
         }
         if (n == 0)
             break;
-        rc = take_lines(f, fw->buf, (size_t)n, final, &t, &used, &err);
+        /* "the rest is a line" only at the end of a rotated file, never at
+         * a read's edge */
+        rc = take_lines(f, fw->buf, (size_t)n, final && (size_t)n < FOL_BUF,
+                        &t, &used, &err);
         f->off += used;
         budget -= used < budget ? used : budget;
         if (rc == KFK_OK && !used && (size_t)n == FOL_BUF)
@@ -345,6 +351,10 @@ static void read_turn(fol_file *f, int final)
         f->more = 1;
         kick(fw, 1000);
     }
+    /* a rotated file that still grows is not quiet: its writer has not
+     * reopened yet */
+    if (f->rotated && f->off != start)
+        f->quiet_since = mono_ms();
     /* the first bytes tell this file's copy after a copytruncate */
     if (f->fp_len < FPOS_FP_MAX && f->off > f->fp_len)
         fpos_fingerprint(f->fd, &f->fp_len, &f->fp_hash);
@@ -421,12 +431,13 @@ static void start_at(fol_file *f, uint64_t off, uint64_t line)
  * the file beside its path that holds them. */
 static void read_copy(fol_follower *fw, size_t src, const char *path,
                       uint32_t fp_len, uint64_t fp_hash, uint64_t from,
-                      uint64_t line, uint64_t dev, uint64_t ino)
+                      uint64_t line, uint64_t dev, uint64_t ino, int renamed)
 {
     char copy[PATH_MAX];
     struct stat sb;
-    int fd = fpos_find_copy(path, fp_len, fp_hash, from, copy, sizeof copy,
-                            &sb);
+    /* a renamed file keeps its identity; a copy has its own */
+    int fd = fpos_find_copy(path, dev, renamed ? ino : 0, fp_len, fp_hash,
+                            from, copy, sizeof copy, &sb);
     fol_file *c;
 
     if (fd < 0) {
@@ -462,8 +473,12 @@ static void read_copy(fol_follower *fw, size_t src, const char *path,
  * beginning. */
 static void place_new(fol_follower *fw, fol_file *f, uint64_t size)
 {
-    fpos_entry *e = fpos_find(&fw->start, f->dev, f->ino);
+    /* the checkpoint speaks for the files found at start, each once: a
+     * file made later may have an old file's inode */
+    fpos_entry *e = fw->initial ? fpos_find(&fw->start, f->dev, f->ino) : NULL;
 
+    if (e && fw->used[e - fw->start.v])
+        e = NULL;
     if (e) {
         fw->used[e - fw->start.v] = 1;
         if (fpos_same_start(f->fd, e->fp_len, e->fp_hash) &&
@@ -477,7 +492,7 @@ static void place_new(fol_follower *fw, fol_file *f, uint64_t size)
                  "or replaced): reading it from its start", f->path);
         fw->st.truncations++;
         read_copy(fw, f->src, f->path, e->fp_len, e->fp_hash, e->offset,
-                  e->line, f->dev, f->ino);
+                  e->line, f->dev, f->ino, 0);
         return;
     }
     if (fw->initial && fw->first && !fw->o.from_start)
@@ -536,7 +551,7 @@ static void truncated(fol_file *f)
     log_warn("follow", "%s was truncated: reading it again from its start",
              f->path);
     read_copy(fw, f->src, f->path, f->fp_len, f->fp_hash, f->acked,
-              f->acked_line, f->place_dev, f->place_ino);
+              f->acked_line, f->place_dev, f->place_ino, 0);
     f->gen++;
     start_at(f, 0, 0);
     f->skipping = 0;
@@ -642,7 +657,7 @@ static void find_moved(fol_follower *fw)
             continue;
         }
         read_copy(fw, src, e->path, e->fp_len, e->fp_hash, e->offset, e->line,
-                  e->dev, e->ino);
+                  e->dev, e->ino, 1);
     }
 }
 

@@ -284,8 +284,35 @@ uint64_t fpos_count_lines(int fd, uint64_t size)
     return lines;
 }
 
-int fpos_find_copy(const char *path, uint32_t fp_len, uint64_t fp_hash,
-                   uint64_t need, char *out, size_t cap, struct stat *sb)
+/* The entry's file, if it is a regular file (not followed through a
+ * link, never a FIFO that would block the open) that matches: by its
+ * identity when want_dev/want_ino are given, else by its first bytes. */
+static int try_copy(const char *dir, const char *name, uint64_t want_dev,
+                    uint64_t want_ino, uint32_t fp_len, uint64_t fp_hash,
+                    uint64_t need, char *out, size_t cap, struct stat *sb)
+{
+    int fd;
+
+    if (snprintf(out, cap, "%s/%s", dir, name) >= (int)cap ||
+        lstat(out, sb) || !S_ISREG(sb->st_mode) ||
+        (uint64_t)sb->st_size < need)
+        return -1;
+    if (want_ino && ((uint64_t)sb->st_dev != want_dev ||
+                     (uint64_t)sb->st_ino != want_ino))
+        return -1;
+    if ((fd = open(out, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) < 0)
+        return -1;
+    if (fstat(fd, sb) || !S_ISREG(sb->st_mode) ||
+        !fpos_same_start(fd, fp_len, fp_hash)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int fpos_find_copy(const char *path, uint64_t dev, uint64_t ino,
+                   uint32_t fp_len, uint64_t fp_hash, uint64_t need, char *out,
+                   size_t cap, struct stat *sb)
 {
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
@@ -295,22 +322,19 @@ int fpos_find_copy(const char *path, uint32_t fp_len, uint64_t fp_hash,
     int fd = -1;
 
     fpos_dir_of(path, dir, sizeof dir);
-    if (!(d = opendir(dir)))
-        return -1;
-    while (fd < 0 && (de = readdir(d))) {
-        if (strncmp(de->d_name, base, strlen(base)) ||
-            !strcmp(de->d_name, base))
+    /* the same file renamed first (exact); then a copy by its first bytes,
+     * which an empty fingerprint cannot tell from any other file */
+    for (int pass = 0; pass < 2 && fd < 0; pass++) {
+        if ((pass == 0 && !ino) || (pass == 1 && !fp_len) || !(d = opendir(dir)))
             continue;
-        if (snprintf(out, cap, "%s/%s", dir, de->d_name) >= (int)cap ||
-            (fd = open(out, O_RDONLY | O_CLOEXEC)) < 0)
-            continue;
-        if (fstat(fd, sb) || !S_ISREG(sb->st_mode) ||
-            (uint64_t)sb->st_size < need ||
-            !fpos_same_start(fd, fp_len, fp_hash)) {
-            close(fd);
-            fd = -1;
+        while (fd < 0 && (de = readdir(d))) {
+            if (strncmp(de->d_name, base, strlen(base)) ||
+                !strcmp(de->d_name, base))
+                continue;
+            fd = try_copy(dir, de->d_name, dev, pass == 0 ? ino : 0, fp_len,
+                          fp_hash, need, out, cap, sb);
         }
+        closedir(d);
     }
-    closedir(d);
     return fd;
 }

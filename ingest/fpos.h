@@ -62,11 +62,14 @@ void fpos_dir_of(const char *path, char *out, size_t cap);
 /* Newlines in fd's first size bytes: the line a file read from its end
  * starts at. */
 uint64_t fpos_count_lines(int fd, uint64_t size);
-/* The file beside path whose name begins with path's name and whose
- * first fp_len bytes hash to fp_hash, holding at least `need` bytes: the
- * copy copytruncate made, or path's file renamed by a rotation. Its
- * descriptor, its path in out and its stat in sb; -1 when there is none. */
-int fpos_find_copy(const char *path, uint32_t fp_len, uint64_t fp_hash,
-                   uint64_t need, char *out, size_t cap, struct stat *sb);
+/* The regular file (not a link) beside path whose name begins with
+ * path's name and that holds at least `need` bytes: the one of identity
+ * (dev, ino) when there is one (path's file renamed by a rotation; ino 0:
+ * none asked), else one whose first fp_len bytes (fp_len > 0) hash to
+ * fp_hash (the copy copytruncate made). Its descriptor, its path in out
+ * and its stat in sb; -1 when there is none. */
+int fpos_find_copy(const char *path, uint64_t dev, uint64_t ino,
+                   uint32_t fp_len, uint64_t fp_hash, uint64_t need, char *out,
+                   size_t cap, struct stat *sb);
 
 #endif

@@ -41,6 +41,12 @@ static int env_kept(const char *name)
 {
     size_t n = strlen(name);
 
+    /* whatever its prefix, a name that says secret is never copied */
+    if (strstr(name, "KEY") || strstr(name, "TOKEN") ||
+        strstr(name, "SECRET") || strstr(name, "PASSW") ||
+        strstr(name, "CREDENTIAL"))
+        return 0;
+
     for (size_t i = 0; i < sizeof env_prefixes / sizeof *env_prefixes; i++)
         if (!strncmp(name, env_prefixes[i], strlen(env_prefixes[i])))
             return 1;

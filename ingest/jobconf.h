@@ -16,7 +16,8 @@
  *   the first one given wins;
  * - `export NAME=VALUE` and `NAME=VALUE` lines of the variables a fix may
  *   set (NCCL_*, TORCH_*, PYTORCH_*, CUDA_*, OMP_*, UCX_*, GLOO_*,
- *   NVIDIA_*, and names ending in BATCH_SIZE) -> env; no other variable
+ *   NVIDIA_*, and names ending in BATCH_SIZE; never a name with KEY,
+ *   TOKEN, SECRET, PASSW or CREDENTIAL in it) -> env; no other variable
  *   is kept (a script's environment holds secrets); a BATCH_SIZE
  *   variable is the batch size when no option gave one;
  * - comments and #SBATCH lines are not read. */

@@ -124,14 +124,22 @@ static int seek_acked(sdj_reader *r)
         return sd_journal_seek_head(r->j);
     if ((rc = sd_journal_seek_cursor(r->j, r->acked)) < 0)
         return rc;
-    /* on the saved entry: step past it; if it was vacuumed, the next is
-     * the first not seen, which the next read takes */
+    /* on the saved entry: the next read steps past it. If it was
+     * vacuumed, the entry there is the first not seen: seeked to by its
+     * cursor, so that the next read's step lands on it (a previous()
+     * that cannot move would skip it) */
     if (sd_journal_next(r->j) > 0 && sd_journal_test_cursor(r->j, r->acked) <= 0) {
+        char *here = NULL;
         r->st.lost_gaps++;
         log_warn("journal", "the checkpoint's entry is gone (vacuumed or "
-                 "rotated away): going on from the next there is; what lay "
-                 "between is lost");
-        sd_journal_previous(r->j);
+                 "rotated away, or no longer matched): going on from the "
+                 "next there is; what lay between is lost");
+        if (sd_journal_get_cursor(r->j, &here) >= 0 &&
+            sd_journal_previous(r->j) <= 0) {
+            /* nothing before it: read from the head, which is it */
+            sd_journal_seek_head(r->j);
+        }
+        free(here);
     }
     return 0;
 }
@@ -254,30 +262,38 @@ static int one_entry(sdj_reader *r, const char *cursor, kfk_tracker **t,
     sd_journal_get_realtime_usec(r->j, &usec);
     from.ts = (int64_t)usec;
     from.place = hash_fnv1a(HASH_FNV_SEED, cursor, strlen(cursor));
+    /* two answers, kept apart: the encoder's (0 a signal, 1 invalid, 2
+     * dropped, 3 blank) and the producer's (KFK_*) */
+    int enc;
+
     if (!(len = field(r, "MESSAGE", r->line, SIG_MAX_BYTES + 1)))
-        rc = 3; /* nothing to tell */
+        enc = 3; /* nothing to tell */
     else
-        rc = ll_encode(r->enc, &from, r->line, len, &key, &buf, &blen, &why);
-    if (rc == 0) {
+        enc = ll_encode(r->enc, &from, r->line, len, &key, &buf, &blen, &why);
+    rc = KFK_OK;
+    if (enc == 0) {
         rc = produce(r, t, KFK_TOPIC_SIGNALS, key, buf, blen, err);
-        if (rc == KFK_TOO_BIG) {
+        if (rc == KFK_TOO_BIG) { /* no retry helps: dead-lettered */
             why = *err;
-            rc = 1;
-        } else if (rc == KFK_OK) {
-            r->st.published++;
+            enc = 1;
+        } else if (rc != KFK_OK) {
+            return rc; /* queue full: this entry again, later */
         }
     }
-    if (rc == 1) {
+    if (enc == 1) {
         char *dl = ll_dead_letter(cursor, 0, why.msg, r->line, len);
+        if (!dl)
+            return -1;
+        if ((rc = produce(r, t, KFK_TOPIC_DEADLETTER, NULL, dl, strlen(dl),
+                          err)) != KFK_OK)
+            return rc == KFK_TOO_BIG ? -1 : rc;
         log_warn("journal", "entry %s: %s", cursor, why.msg);
-        rc = dl ? produce(r, t, KFK_TOPIC_DEADLETTER, NULL, dl, strlen(dl), err)
-                : -1;
-        if (rc == KFK_OK)
-            r->st.rejected++;
     }
-    if (rc == KFK_QUEUE_FULL || rc < 0)
-        return rc;
-    if (rc == 2)
+    if (enc == 0)
+        r->st.published++;
+    else if (enc == 1)
+        r->st.rejected++;
+    else if (enc == 2)
         r->st.dropped++;
     r->st.entries++;
     return KFK_OK;
@@ -295,11 +311,18 @@ static void read_turn(sdj_reader *r)
     if (r->redo || r->stopping)
         return;
     while (n < SDJ_TURN && (got = sd_journal_next(r->j)) > 0) {
-        if (sd_journal_get_cursor(r->j, &cursor) < 0)
+        if (sd_journal_get_cursor(r->j, &cursor) < 0) {
+            sd_journal_previous(r->j);
+            rc = -1;
+            cs_err_set(&err, "cannot read an entry's cursor");
             break;
+        }
         if ((rc = one_entry(r, cursor, &t, &err)) != KFK_OK) {
+            /* this entry again, later: seeking to its cursor makes the
+             * next read's step land on it (previous() cannot move before
+             * the first entry) */
+            sd_journal_seek_cursor(r->j, cursor);
             free(cursor);
-            sd_journal_previous(r->j); /* this entry again, later */
             break;
         }
         free(last);
@@ -406,10 +429,15 @@ static int start_at(sdj_reader *r, cs_err *err)
     }
     if (r->o.from_start)
         return sd_journal_seek_head(r->j) < 0 ? -1 : 0;
-    /* from now: the last entry there is, stepped past */
+    /* from now: after the last entry there is, which is where a failed
+     * delivery reads again from (never the journal's start); none yet:
+     * from its head, where the first will be */
     if (sd_journal_seek_tail(r->j) < 0)
         return -1;
-    sd_journal_previous(r->j);
+    if (sd_journal_previous(r->j) <= 0)
+        return sd_journal_seek_head(r->j) < 0 ? -1 : 0;
+    if (sd_journal_get_cursor(r->j, &r->acked) < 0)
+        r->acked = NULL;
     return 0;
 }
 

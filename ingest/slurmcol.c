@@ -325,11 +325,13 @@ static void diff_job(sc_collector *c, const sj_job *j)
     r->seen = now_s();
     if (j->dependency[0])
         add_deps(r->deps, j->dependency);
-    if (!r->config && j->batch && !r->fetching) {
-        fetch_script(c, j->id);
-        return; /* told once its config is known */
-    }
-    if (r->fetching || !state)
+    if (!r->config && j->batch && !r->fetching)
+        fetch_script(c, j->id); /* may find no free slot: asked again */
+    if (!state)
+        return;
+    /* PENDING and RUNNING wait for the config while it is being read; an
+     * end is told at once (the job may leave the controller soon) */
+    if (r->fetching && !terminal(state))
         return;
     if (attempt > r->attempt && r->attempt && !strcmp(r->shown, "RUNNING"))
         unseen_end(c, j, r);
@@ -358,15 +360,26 @@ static void diff_jobs(sc_collector *c)
 
     for (size_t i = 0; i < c->nsnap && !c->resend; i++)
         diff_job(c, &c->snap[i]);
-    /* jobs the controller no longer shows (MinJobAge): forgotten later,
-     * one a pass (a deletion moves the others) */
+    /* jobs the controller no longer shows (MinJobAge): forgotten later;
+     * their keys are gathered first, as a deletion moves the others */
+    char **gone = NULL;
+    size_t ngone = 0;
     while (strmap_next(c->jobs, &pos, &id, &v)) {
         sc_job *r = v;
-        if (!r->fetching && now_s() - r->seen > SC_FORGET_S) {
-            free_job(strmap_del(c->jobs, id));
+        char **g;
+        if (r->fetching || now_s() - r->seen <= SC_FORGET_S)
+            continue;
+        if (!(g = realloc(gone, (ngone + 1) * sizeof *gone)))
             break;
-        }
+        gone = g;
+        if ((gone[ngone] = strdup(id)))
+            ngone++;
     }
+    for (size_t i = 0; i < ngone; i++) {
+        free_job(strmap_del(c->jobs, gone[i]));
+        free(gone[i]);
+    }
+    free(gone);
 }
 
 /* ---- batch scripts ------------------------------------------------------ */
@@ -457,14 +470,16 @@ static json_t *slurm_line(const sc_collector *c, const sj_node *n,
                      "slurm", "host", n->name, "line", line, "id", id);
 }
 
-static void tell_node(sc_collector *c, const sj_node *n, const char *line,
-                      int64_t ts)
+static int tell_node(sc_collector *c, const sj_node *n, const char *line,
+                     int64_t ts)
 {
     json_t *o = slurm_line(c, n, line, ts > 0 && ts <= now_s() + 60 ? ts
                                                                    : now_s());
 
-    if (o && publish(c, o) == 0)
-        c->st.node_signals++;
+    if (!o || publish(c, o))
+        return -1;
+    c->st.node_signals++;
+    return 0;
 }
 
 /* The node as scontrol prints it: evidence for the operator's view, and
@@ -535,12 +550,12 @@ static void diff_node(sc_collector *c, const sj_node *n, int all_inventory)
     if (r->unresponsive >= 2 && !strcmp(n->state, "down") && !r->told_down) {
         snprintf(line, sizeof line, "error: Nodes %s not responding, setting DOWN",
                  n->name);
-        tell_node(c, n, line, n->reason_at);
-        r->told_down = 1;
+        if (tell_node(c, n, line, n->reason_at) == 0)
+            r->told_down = 1;
     } else if (r->told_down && !sj_node_down(n)) {
         snprintf(line, sizeof line, "Node %s now responding", n->name);
-        tell_node(c, n, line, now_s());
-        r->told_down = 0;
+        if (tell_node(c, n, line, now_s()) == 0)
+            r->told_down = 0;
     }
     if (!strcmp(r->state, n->state) && !strcmp(r->flags, n->flags) &&
         !strcmp(r->reason, n->reason))
@@ -867,7 +882,10 @@ int sc_stop(sc_collector *c, int timeout_ms, cs_err *err)
                    "at the next start", timeout_ms);
         return -1;
     }
-    if (kfk_tracker_pending(c->t) || kfk_tracker_take_failed(c->t)) {
+    /* a failure reported meanwhile (on_acked set resend) counts too: the
+     * state must not say told what did not arrive */
+    if (kfk_tracker_pending(c->t) || kfk_tracker_take_failed(c->t) ||
+        c->resend) {
         cs_err_set(err, "signals went undelivered: told again at the next "
                    "start");
         return -1;

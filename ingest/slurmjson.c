@@ -90,11 +90,36 @@ static int gres_gpus(const char *s)
 /* "gres/gpu=8" or "gres/gpu:a100=8" in a TRES string. */
 static int tres_gpus(const char *s)
 {
-    const char *p = strstr(s, "gres/gpu");
+    for (const char *p = s; (p = strstr(p, "gres/gpu")); p += 8) {
+        const char *eq = strchr(p, '=');
+        if (eq && (p[8] == '=' || p[8] == ':') &&
+            !memchr(p, ',', (size_t)(eq - p)))
+            return atoi(eq + 1); /* gres/gpu=N, gres/gpu:TYPE=N */
+    }
+    return 0;
+}
 
-    if (!p || (p = strchr(p, '=')) == NULL)
-        return 0;
-    return atoi(p + 1);
+/* exit_code: the raw wait status (v0.0.38), or {"status": ...,
+ * "return_code": N or {"set", "number"}} (v0.0.39 on). */
+static int exit_code(json_t *o)
+{
+    json_t *e = json_object_get(o, "exit_code");
+
+    if (json_is_object(e) && json_object_get(e, "return_code"))
+        return (int)num(e, "return_code");
+    return (int)num(o, "exit_code");
+}
+
+/* Replaces each byte that is not part of valid UTF-8 with '?': a job
+ * name of bad bytes must not make a whole answer unreadable (jansson
+ * refuses such a document). */
+static void utf8_scrub(char *s, size_t len)
+{
+    for (size_t i = 0, k; i < len; i += k ? k : 1) {
+        k = str_utf8_seq((const unsigned char *)s + i, len - i);
+        if (!k)
+            s[i] = '?';
+    }
 }
 
 static void job_state(json_t *o, sj_job *j)
@@ -168,7 +193,7 @@ static int read_job(json_t *o, sj_job *j, cs_err *err)
     job_state(o, j);
     j->restart_cnt = (int)num(o, "restart_cnt");
     j->batch = json_is_true(json_object_get(o, "batch_flag"));
-    j->exit_code = (int)num(o, "exit_code");
+    j->exit_code = exit_code(o);
     j->gpus = job_gpus(o);
     j->submit = num(o, "submit_time");
     j->start = num(o, "start_time");
@@ -239,8 +264,17 @@ static json_t *open_doc(const char *text_, size_t len, const char *list,
                         cs_err *err)
 {
     json_error_t je;
-    json_t *doc = json_loadb(text_, len, 0, &je), *errors, *e;
+    json_t *doc = NULL, *errors, *e;
+    char *copy;
 
+    if (!str_utf8_valid(text_, len) && (copy = malloc(len ? len : 1))) {
+        memcpy(copy, text_, len);
+        utf8_scrub(copy, len);
+        doc = json_loadb(copy, len, 0, &je);
+        free(copy);
+    } else {
+        doc = json_loadb(text_, len, 0, &je);
+    }
     if (!doc) {
         cs_err_set(err, "not JSON: line %d column %d: %s", je.line,
                    je.column, je.text);
@@ -328,6 +362,5 @@ int sj_parse_nodes(const char *text_, size_t len, sj_node **nodes, size_t *n,
 
 int sj_node_down(const sj_node *n)
 {
-    return !strcmp(n->state, "down") || strstr(n->flags, "NOT_RESPONDING") ||
-           strstr(n->flags, "FAIL");
+    return !strcmp(n->state, "down") || strstr(n->flags, "NOT_RESPONDING");
 }

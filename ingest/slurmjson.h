@@ -60,7 +60,8 @@ int sj_parse_nodes(const char *text, size_t len, sj_node **nodes, size_t *n,
                    cs_err *err);
 
 /* Whether a node is unreachable by the controller: down, or
- * NOT_RESPONDING / FAIL among its flags. */
+ * NOT_RESPONDING among its flags (FAIL is an admin's "failing", not
+ * unreachable). */
 int sj_node_down(const sj_node *n);
 
 #endif

@@ -150,6 +150,19 @@ static void test_later_shapes(void)
     CHECK_INT(sj_node_down(&nv[0]), 1);
     free(nv);
 
+    /* v0.0.39's exit code object; a TRES list with gpumem first; a job
+     * name that is not UTF-8 does not make the answer unreadable */
+    const char *more =
+        "{\"jobs\":[{\"job_id\":9,\"job_state\":[\"FAILED\"],\"name\":\"bad\xff\","
+        "\"exit_code\":{\"status\":[\"ERROR\"],\"return_code\":{\"set\":true,\"number\":3}},"
+        "\"tres_alloc_str\":\"cpu=8,gres/gpumem=80G,gres/gpu=2\"}]}";
+    REQUIRE(sj_parse_jobs(more, strlen(more), &v, &n, &err) == 0);
+    REQUIRE(n == 1);
+    CHECK_INT(v[0].exit_code, 3);
+    CHECK_INT(v[0].gpus, 2);
+    CHECK_STR(v[0].name, "bad?");
+    free(v);
+
     CHECK_INT(sj_parse_jobs("{\"meta\":{}}", 11, &v, &n, &err), -1);
     CHECK(strstr(err.msg, "no \"jobs\" list") != NULL);
     CHECK_INT(sj_parse_jobs("{\"jobs\":[", 9, &v, &n, &err), -1);
@@ -195,6 +208,9 @@ static void test_jobconf(void)
                  "torchrun x.py\nexport AWS_SECRET_ACCESS_KEY=x\n",
                  "{\"batch_size\":256,\"env\":{\"GLOBAL_BATCH_SIZE\":\"256\","
                  "\"TORCH_NCCL_ASYNC_ERROR_HANDLING\":\"1\"}}");
+    check_config("export NVIDIA_API_KEY=nvapi-x\nexport NCCL_TOKEN=y\n"
+                 "export NCCL_IB_HCA=mlx5\n",
+                 "{\"env\":{\"NCCL_IB_HCA\":\"mlx5\"}}");
     check_config("python x.py --batch-size abc --num-workers -3 --precision x\n",
                  "{}");
     check_config("", "{}");
