@@ -119,6 +119,9 @@ static void ingest_log_help(FILE *f)
         "                    from their beginning\n"
         "  --sweep-ms N      --follow: look for new, rotated and grown files\n"
         "                    this often (default 1000; inotify reads sooner)\n"
+        "  --idle-close S    --follow: close a file that gave nothing this\n"
+        "                    long, keeping its place, until it grows\n"
+        "                    (default 300: job output files are many)\n"
         "  --for SECONDS     --follow: stop after this long\n\n"
         "The config's collect section gives the same (collect.cluster,\n"
         "collect.log: checkpoint, from_start, sweep_ms, files: [{path,\n"
@@ -129,7 +132,7 @@ static void ingest_log_help(FILE *f)
 typedef struct log_args {
     const char *brokers, *config, *rules, *checkpoint;
     fin_opts fo;
-    int all, follow, from_start, sweep_ms, seconds;
+    int all, follow, from_start, sweep_ms, seconds, idle_s;
 } log_args;
 
 /* 0 parsed, 1 --help given, -1 a usage error (told). */
@@ -144,6 +147,7 @@ static int log_parse(int argc, char **argv, log_args *a)
         {"checkpoint", required_argument, 0, 'k'},
         {"from-start", no_argument, 0, 'S'},    {"sweep-ms", required_argument, 0, 'w'},
         {"for", required_argument, 0, 't'},     {"help", no_argument, 0, 'h'},
+        {"idle-close", required_argument, 0, 'I'},
         {0, 0, 0, 0}};
     int c;
 
@@ -170,6 +174,11 @@ static int log_parse(int argc, char **argv, log_args *a)
         case 't':
             if (colrun_int("cascade ingest log: --for", optarg, 1, 100000000,
                         &a->seconds))
+                return -1;
+            break;
+        case 'I':
+            if (colrun_int("cascade ingest log: --idle-close", optarg, 1, 86400,
+                           &a->idle_s))
                 return -1;
             break;
         case 'f':
@@ -201,9 +210,10 @@ static int log_parse(int argc, char **argv, log_args *a)
         fprintf(stderr, "cascade ingest log: needs a FILE\n");
         return -1;
     }
-    if (!a->follow && (a->checkpoint || a->from_start || a->sweep_ms || a->seconds)) {
+    if (!a->follow && (a->checkpoint || a->from_start || a->sweep_ms ||
+                       a->seconds || a->idle_s)) {
         fprintf(stderr, "cascade ingest log: --checkpoint, --from-start, "
-                        "--sweep-ms and --for go with --follow\n");
+                        "--sweep-ms, --idle-close and --for go with --follow\n");
         return -1;
     }
     return 0;
@@ -235,10 +245,10 @@ static void follow_report(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     fol_get_stats(arg, &st);
-    log_info("follow", "%lu files open (%lu opened, %lu rotations, %lu "
+    log_info("follow", "%lu files open, %lu idle (%lu opened, %lu rotations, %lu "
              "truncations): %llu lines, %llu bytes, %llu published, %llu "
              "dropped by the edge filter, %llu rejected, %lu re-read after a "
-             "failed delivery", st.files, st.opened, st.rotations,
+             "failed delivery", st.files, st.dormant, st.opened, st.rotations,
              st.truncations, st.lines, st.bytes, st.published, st.dropped,
              st.rejected, st.redeliveries);
 }
@@ -276,7 +286,7 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
     fol_opts o = {.nsources = nsrc, .checkpoint = a->checkpoint,
                   .cluster = a->fo.line.cluster, .year = a->fo.line.year,
                   .edge = a->fo.line.edge, .from_start = a->from_start,
-                  .sweep_ms = a->sweep_ms};
+                  .sweep_ms = a->sweep_ms, .idle_close_ms = a->idle_s * 1000};
     fol_follower *fw = NULL;
     colrun_loop l = {0};
     fol_stats st;
@@ -303,9 +313,10 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
     rc = fol_stop(fw, 30000, err) ? 2 : 0;
     fol_get_stats(fw, &st);
     fprintf(stderr, "ingest log: followed %lu files (%lu rotations, %lu "
-            "truncations): %llu lines, %llu published, %llu dropped by the "
-            "edge filter, %llu rejected\n", st.opened, st.rotations,
-            st.truncations, st.lines, st.published, st.dropped, st.rejected);
+            "truncations, %lu closed while idle, %lu woken): %llu lines, %llu "
+            "published, %llu dropped by the edge filter, %llu rejected\n",
+            st.opened, st.rotations, st.truncations, st.idled, st.woken,
+            st.lines, st.published, st.dropped, st.rejected);
     if (rc == 0 && st.rejected)
         rc = 1;
 out:

@@ -14,366 +14,28 @@
 
 #include <event2/event.h>
 
-#include "core/hash.h"
 #include "core/log.h"
 #include "core/str.h"
-#include "ingest/fpos.h"
-#include "ingest/pathpat.h"
+#include "ingest/follow_priv.h"
 
-/* One read: a line of SIG_MAX_BYTES and its newline fit. */
-#define FOL_BUF (SIG_MAX_BYTES + 1)
-/* Bytes one file is read for before the loop serves anything else. */
-#define FOL_TURN (4u << 20)
-/* A full producer queue is tried again after this long. */
-#define FOL_RETRY_MS 100
-/* A directory's news (a file created, renamed in) is swept after this
- * long: a burst of them is one sweep. */
-#define FOL_SOON_MS 20
-
-typedef struct fol_file fol_file;
-typedef struct fol_follower fol_follower;
-
-/* What one read turn handed to the producer: acknowledged when t's last
- * message is; then every line before end is delivered. */
-typedef struct fol_mark {
-    fol_file *f;
-    kfk_tracker *t;
-    uint64_t end, line;
-    unsigned gen;
-    int done;
-    struct fol_mark *next;
-} fol_mark;
-
-struct fol_file {
-    fol_follower *fw;
-    char *path;   /* where it is read */
-    /* The path its pattern took: path, or for the copy of a truncated
-     * file and a file renamed while the follower was down, the path they
-     * had. The checkpoint names it: a restart finds the file beside it. */
-    char *origin;
-    size_t src;  /* its source */
-    pp_capture cap;
-    int fd, wd;  /* wd: its inotify watch, -1 none */
-    uint64_t dev, ino;
-    /* A plain line's place is hashed with these: the file's own, or for
-     * the copy of a truncated file, the original's (the same line, the
-     * same id). */
-    uint64_t place_dev, place_ino;
-    uint64_t off, line;     /* after the last whole line handed on */
-    uint64_t acked, acked_line; /* every line before is delivered */
-    unsigned gen;           /* truncations: older marks move nothing */
-    uint32_t fp_len;
-    uint64_t fp_hash;
-    int skipping; /* inside a line over the limit: dropped to its newline */
-    int rotated;  /* no longer at path: read to its end, then closed */
-    int redo;     /* a mark failed: read again from acked once all settle */
-    int more;     /* more to read: a turn ran out, or the queue was full */
-    int64_t quiet_since; /* ms: a rotated file's last growth */
-    fol_mark *marks, *marks_tail;
-    fol_file *next;
-};
-
-struct fol_follower {
-    struct event_base *base;
-    fol_opts o;
-    pp_pattern **pats;
-    ll_encoder *syslog, *plain;
-    kfk_producer *p;
-    char *buf;
-    fol_file *files;
-    fpos_set start; /* the checkpoint read at start */
-    char *used;     /* start's entries a file took */
-    int first;      /* there was no checkpoint */
-    int initial;    /* the first sweep runs */
-    int dirty, stopping;
-    int ino_fd;
-    struct event *ino_ev, *sweep_ev, *soon_ev, *save_ev, *more_ev;
-    char hostname[256];
-    int64_t now_us; /* a turn's reading time */
-    fol_stats st;
-};
-
-static int64_t mono_ms(void)
+static void id_key(uint64_t dev, uint64_t ino, char key[48])
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    snprintf(key, 48, "%llu:%llu", (unsigned long long)dev,
+             (unsigned long long)ino);
 }
 
-static void kick(fol_follower *fw, int ms)
+static void wd_key(int wd, char key[16])
 {
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-
-    if (!fw->stopping && !evtimer_pending(fw->more_ev, NULL))
-        evtimer_add(fw->more_ev, &tv);
+    snprintf(key, 16, "%d", wd);
 }
 
-/* ---- delivery ----------------------------------------------------------- */
-
-static void close_file(fol_file *f);
-static void read_turn(fol_file *f, int final);
-
-/* Pops the settled marks in order: the checkpoint moves only over lines
- * all delivered; a failure makes the file be read again from there. */
-static void settle(fol_file *f)
+static fol_file *followed(fol_follower *fw, const struct stat *sb)
 {
-    fol_follower *fw = f->fw;
-    fol_mark *m;
+    char k[48];
 
-    while ((m = f->marks) && m->done) {
-        unsigned long failed = m->t ? kfk_tracker_take_failed(m->t) : 0;
-        if (failed && !f->redo) {
-            f->redo = 1;
-            fw->st.redeliveries++;
-            log_warn("follow", "%s: %lu signals were not delivered: reading "
-                     "again from offset %llu", f->path, failed,
-                     (unsigned long long)f->acked);
-        } else if (!failed && !f->redo && m->gen == f->gen) {
-            f->acked = m->end;
-            f->acked_line = m->line;
-            fw->dirty = 1;
-        }
-        f->marks = m->next;
-        if (!f->marks)
-            f->marks_tail = NULL;
-        kfk_tracker_release(m->t);
-        free(m);
-    }
-    if (!f->marks && f->redo) {
-        f->redo = 0;
-        f->off = f->acked;
-        f->line = f->acked_line;
-        f->skipping = 0;
-        f->more = 1;
-        kick(fw, FOL_RETRY_MS);
-    }
+    id_key((uint64_t)sb->st_dev, (uint64_t)sb->st_ino, k);
+    return strmap_get(fw->by_id, k);
 }
-
-static void mark_done(void *arg)
-{
-    fol_mark *m = arg;
-
-    m->done = 1;
-    settle(m->f);
-}
-
-static void push_mark(fol_file *f, kfk_tracker *t)
-{
-    fol_mark *m = calloc(1, sizeof *m);
-
-    if (!m) { /* not acknowledged: read again after a restart */
-        log_error("follow", "%s: out of memory", f->path);
-        kfk_tracker_release(t);
-        return;
-    }
-    *m = (fol_mark){f, t, f->off, f->line, f->gen, 0, NULL};
-    if (f->marks_tail)
-        f->marks_tail->next = m;
-    else
-        f->marks = m;
-    f->marks_tail = m;
-    if (!t || !kfk_tracker_pending(t)) {
-        m->done = 1;
-        settle(f);
-    } else {
-        kfk_tracker_on_done(t, mark_done, m);
-    }
-}
-
-/* ---- lines -------------------------------------------------------------- */
-
-static int produce(fol_file *f, kfk_tracker **t, const char *topic,
-                   const char *key, char *val, size_t len, cs_err *err)
-{
-    if (!*t && !(*t = kfk_tracker_new())) {
-        free(val);
-        cs_err_set(err, "out of memory");
-        return -1;
-    }
-    (void)f;
-    return kfk_produce_take(f->fw->p, topic, key, key ? strlen(key) : 0, val,
-                            len, *t, err);
-}
-
-static int dead_letter(fol_file *f, kfk_tracker **t, const char *reason,
-                       const char *raw, size_t len, cs_err *err)
-{
-    char *txt = ll_dead_letter(f->path, (unsigned long)f->line + 1, reason,
-                               raw, len);
-
-    if (!txt) {
-        cs_err_set(err, "%s: cannot encode a dead-letter record", f->path);
-        return -1;
-    }
-    log_warn("follow", "%s:%llu: %s", f->path,
-             (unsigned long long)f->line + 1, reason);
-    return produce(f, t, KFK_TOPIC_DEADLETTER, NULL, txt, strlen(txt), err);
-}
-
-/* One line (writable, with room for a NUL at line[len]) at offset at:
- * KFK_OK when taken, KFK_QUEUE_FULL to try again later, -1 on failure. */
-static int one_line(fol_file *f, char *line, size_t len, uint64_t at,
-                    kfk_tracker **t, cs_err *err)
-{
-    fol_follower *fw = f->fw;
-    const fol_source *src = &fw->o.sources[f->src];
-    uint64_t place[3] = {f->place_dev, f->place_ino, at};
-    ll_origin from = {src->source,
-                      f->cap.host[0] ? f->cap.host
-                                     : src->host ? src->host : fw->hostname,
-                      f->cap.job, f->cap.rank, fw->now_us,
-                      hash_fnv1a(HASH_FNV_SEED, place, sizeof place)};
-    ll_encoder *enc_of = src->format == LL_PLAIN ? fw->plain : fw->syslog;
-    const char *key;
-    char *buf;
-    size_t blen;
-    cs_err why = {{0}};
-    /* two answers, kept apart: the encoder's (0 a signal, 1 invalid, 2
-     * dropped, 3 blank) and the producer's (KFK_*) */
-    int enc = ll_encode(enc_of, &from, line, len, &key, &buf, &blen, &why);
-    int rc = KFK_OK;
-
-    if (enc == 0) {
-        rc = produce(f, t, KFK_TOPIC_SIGNALS, key, buf, blen, err);
-        if (rc == KFK_TOO_BIG) { /* no retry helps: dead-lettered */
-            why = *err;
-            enc = 1;
-        } else if (rc != KFK_OK) {
-            return rc; /* queue full: this line again, later */
-        }
-    }
-    if (enc == 1 && (rc = dead_letter(f, t, why.msg, line, len, err)) != KFK_OK)
-        return rc == KFK_TOO_BIG ? -1 : rc;
-    if (enc == 0)
-        fw->st.published++;
-    else if (enc == 1)
-        fw->st.rejected++;
-    else if (enc == 2)
-        fw->st.dropped++;
-    fw->st.lines++;
-    fw->st.bytes += len + 1;
-    return KFK_OK;
-}
-
-/* The whole lines of buf[0, n) from f->off: *used the bytes taken.
- * final: the rest without a newline is a line too (a rotated file's
- * last). */
-static int take_lines(fol_file *f, char *buf, size_t n, int final,
-                      kfk_tracker **t, size_t *used, cs_err *err)
-{
-    size_t pos = 0;
-    int rc = KFK_OK;
-
-    while (pos < n) {
-        char *nl = memchr(buf + pos, '\n', n - pos);
-        size_t len = nl ? (size_t)(nl - (buf + pos)) : n - pos;
-        if (f->skipping) {
-            pos += len + (nl != NULL);
-            f->skipping = !nl;
-            f->line += nl != NULL;
-            continue;
-        }
-        if (!nl && !final)
-            break;
-        if ((rc = one_line(f, buf + pos, len, f->off + pos, t, err)))
-            break;
-        pos += len + (nl != NULL);
-        f->line++;
-    }
-    *used = pos;
-    return rc;
-}
-
-/* A line longer than the limit: dead-lettered (its start), and the
- * rest of it skipped. */
-static int too_long(fol_file *f, size_t n, kfk_tracker **t, cs_err *err)
-{
-    char why[96];
-    int rc;
-
-    snprintf(why, sizeof why, "line is longer than the %d byte limit",
-             SIG_MAX_BYTES);
-    if ((rc = dead_letter(f, t, why, f->fw->buf, n, err)))
-        return rc;
-    f->fw->st.rejected++;
-    f->fw->st.lines++;
-    f->skipping = 1;
-    f->off += n;
-    return KFK_OK;
-}
-
-/* Reads what f holds after f->off, up to FOL_TURN bytes. */
-static void read_turn(fol_file *f, int final)
-{
-    fol_follower *fw = f->fw;
-    kfk_tracker *t = NULL;
-    uint64_t start = f->off;
-    size_t budget = FOL_TURN;
-    struct timespec now;
-    cs_err err = {{0}};
-    int rc = KFK_OK;
-
-    if (f->fd < 0 || f->redo || fw->stopping)
-        return;
-    f->more = 0;
-    clock_gettime(CLOCK_REALTIME, &now);
-    fw->now_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
-    while (budget > 0 && rc == KFK_OK) {
-        ssize_t n = pread(f->fd, fw->buf, FOL_BUF, (off_t)f->off);
-        size_t used;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            log_error("follow", "%s: read: %s", f->path, strerror(errno));
-            break;
-        }
-        if (n == 0)
-            break;
-        /* "the rest is a line" only at the end of a rotated file, never at
-         * a read's edge */
-        rc = take_lines(f, fw->buf, (size_t)n, final && (size_t)n < FOL_BUF,
-                        &t, &used, &err);
-        f->off += used;
-        budget -= used < budget ? used : budget;
-        if (rc == KFK_OK && !used && (size_t)n == FOL_BUF)
-            rc = too_long(f, (size_t)n, &t, &err);
-        else if (rc == KFK_OK && (size_t)n < FOL_BUF && used == (size_t)n)
-            continue; /* maybe more was written meanwhile */
-        else if (rc == KFK_OK && (size_t)n < FOL_BUF)
-            break; /* the rest is a line still being written */
-    }
-    if (rc == KFK_QUEUE_FULL || budget == 0) {
-        f->more = 1;
-        kick(fw, rc == KFK_QUEUE_FULL ? FOL_RETRY_MS : 0);
-    } else if (rc < 0) {
-        log_error("follow", "%s: %s", f->path, err.msg);
-        f->more = 1;
-        kick(fw, 1000);
-    }
-    /* a rotated file that still grows is not quiet: its writer has not
-     * reopened yet */
-    if (f->rotated && f->off != start)
-        f->quiet_since = mono_ms();
-    /* the first bytes tell this file's copy after a copytruncate */
-    if (f->fp_len < FPOS_FP_MAX && f->off > f->fp_len)
-        fpos_fingerprint(f->fd, &f->fp_len, &f->fp_hash);
-    if (f->off != start || t)
-        push_mark(f, t);
-}
-
-static void on_more(evutil_socket_t fd, short what, void *arg)
-{
-    fol_follower *fw = arg;
-
-    (void)fd;
-    (void)what;
-    for (fol_file *f = fw->files; f; f = f->next)
-        if (f->more)
-            read_turn(f, 0);
-}
-
-/* ---- files -------------------------------------------------------------- */
 
 static void watch_file(fol_file *f)
 {
@@ -383,9 +45,14 @@ static void watch_file(fol_file *f)
     if (fw->ino_fd < 0)
         return;
     f->wd = inotify_add_watch(fw->ino_fd, f->path, IN_MODIFY);
-    if (f->wd < 0)
+    if (f->wd < 0) {
         log_warn("follow", "%s: no inotify watch (%s): read every sweep",
                  f->path, strerror(errno));
+    } else {
+        char k[16];
+        wd_key(f->wd, k);
+        strmap_put(fw->by_wd, k, f);
+    }
     fpos_dir_of(f->path, dir, sizeof dir);
     inotify_add_watch(fw->ino_fd, dir, IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
                                            IN_DELETE | IN_ONLYDIR);
@@ -413,6 +80,12 @@ static fol_file *new_file(fol_follower *fw, const char *path,
     f->ino = f->place_ino = (uint64_t)sb->st_ino;
     pp_match(fw->pats[src], origin, &f->cap);
     fpos_fingerprint(fd, &f->fp_len, &f->fp_hash);
+    f->grown_at = folr_mono_ms();
+    {
+        char k[48];
+        id_key(f->dev, f->ino, k);
+        strmap_put(fw->by_id, k, f);
+    }
     f->next = fw->files;
     fw->files = f;
     fw->st.files++;
@@ -448,24 +121,21 @@ static void read_copy(fol_follower *fw, size_t src, const char *path,
                      (unsigned long long)from);
         return;
     }
-    for (c = fw->files; c; c = c->next)
-        if (c->dev == (uint64_t)sb.st_dev && c->ino == (uint64_t)sb.st_ino)
-            break;
-    if (c) { /* already followed at its own path */
+    if ((c = followed(fw, &sb))) { /* already followed at its own path */
         close(fd);
         return;
     }
     if (!(c = new_file(fw, copy, path, src, fd, &sb)))
         return;
     c->rotated = 1;
-    c->quiet_since = mono_ms();
+    c->quiet_since = folr_mono_ms();
     c->place_dev = dev;
     c->place_ino = ino;
     start_at(c, from, line);
     log_info("follow", "%s: reading its copy %s from offset %llu", path, copy,
              (unsigned long long)from);
     watch_file(c);
-    read_turn(c, 0);
+    folr_read_turn(c, 0);
 }
 
 /* Where a file found now starts: its checkpoint when it has one and its
@@ -499,14 +169,22 @@ static void place_new(fol_follower *fw, fol_file *f, uint64_t size)
         start_at(f, size, fpos_count_lines(f->fd, size));
 }
 
-static void open_file(fol_follower *fw, const char *path, size_t src,
-                      const struct stat *sb)
+static void open_file(fol_follower *fw, const char *path, size_t src)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* no link, never blocked by a FIFO put there since the lstat; the
+     * identity is the opened file's own */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat own;
+    const struct stat *sb = &own;
     fol_file *f;
 
+    if (fd >= 0 && (fstat(fd, &own) || !S_ISREG(own.st_mode) ||
+                    followed(fw, &own))) {
+        close(fd); /* not a file, or replaced since by one already followed */
+        return;
+    }
     if (fd < 0) {
-        if (errno != ENOENT)
+        if (errno != ENOENT && errno != ELOOP)
             log_warn("follow", "%s: %s", path, strerror(errno));
         return;
     }
@@ -516,7 +194,67 @@ static void open_file(fol_follower *fw, const char *path, size_t src,
     log_info("follow", "following %s from offset %llu (line %llu)", path,
              (unsigned long long)f->off, (unsigned long long)f->line + 1);
     watch_file(f);
-    read_turn(f, 0);
+    folr_read_turn(f, 0);
+}
+
+static void unwatch(fol_file *f)
+{
+    fol_follower *fw = f->fw;
+    char k[16];
+
+    if (f->wd < 0)
+        return;
+    wd_key(f->wd, k);
+    if (strmap_get(fw->by_wd, k) == f)
+        strmap_del(fw->by_wd, k);
+    if (fw->ino_fd >= 0)
+        inotify_rm_watch(fw->ino_fd, f->wd);
+    f->wd = -1;
+}
+
+/* An idle file, every line delivered: its descriptor and watch let go
+ * (a job's output files on shared storage number thousands), its place
+ * kept; the sweep wakes it when it grows. */
+static void go_dormant(fol_file *f)
+{
+    unwatch(f);
+    close(f->fd);
+    f->fd = -1;
+    f->dormant = 1;
+    f->fw->st.files--;
+    f->fw->st.dormant++;
+    f->fw->st.idled++;
+    log_debug("follow", "%s idle: closed at offset %llu until it grows",
+              f->path, (unsigned long long)f->off);
+}
+
+/* A dormant file that grew (or is found at another path): opened again
+ * at its place. 0, or -1 when path is no longer that file. */
+static int wake(fol_file *f, const char *path)
+{
+    fol_follower *fw = f->fw;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    struct stat sb;
+    char *p;
+
+    if (fd < 0 || fstat(fd, &sb) || (uint64_t)sb.st_dev != f->dev ||
+        (uint64_t)sb.st_ino != f->ino) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (strcmp(path, f->path) && (p = strdup(path))) {
+        free(f->path);
+        f->path = p;
+    }
+    f->fd = fd;
+    f->dormant = 0;
+    fw->st.files++;
+    fw->st.dormant--;
+    fw->st.woken++;
+    f->grown_at = folr_mono_ms();
+    watch_file(f);
+    return 0;
 }
 
 static void close_file(fol_file *f)
@@ -528,11 +266,17 @@ static void close_file(fol_file *f)
             *pp = f->next;
             break;
         }
-    if (f->wd >= 0 && fw->ino_fd >= 0)
-        inotify_rm_watch(fw->ino_fd, f->wd);
-    if (f->fd >= 0)
+    unwatch(f);
+    {
+        char k[48];
+        id_key(f->dev, f->ino, k);
+        if (strmap_get(fw->by_id, k) == f)
+            strmap_del(fw->by_id, k);
+    }
+    if (f->fd >= 0) {
         close(f->fd);
-    fw->st.files--;
+        fw->st.files--;
+    }
     fw->dirty = 1;
     log_info("follow", "closed %s at offset %llu", f->path,
              (unsigned long long)f->acked);
@@ -569,6 +313,15 @@ static void check_file(fol_file *f, int64_t now)
     fol_follower *fw = f->fw;
     struct stat sb, fsb;
 
+    if (f->dormant) {
+        if (stat(f->path, &sb) || (uint64_t)sb.st_ino != f->ino ||
+            (uint64_t)sb.st_dev != f->dev) {
+            close_file(f); /* gone from its path: forgotten */
+            return;
+        }
+        if ((uint64_t)sb.st_size == f->off || wake(f, f->path))
+            return;
+    }
     if (!f->rotated && (stat(f->path, &sb) || (uint64_t)sb.st_ino != f->ino ||
                         (uint64_t)sb.st_dev != f->dev)) {
         f->rotated = 1;
@@ -579,30 +332,29 @@ static void check_file(fol_file *f, int64_t now)
     }
     if (fstat(f->fd, &fsb))
         return;
-    if ((uint64_t)fsb.st_size < f->off) {
+    /* shorter, or its first bytes changed: copytruncate (a quick writer
+     * may have filled it past the old offset within a sweep) */
+    if ((uint64_t)fsb.st_size < f->off ||
+        (f->fp_len && !fpos_same_start(f->fd, f->fp_len, f->fp_hash))) {
         truncated(f);
-        read_turn(f, 0);
+        folr_read_turn(f, 0);
     } else if ((uint64_t)fsb.st_size > f->off) {
         if (f->rotated && now - f->quiet_since >= fw->o.close_after_ms &&
             !f->marks) {
-            read_turn(f, 1); /* its last line may lack a newline */
+            folr_read_turn(f, 1); /* its last line may lack a newline */
             return;
         }
-        read_turn(f, 0);
+        folr_read_turn(f, 0);
         f->quiet_since = now;
     } else if (f->rotated && !f->marks &&
                now - f->quiet_since >= fw->o.close_after_ms) {
         close_file(f);
+    } else if (!f->rotated && !f->marks && f->acked == f->off &&
+               now - f->grown_at >= fw->o.idle_close_ms) {
+        go_dormant(f);
     }
 }
 
-static fol_file *followed(fol_follower *fw, const struct stat *sb)
-{
-    for (fol_file *f = fw->files; f; f = f->next)
-        if (f->dev == (uint64_t)sb->st_dev && f->ino == (uint64_t)sb->st_ino)
-            return f;
-    return NULL;
-}
 
 /* The files of one source: new ones opened, a rotated one found again
  * under a name the pattern takes followed at that name. */
@@ -617,13 +369,18 @@ static void discover(fol_follower *fw, size_t src)
         const char *path = g.gl_pathv[i];
         fol_file *f;
         char *p;
-        if (stat(path, &sb) || !S_ISREG(sb.st_mode) ||
+        /* lstat: a link is not followed (whoever can write a followed
+         * directory could point one at any file this process can read) */
+        if (lstat(path, &sb) || !S_ISREG(sb.st_mode) ||
             !pp_match(fw->pats[src], path, NULL))
             continue;
         if (!(f = followed(fw, &sb))) {
-            open_file(fw, path, src, &sb);
-        } else if (f->rotated && f->src == src && strcmp(f->path, path) &&
-                   (p = strdup(path))) {
+            open_file(fw, path, src);
+        } else if (f->dormant && strcmp(f->path, path) && f->src == src) {
+            wake(f, path); /* renamed while idle, to a name still taken */
+        } else if (f->rotated && f->src == src && !strcmp(f->path, path)) {
+            f->rotated = 0; /* a stat that failed once: it is where it was */
+        } else if (f->rotated && f->src == src && (p = strdup(path))) {
             log_info("follow", "%s is now %s: followed there", f->path, path);
             free(f->path);
             f->path = p;
@@ -663,7 +420,7 @@ static void find_moved(fol_follower *fw)
 
 static void sweep(fol_follower *fw)
 {
-    int64_t now = mono_ms();
+    int64_t now = folr_mono_ms();
     fol_file *next;
 
     for (fol_file *f = fw->files; f; f = next) {
@@ -697,11 +454,13 @@ static void on_inotify(evutil_socket_t fd, short what, void *arg)
             struct inotify_event *ev = (struct inotify_event *)p;
             fol_file *f = NULL;
             p += sizeof *ev + ev->len;
-            if (ev->mask & IN_MODIFY)
-                for (f = fw->files; f && f->wd != ev->wd; f = f->next)
-                    ;
+            if (ev->mask & IN_MODIFY) {
+                char k[16];
+                wd_key(ev->wd, k);
+                f = strmap_get(fw->by_wd, k);
+            }
             if (f) {
-                read_turn(f, 0);
+                folr_read_turn(f, 0);
             } else if (!evtimer_pending(fw->soon_ev, NULL)) {
                 struct timeval tv = {0, FOL_SOON_MS * 1000};
                 evtimer_add(fw->soon_ev, &tv);
@@ -803,7 +562,7 @@ static int events(fol_follower *fw, cs_err *err)
     fw->sweep_ev = event_new(fw->base, -1, EV_PERSIST, on_sweep, fw);
     fw->soon_ev = evtimer_new(fw->base, on_sweep, fw);
     fw->save_ev = event_new(fw->base, -1, EV_PERSIST, on_save, fw);
-    fw->more_ev = evtimer_new(fw->base, on_more, fw);
+    fw->more_ev = evtimer_new(fw->base, folr_on_more, fw);
     if (fw->ino_fd >= 0)
         fw->ino_ev = event_new(fw->base, fw->ino_fd, EV_READ | EV_PERSIST,
                                on_inotify, fw);
@@ -854,6 +613,13 @@ fol_follower *fol_start(struct event_base *base, const fol_opts *o,
         fw->o.checkpoint_ms = 200;
     if (fw->o.close_after_ms <= 0)
         fw->o.close_after_ms = 5000;
+    if (fw->o.idle_close_ms <= 0)
+        fw->o.idle_close_ms = 5 * 60 * 1000;
+    if (!(fw->by_id = strmap_new()) || !(fw->by_wd = strmap_new())) {
+        cs_err_set(err, "out of memory");
+        fol_free(fw);
+        return NULL;
+    }
     if (gethostname(fw->hostname, sizeof fw->hostname - 1))
         str_copy(fw->hostname, sizeof fw->hostname, "localhost");
     if (compile(fw, err) || encoders(fw, err) || load(fw, err) ||
@@ -926,6 +692,10 @@ void fol_free(fol_follower *fw)
         event_free(fw->more_ev);
     if (fw->ino_fd >= 0)
         close(fw->ino_fd);
+    if (fw->by_id)
+        strmap_free(fw->by_id, NULL);
+    if (fw->by_wd)
+        strmap_free(fw->by_wd, NULL);
     for (size_t i = 0; fw->pats && i < fw->o.nsources; i++)
         pp_free(fw->pats[i]);
     free(fw->pats);

@@ -20,6 +20,10 @@
  *   its place) are the same, so the redelivery is harmless downstream.
  *   A delivery that fails (message.timeout.ms) makes the file be read
  *   again from its checkpoint.
+ * - A file idle for idle_close_ms, every line delivered, is closed (a
+ *   job's output files on shared storage number thousands) and its place
+ *   kept, in the checkpoint too; the sweep opens it again when it grows,
+ *   and forgets it when it is gone from its path.
  * - A file present at the very first start (no checkpoint yet) is read
  *   from its end unless from_start: a kernel log's history is not news.
  *   A file that appears later, or while the follower was down, is read
@@ -56,11 +60,17 @@ typedef struct fol_opts {
     int sweep_ms;       /* default 1000 */
     int checkpoint_ms;  /* default 200: what a kill -9 makes read again */
     int close_after_ms; /* default 5000 */
+    /* A file that gave nothing this long, every line delivered, is
+     * closed and its place kept until it grows: default 300000 */
+    int idle_close_ms;
 } fol_opts;
 
 typedef struct fol_stats {
     unsigned long long lines, published, dropped, rejected, bytes;
-    unsigned long files, opened, rotations, truncations, redeliveries;
+    unsigned long files;   /* open now */
+    unsigned long dormant; /* idle, closed, their place kept */
+    unsigned long idled, woken; /* times a file went idle, woke */
+    unsigned long opened, rotations, truncations, redeliveries;
 } fol_stats;
 
 typedef struct fol_follower fol_follower;

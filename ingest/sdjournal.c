@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/signal.h"
 #include "core/str.h"
+#include "ingest/linepub.h"
 #include "ingest/logline.h"
 #include "ingest/syslog.h"
 
@@ -226,18 +227,6 @@ static size_t field(sdj_reader *r, const char *name, char *out, size_t cap)
     return len ? len : 0;
 }
 
-static int produce(sdj_reader *r, kfk_tracker **t, const char *topic,
-                   const char *key, char *val, size_t len, cs_err *err)
-{
-    if (!*t && !(*t = kfk_tracker_new())) {
-        free(val);
-        cs_err_set(err, "out of memory");
-        return -1;
-    }
-    return kfk_produce_take(r->p, topic, key, key ? strlen(key) : 0, val, len,
-                            *t, err);
-}
-
 /* The entry the journal is on: KFK_OK when taken, KFK_QUEUE_FULL to try
  * again, -1 on failure. */
 static int one_entry(sdj_reader *r, const char *cursor, kfk_tracker **t,
@@ -247,10 +236,6 @@ static int one_entry(sdj_reader *r, const char *cursor, kfk_tracker **t,
     uint64_t usec = 0;
     size_t len;
     ll_origin from = {SRC_APP, host, NULL, -1, 0, 0};
-    const char *key;
-    char *buf;
-    size_t blen;
-    cs_err why = {{0}};
     int rc;
 
     field(r, "_HOSTNAME", host, sizeof host);
@@ -262,39 +247,15 @@ static int one_entry(sdj_reader *r, const char *cursor, kfk_tracker **t,
     sd_journal_get_realtime_usec(r->j, &usec);
     from.ts = (int64_t)usec;
     from.place = hash_fnv1a(HASH_FNV_SEED, cursor, strlen(cursor));
-    /* two answers, kept apart: the encoder's (0 a signal, 1 invalid, 2
-     * dropped, 3 blank) and the producer's (KFK_*) */
-    int enc;
+    lp_outcome out = LP_BLANK;
 
-    if (!(len = field(r, "MESSAGE", r->line, SIG_MAX_BYTES + 1)))
-        enc = 3; /* nothing to tell */
-    else
-        enc = ll_encode(r->enc, &from, r->line, len, &key, &buf, &blen, &why);
-    rc = KFK_OK;
-    if (enc == 0) {
-        rc = produce(r, t, KFK_TOPIC_SIGNALS, key, buf, blen, err);
-        if (rc == KFK_TOO_BIG) { /* no retry helps: dead-lettered */
-            why = *err;
-            enc = 1;
-        } else if (rc != KFK_OK) {
-            return rc; /* queue full: this entry again, later */
-        }
-    }
-    if (enc == 1) {
-        char *dl = ll_dead_letter(cursor, 0, why.msg, r->line, len);
-        if (!dl)
-            return -1;
-        if ((rc = produce(r, t, KFK_TOPIC_DEADLETTER, NULL, dl, strlen(dl),
-                          err)) != KFK_OK)
-            return rc == KFK_TOO_BIG ? -1 : rc;
-        log_warn("journal", "entry %s: %s", cursor, why.msg);
-    }
-    if (enc == 0)
-        r->st.published++;
-    else if (enc == 1)
-        r->st.rejected++;
-    else if (enc == 2)
-        r->st.dropped++;
+    if ((len = field(r, "MESSAGE", r->line, SIG_MAX_BYTES + 1)) &&
+        (rc = lp_line(r->enc, r->p, &from, r->line, len, cursor, 0, "journal",
+                      t, &out, err)) != KFK_OK)
+        return rc;
+    r->st.published += out == LP_PUBLISHED;
+    r->st.rejected += out == LP_REJECTED;
+    r->st.dropped += out == LP_DROPPED;
     r->st.entries++;
     return KFK_OK;
 }

@@ -4,7 +4,8 @@
 # (log_writer.py) write syslog lines to a file rotated by rename and to
 # one rotated by copytruncate, and plain lines to job output files that
 # appear as the run goes on; `cascade ingest log --follow` follows the
-# three patterns.
+# three patterns, closing files idle for a second (--idle-close 1) and
+# opening them again when they grow.
 #
 #  1. rotations alone: every line is on the topic exactly once, but for
 #     lines of the copytruncate file in flight at a truncation, which are
@@ -28,7 +29,7 @@ start_broker 600
 # follow DIR N: follower instance N over DIR's files, checkpoint in DIR.pos
 follow() {
   "$bin" ingest log --follow --brokers "$brokers" --all --from-start \
-    --checkpoint "$1.pos" --sweep-ms 200 \
+    --checkpoint "$1.pos" --sweep-ms 200 --idle-close 1 \
     "syslog:$1/syslog.log" "syslog:$1/copy.log" "plain:$1/jobs/{job}/rank{rank}.log" \
     > "$tmp/follow$2.out" 2> "$tmp/follow$2.err" &
   fpid=$!
@@ -106,9 +107,11 @@ python3 "$here/log_writer.py" --dir "$tmp/a" --run "$run" --manifest "$tmp/$run.
 sleep 3
 stop
 grep -q "rotations" "$tmp/follow0.err" || fail "no summary"
-rot=$(sed -n 's/.*(\([0-9]*\) rotations, \([0-9]*\) truncations).*/\1 \2/p' "$tmp/follow0.err")
+rot=$(sed -n 's/.*(\([0-9]*\) rotations, \([0-9]*\) truncations, \([0-9]*\) closed while idle, \([0-9]*\) woken).*/\1 \2 \3 \4/p' "$tmp/follow0.err")
 set -- $rot
 [ "${1:-0}" -ge 2 ] && [ "${2:-0}" -ge 2 ] || fail "rotations/truncations seen: '$rot'"
+# files idle a second are closed and woken when written again
+[ "${3:-0}" -ge 1 ] && [ "${4:-0}" -ge 1 ] || fail "idle files closed/woken: '$rot'"
 check "$run" 0
 # what the path says: a rank file's lines carry its job and rank
 kcat -b "$brokers" -C -t "$t_signals" -o beginning -e -q -f '%S:%s' 2>> "$tmp/kcat.err" |
