@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <jansson.h>
@@ -38,7 +39,7 @@ typedef struct sc_job {
     char shown[32]; /* the engine state last published, "" none */
     int attempt;    /* of that signal */
     int64_t start;  /* its attempt's start */
-    char nodes[1024];
+    char *nodes;    /* its attempt's hostlist (malloc'd; NULL: none yet) */
     json_t *deps;   /* job ids it waits for, kept once SLURM drops them */
     json_t *config; /* NULL: not read yet; an object once read */
     int fetching;
@@ -210,8 +211,8 @@ static void add_deps(json_t *deps, const char *dep)
 static json_t *node_list(const sc_collector *c, const char *hostlist)
 {
     json_t *a = json_array();
-    int n = hostlist[0] ? hostlist_expand(hostlist, c->names, SC_MAX_NODES)
-                        : 0;
+    int n = hostlist && hostlist[0]
+                ? hostlist_expand(hostlist, c->names, SC_MAX_NODES) : 0;
 
     for (int i = 0; a && i < n; i++)
         json_array_append_new(a, json_string(c->names[i]));
@@ -267,8 +268,8 @@ static int node_down_now(const sc_collector *c, const char *name)
  * the same RPC): told as what the nodes and the times show. */
 static void unseen_end(sc_collector *c, const sj_job *j, sc_job *r)
 {
-    int n = r->nodes[0] ? hostlist_expand(r->nodes, c->names, SC_MAX_NODES)
-                        : 0;
+    int n = r->nodes && r->nodes[0]
+                ? hostlist_expand(r->nodes, c->names, SC_MAX_NODES) : 0;
     const char *state = NULL;
     json_t *o;
 
@@ -304,6 +305,7 @@ static void free_job(void *v)
 
     json_decref(r->deps);
     json_decref(r->config);
+    free(r->nodes);
     free(r);
 }
 
@@ -340,7 +342,11 @@ static void diff_job(sc_collector *c, const sj_job *j)
         blocked <= r->blocked)
         return;
     if (!strcmp(state, "RUNNING") || (terminal(state) && j->nodes[0])) {
-        str_copy(r->nodes, sizeof r->nodes, j->nodes);
+        char *nl = strdup(j->nodes);
+        if (nl) {
+            free(r->nodes);
+            r->nodes = nl;
+        }
         r->start = j->start;
     }
     if (!(o = job_signal(c, j, r, state, attempt, time_of(j, state))) ||
@@ -599,7 +605,7 @@ static json_t *state_json(const sc_collector *c)
             continue;
         json_object_set_new(jobs, k, json_pack("{s:s, s:i, s:I, s:s, s:O, s:O?, s:I, s:b}",
             "shown", r->shown, "attempt", r->attempt, "start", (json_int_t)r->start,
-            "nodes", r->nodes, "deps", r->deps, "config", r->config,
+            "nodes", r->nodes ? r->nodes : "", "deps", r->deps, "config", r->config,
             "seen", (json_int_t)r->seen, "blocked", r->blocked));
     }
     pos = 0;
@@ -626,10 +632,14 @@ static int save_state(sc_collector *c, cs_err *err)
         cs_err_set(err, "state %s: out of memory", c->o.state);
         return -1;
     }
-    rc = json_dump_file(s, tmp, JSON_COMPACT);
+    FILE *f = fopen(tmp, "w");
+    rc = !f || json_dumpf(s, f, JSON_COMPACT) || fflush(f) || fsync(fileno(f));
+    if (f && fclose(f))
+        rc = 1;
     json_decref(s);
     if (rc || rename(tmp, c->o.state)) {
         cs_err_set(err, "state %s: %s", c->o.state, strerror(errno));
+        unlink(tmp);
         return -1;
     }
     return 0;
@@ -651,17 +661,31 @@ static int load_state(sc_collector *c, cs_err *err)
     if (!c->o.state)
         return 0;
     if (!(s = json_load_file(c->o.state, 0, &je))) {
-        if (je.line == -1 && errno == ENOENT)
+        char aside[PATH_MAX + 8];
+        if (access(c->o.state, F_OK) && errno == ENOENT)
             return 0;
-        cs_err_set(err, "state %s:%d: %s", c->o.state, je.line, je.text);
-        return -1;
+        /* ours, and cut (a power cut before the rename reached the disk):
+         * set aside, and everything told again, which the ids make
+         * harmless */
+        snprintf(aside, sizeof aside, "%s.bad", c->o.state);
+        if (rename(c->o.state, aside)) {
+            cs_err_set(err, "state %s:%d: %s (and it cannot be set aside: "
+                       "%s)", c->o.state, je.line, je.text, strerror(errno));
+            return -1;
+        }
+        log_warn("slurm", "state %s:%d: %s: set aside as %s; telling every "
+                 "job and node again", c->o.state, je.line, je.text, aside);
+        return 0;
     }
     json_object_foreach(json_object_get(s, "jobs"), k, o) {
         sc_job *r = calloc(1, sizeof *r);
         if (!r)
             break;
         str_field(o, "shown", r->shown, sizeof r->shown);
-        str_field(o, "nodes", r->nodes, sizeof r->nodes);
+        {
+            const char *nl = json_string_value(json_object_get(o, "nodes"));
+            r->nodes = nl ? strdup(nl) : NULL;
+        }
         r->attempt = (int)json_integer_value(json_object_get(o, "attempt"));
         r->start = json_integer_value(json_object_get(o, "start"));
         r->seen = json_integer_value(json_object_get(o, "seen"));
@@ -785,7 +809,7 @@ static void on_sinfo(void *arg, const proc_result *r)
     }
     free(c->squeue_out);
     c->squeue_out = NULL;
-    free(c->snap);
+    sj_free_jobs(c->snap, c->nsnap);
     free(c->nsnapv);
     c->snap = jobs;
     c->nsnap = nj;
@@ -913,7 +937,7 @@ void sc_free(sc_collector *c)
     if (c->nodes)
         strmap_free(c->nodes, free);
     free(c->squeue_out);
-    free(c->snap);
+    sj_free_jobs(c->snap, c->nsnap);
     free(c->nsnapv);
     free(c);
 }

@@ -186,7 +186,14 @@ static int read_job(json_t *o, sj_job *j, cs_err *err)
     text(o, "state_reason", j->reason, sizeof j->reason);
     if (!strcmp(j->reason, "None"))
         j->reason[0] = '\0';
-    text(o, "nodes", j->nodes, sizeof j->nodes);
+    /* a big job's hostlist is long: kept whole, not cut mid-bracket */
+    {
+        const char *nl = json_string_value(json_object_get(o, "nodes"));
+        if (!(j->nodes = strdup(nl ? nl : ""))) {
+            cs_err_set(err, "out of memory");
+            return -1;
+        }
+    }
     text(o, "dependency", j->dependency, sizeof j->dependency);
     text(o, "command", j->command, sizeof j->command);
     text(o, "current_working_directory", j->workdir, sizeof j->workdir);
@@ -358,6 +365,13 @@ int sj_parse_nodes(const char *text_, size_t len, sj_node **nodes, size_t *n,
 
     *nodes = v;
     return rc;
+}
+
+void sj_free_jobs(sj_job *jobs, size_t n)
+{
+    for (size_t i = 0; jobs && i < n; i++)
+        free(jobs[i].nodes);
+    free(jobs);
 }
 
 int sj_node_down(const sj_node *n)

@@ -29,7 +29,7 @@ typedef struct sj_job {
     char state[32];
     char flag[32];    /* that flag, or "" */
     char reason[128]; /* state_reason; "" for None */
-    char nodes[1024]; /* a hostlist: gpu-[001-004] */
+    char *nodes;      /* a hostlist: gpu-[001-004] (malloc'd, never NULL) */
     char dependency[1024];
     char command[1024];
     char workdir[1024];
@@ -53,9 +53,11 @@ typedef struct sj_node {
 } sj_node;
 
 /* squeue --json's text: -1 with err (the controller's errors, or what is
- * malformed and where) when it is not a full answer. */
+ * malformed and where) when it is not a full answer. Freed with
+ * sj_free_jobs. */
 int sj_parse_jobs(const char *text, size_t len, sj_job **jobs, size_t *n,
                   cs_err *err);
+void sj_free_jobs(sj_job *jobs, size_t n);
 int sj_parse_nodes(const char *text, size_t len, sj_node **nodes, size_t *n,
                    cs_err *err);
 

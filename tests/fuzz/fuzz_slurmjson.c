@@ -24,10 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sj_parse_jobs(text, len, &v, &n, &err) == 0) {
             for (size_t i = 0; i < n; i++)
                 if (strnlen(v[i].id, sizeof v[i].id) == sizeof v[i].id ||
-                    strnlen(v[i].nodes, sizeof v[i].nodes) == sizeof v[i].nodes ||
-                    !v[i].id[0])
+                    !v[i].nodes || !v[i].id[0])
                     abort();
-            free(v);
+            sj_free_jobs(v, n);
         }
     } else if (data[0] % 3 == 1) {
         sj_node *v;

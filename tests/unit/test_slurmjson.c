@@ -65,7 +65,7 @@ static void test_recorded_jobs(void)
     REQUIRE((j = job(v, n, "4")));
     CHECK_STR(j->state, "FAILED");
     CHECK_INT(j->exit_code, 768);
-    free(v);
+    sj_free_jobs(v, n);
     free(text);
 
     text = slurp("squeue.nodefail.json", &len);
@@ -76,7 +76,7 @@ static void test_recorded_jobs(void)
     REQUIRE((j = job(v, n, "3")));
     CHECK_STR(j->reason, "DependencyNeverSatisfied");
     CHECK_STR(j->dependency, "afterok:1(failed)");
-    free(v);
+    sj_free_jobs(v, n);
     free(text);
 
     /* the controller stopped: exit 0, an empty list, and errors */
@@ -141,7 +141,7 @@ static void test_later_shapes(void)
     CHECK_STR(v[1].state, "");
     CHECK_STR(v[1].flag, "COMPLETING");
     CHECK_INT(v[1].gpus, 4);
-    free(v);
+    sj_free_jobs(v, n);
     REQUIRE(sj_parse_nodes(nodes, strlen(nodes), &nv, &n, &err) == 0);
     REQUIRE(n == 1);
     CHECK_STR(nv[0].state, "down");
@@ -161,7 +161,22 @@ static void test_later_shapes(void)
     CHECK_INT(v[0].exit_code, 3);
     CHECK_INT(v[0].gpus, 2);
     CHECK_STR(v[0].name, "bad?");
-    free(v);
+    sj_free_jobs(v, n);
+
+    /* a big job's hostlist, longer than any fixed field, kept whole */
+    {
+        char *big = malloc(64 * 1024), *w;
+        REQUIRE(big);
+        w = big + sprintf(big, "{\"jobs\":[{\"job_id\":10,\"job_state\":\"RUNNING\",\"nodes\":\"");
+        for (int i = 0; i < 1000; i++)
+            w += sprintf(w, "%sgpu-%04d", i ? "," : "", i * 2);
+        sprintf(w, "\"}]}");
+        REQUIRE(sj_parse_jobs(big, strlen(big), &v, &n, &err) == 0);
+        REQUIRE(n == 1);
+        CHECK_INT(strlen(v[0].nodes), 1000 * 8 + 999);
+        sj_free_jobs(v, n);
+        free(big);
+    }
 
     CHECK_INT(sj_parse_jobs("{\"meta\":{}}", 11, &v, &n, &err), -1);
     CHECK(strstr(err.msg, "no \"jobs\" list") != NULL);
