@@ -165,8 +165,12 @@ static void place_new(fol_follower *fw, fol_file *f, uint64_t size)
                   e->line, f->dev, f->ino, 0);
         return;
     }
-    if (fw->initial && fw->first && !fw->o.from_start)
-        start_at(f, size, fpos_count_lines(f->fd, size));
+    if (fw->initial && fw->first && !fw->o.from_start) {
+        /* after the last whole line: a line being written now is read
+         * whole when its newline comes, not its tail alone */
+        uint64_t at = fpos_line_start(f->fd, size);
+        start_at(f, at, fpos_count_lines(f->fd, at));
+    }
 }
 
 static void open_file(fol_follower *fw, const char *path, size_t src)

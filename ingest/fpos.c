@@ -338,3 +338,21 @@ int fpos_find_copy(const char *path, uint64_t dev, uint64_t ino,
     }
     return fd;
 }
+
+uint64_t fpos_line_start(int fd, uint64_t size)
+{
+    char buf[64 * 1024];
+    uint64_t end = size;
+
+    while (end > 0) {
+        size_t n = end < sizeof buf ? (size_t)end : sizeof buf;
+        ssize_t got = pread(fd, buf, n, (off_t)(end - n));
+        if (got != (ssize_t)n)
+            return size; /* cannot tell: where it ends */
+        for (size_t i = n; i > 0; i--)
+            if (buf[i - 1] == '\n')
+                return end - n + i;
+        end -= n;
+    }
+    return 0;
+}

@@ -59,6 +59,10 @@ int fpos_same_start(int fd, uint32_t len, uint64_t hash);
 
 /* path's directory ("." for a bare name, "/" for one at the root). */
 void fpos_dir_of(const char *path, char *out, size_t cap);
+/* Where the line that holds byte size - 1 starts: just after the last
+ * newline before size (0 when there is none; size when it cannot be
+ * read). */
+uint64_t fpos_line_start(int fd, uint64_t size);
 /* Newlines in fd's first size bytes: the line a file read from its end
  * starts at. */
 uint64_t fpos_count_lines(int fd, uint64_t size);

@@ -171,6 +171,15 @@ static void test_fpos(void)
     CHECK_INT(fpos_same_start(fd, len, h ^ 1), 0);
     CHECK_INT(fpos_same_start(fd, len + 1, h), 0);
     close(fd);
+    /* a file read from its end starts after its last whole line */
+    fd = open(path, O_RDWR | O_TRUNC);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, "one\ntwo\nthr", 12) == 12);
+    CHECK_INT(fpos_line_start(fd, 12), 8);
+    CHECK_INT(fpos_line_start(fd, 8), 8);
+    CHECK_INT(fpos_line_start(fd, 3), 0);
+    CHECK_INT(fpos_count_lines(fd, 8), 2);
+    close(fd);
     unlink(path);
     rmdir(dir);
 }
