@@ -171,8 +171,10 @@ out:
     return rc;
 }
 
-static int write_all(FILE *f, const fpos_set *s)
+static int write_set(FILE *f, void *arg)
 {
+    const fpos_set *s = arg;
+
     fprintf(f, "%s\n", FPOS_HEADER);
     for (size_t i = 0; i < s->n; i++) {
         const fpos_entry *e = &s->v[i];
@@ -181,7 +183,7 @@ static int write_all(FILE *f, const fpos_set *s)
                 e->dev, e->ino, e->offset, e->line, e->fp_len, e->fp_hash,
                 e->path);
     }
-    return fflush(f) || ferror(f) || fsync(fileno(f)) ? -1 : 0;
+    return ferror(f) ? -1 : 0;
 }
 
 /* The rename itself survives a power cut once the directory is synced;
@@ -198,29 +200,28 @@ static void sync_dir(const char *path)
     }
 }
 
-int fpos_save(const char *path, const fpos_set *s, cs_err *err)
+int fpos_replace(const char *path, const char *what,
+                 int (*write)(FILE *f, void *arg), void *arg, cs_err *err)
 {
     char tmp[PATH_MAX + 8];
     FILE *f;
     int rc;
 
     if (snprintf(tmp, sizeof tmp, "%s.new", path) >= (int)sizeof tmp) {
-        cs_err_set(err, "checkpoint %s: the path is too long", path);
+        cs_err_set(err, "%s %s: the path is too long", what, path);
         return -1;
     }
     if (!(f = fopen(tmp, "w"))) {
-        cs_err_set(err, "checkpoint %s: %s", tmp, strerror(errno));
+        cs_err_set(err, "%s %s: %s", what, tmp, strerror(errno));
         return -1;
     }
-    rc = write_all(f, s);
-    if (rc)
-        cs_err_set(err, "checkpoint %s: %s", tmp, strerror(errno));
-    if (fclose(f) && !rc) {
-        cs_err_set(err, "checkpoint %s: %s", tmp, strerror(errno));
+    rc = write(f, arg) || fflush(f) || ferror(f) || fsync(fileno(f)) ? -1 : 0;
+    if (fclose(f))
         rc = -1;
-    }
+    if (rc)
+        cs_err_set(err, "%s %s: %s", what, tmp, strerror(errno));
     if (!rc && rename(tmp, path)) {
-        cs_err_set(err, "checkpoint %s: %s", path, strerror(errno));
+        cs_err_set(err, "%s %s: %s", what, path, strerror(errno));
         rc = -1;
     }
     if (rc)
@@ -228,6 +229,11 @@ int fpos_save(const char *path, const fpos_set *s, cs_err *err)
     else
         sync_dir(path);
     return rc;
+}
+
+int fpos_save(const char *path, const fpos_set *s, cs_err *err)
+{
+    return fpos_replace(path, "checkpoint", write_set, (void *)s, err);
 }
 
 int fpos_fingerprint(int fd, uint32_t *len, uint64_t *hash)

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "core/err.h"
@@ -44,6 +45,12 @@ int fpos_parse(const char *name, const char *text, size_t len, fpos_set *out,
 int fpos_load(const char *path, fpos_set *out, int *found, cs_err *err);
 /* Adds a copy of e (its path copied). */
 int fpos_add(fpos_set *s, const fpos_entry *e);
+/* Replaces path whole: write(f, arg) fills PATH.new, which is synced and
+ * renamed over path (and the directory synced), so that a crash leaves
+ * the old file or the new one. -1 with err "WHAT PATH: why". For every
+ * file a collector keeps its place in. */
+int fpos_replace(const char *path, const char *what,
+                 int (*write)(FILE *f, void *arg), void *arg, cs_err *err);
 /* Replaces path with s: -1 with err when it cannot be written. */
 int fpos_save(const char *path, const fpos_set *s, cs_err *err);
 /* The entry of (dev, ino), or NULL. */

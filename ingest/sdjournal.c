@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/signal.h"
 #include "core/str.h"
+#include "ingest/fpos.h"
 #include "ingest/linepub.h"
 #include "ingest/logline.h"
 #include "ingest/syslog.h"
@@ -51,29 +52,18 @@ struct sdj_reader {
 
 /* ---- the checkpoint ----------------------------------------------------- */
 
+static int write_cursor(FILE *f, void *arg)
+{
+    return fprintf(f, "%s\n%s\n", SDJ_HEADER, (const char *)arg) < 0;
+}
+
 static int save(sdj_reader *r, cs_err *err)
 {
-    char tmp[PATH_MAX + 8];
-    FILE *f;
-    int rc = 0;
-
     if (!r->o.checkpoint || !r->acked)
         return 0;
-    snprintf(tmp, sizeof tmp, "%s.new", r->o.checkpoint);
-    if (!(f = fopen(tmp, "w"))) {
-        cs_err_set(err, "checkpoint %s: %s", tmp, strerror(errno));
+    if (fpos_replace(r->o.checkpoint, "checkpoint", write_cursor, r->acked,
+                     err))
         return -1;
-    }
-    fprintf(f, "%s\n%s\n", SDJ_HEADER, r->acked);
-    if (fflush(f) || fsync(fileno(f)))
-        rc = -1;
-    if (fclose(f))
-        rc = -1;
-    if (rc || rename(tmp, r->o.checkpoint)) {
-        cs_err_set(err, "checkpoint %s: %s", r->o.checkpoint, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
     r->dirty = 0;
     return 0;
 }

@@ -17,6 +17,7 @@
 #include "core/signal.h"
 #include "core/str.h"
 #include "core/strmap.h"
+#include "ingest/fpos.h"
 #include "ingest/jobconf.h"
 #include "ingest/slurmjson.h"
 #include "rules/hostlist.h"
@@ -619,30 +620,25 @@ static json_t *state_json(const sc_collector *c)
                      nodes);
 }
 
+static int write_state(FILE *f, void *arg)
+{
+    return json_dumpf(arg, f, JSON_COMPACT);
+}
+
 static int save_state(sc_collector *c, cs_err *err)
 {
-    char tmp[PATH_MAX + 8];
     json_t *s;
     int rc;
 
     if (!c->o.state)
         return 0;
-    snprintf(tmp, sizeof tmp, "%s.new", c->o.state);
     if (!(s = state_json(c))) {
         cs_err_set(err, "state %s: out of memory", c->o.state);
         return -1;
     }
-    FILE *f = fopen(tmp, "w");
-    rc = !f || json_dumpf(s, f, JSON_COMPACT) || fflush(f) || fsync(fileno(f));
-    if (f && fclose(f))
-        rc = 1;
+    rc = fpos_replace(c->o.state, "state", write_state, s, err);
     json_decref(s);
-    if (rc || rename(tmp, c->o.state)) {
-        cs_err_set(err, "state %s: %s", c->o.state, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 static void str_field(json_t *o, const char *k, char *dst, size_t cap)
