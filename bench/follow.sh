@@ -30,6 +30,7 @@ cascade=$build/cascade
 py=/usr/bin/python3
 $py -c 'import confluent_kafka' 2>/dev/null ||
   { echo "bench/follow.sh: python3-confluent-kafka is not installed (deploy/setup.sh)" >&2; exit 1; }
+. "$root/bench/lib.sh"
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"' EXIT
@@ -76,17 +77,7 @@ one_peer() {
   awk -v n="$lines" -v ns="$((t1 - t0))" 'BEGIN { printf "%.0f\n", n / (ns / 1e9) }'
 }
 
-record() {
-  local name=$1 tool=$2 cmd=$3 sorted; shift 3
-  sorted=$(printf '%s\n' "$@" | sort -g)
-  jq -cn --arg n "$name" --arg t "$tool" --arg c "$cmd" \
-    --argjson med "$(sed -n "$(( ($# + 1) / 2 ))p" <<< "$sorted")" \
-    --argjson min "$(head -n 1 <<< "$sorted")" --argjson max "$(tail -n 1 <<< "$sorted")" \
-    --argjson runs "$#" \
-    '{name: $n, tool: $t, unit: "lines/s", median: $med, min: $min, max: $max, runs: $runs, command: $c}' \
-    >> "$results"
-  echo "follow: $name $tool: median $(sed -n "$(( ($# + 1) / 2 ))p" <<< "$sorted") lines/s ($*)" >&2
-}
+record() { bench_record "$results" lines/s follow "$@"; }
 
 vals=()
 for _ in $(seq 1 "$runs"); do vals+=("$(one_cascade --all)"); done

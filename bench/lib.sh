@@ -61,3 +61,19 @@ wait_log() {
   echo "bench: timed out waiting for '$2' in $1: $(tail -n 3 "$1" 2>/dev/null)" >&2
   return 1
 }
+
+# bench_record RESULTS UNIT PREFIX NAME TOOL COMMAND VALUE...: one figure,
+# its median, min and max over the runs' values, as a JSON line appended
+# to RESULTS, and a line for the reader on stderr.
+bench_record() {
+  local results=$1 unit=$2 prefix=$3 name=$4 tool=$5 cmd=$6 sorted med
+  shift 6
+  sorted=$(printf '%s\n' "$@" | sort -g)
+  med=$(sed -n "$(( ($# + 1) / 2 ))p" <<< "$sorted")
+  jq -cn --arg n "$name" --arg t "$tool" --arg c "$cmd" --arg u "$unit" \
+    --argjson med "$med" --argjson min "$(head -n 1 <<< "$sorted")" \
+    --argjson max "$(tail -n 1 <<< "$sorted")" --argjson runs "$#" \
+    '{name: $n, tool: $t, unit: $u, median: $med, min: $min, max: $max, runs: $runs, command: $c}' \
+    >> "$results"
+  echo "$prefix: $name $tool: median $med $unit ($*)" >&2
+}

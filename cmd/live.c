@@ -7,6 +7,7 @@
 
 #include "cmd/cli.h"
 #include "cmd/live.h"
+#include "ingest/colcfg.h"
 #include "core/log.h"
 #include "core/str.h"
 #include "rules/playbooks.h"
@@ -25,6 +26,8 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     log_info("cascade", "%s: stopping", fd >= 0 ? "signal" : "time is up");
     if (l->wh)
         wh_drain(l->wh, stop_loop, l->base);
+    else if (l->rw)
+        rw_drain(l->rw, stop_loop, l->base);
     else
         event_base_loopbreak(l->base);
 }
@@ -50,6 +53,28 @@ static void reload_rules(live *l, const char *dir)
     }
     log_info("cascade", "SIGHUP: rules reloaded from %s: %zu scenarios",
              dir[0] ? dir : "the built-in set", n);
+}
+
+/* The remote-write receiver's token: its env variable wins, as at the
+ * start; else collect.remote_write.token, read again. */
+static void reload_rw_token(live *l)
+{
+    const char *env = getenv("CASCADE_REMOTE_WRITE_TOKEN");
+    ccf_conf cc;
+    cs_err err;
+
+    if (env && *env)
+        return;
+    ccf_defaults(&cc);
+    if (ccf_load(&cc, l->config_path, &err)) {
+        log_error("cascade", "SIGHUP: remote-write token not reloaded: %s",
+                  err.msg);
+    } else if (cc.remote_write.token[0]) {
+        rw_set_token(l->rw, cc.remote_write.token);
+        log_info("cascade", "SIGHUP: remote-write token read again");
+    }
+    explicit_bzero(cc.remote_write.token, sizeof cc.remote_write.token);
+    ccf_free(&cc);
 }
 
 /* SIGHUP re-reads the config file. What can change in place does (log
@@ -89,6 +114,8 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
     }
     explicit_bzero(next.token, sizeof next.token);
     rt_wipe(&next.redis);
+    if (l->rw)
+        reload_rw_token(l);
     memcpy(l->cfg.rules_dir, next.rules_dir, sizeof l->cfg.rules_dir);
     reload_rules(l, l->cfg.rules_dir);
     log_info("cascade", "SIGHUP: %s reloaded", l->config_path);
@@ -182,6 +209,7 @@ void live_free(live *l)
                                  "before they were read", lost);
     }
     wh_free(l->wh);
+    rw_free(l->rw);
     act_printer_free(l->printer);
     corr_free(l->corr);
     kfk_producer_free(l->prod);
@@ -268,6 +296,8 @@ static const struct option live_opts[] = {
     {"drain", no_argument, 0, OPT_DRAIN},
     {"instance-id", required_argument, 0, OPT_INSTANCE_ID},
     {"partitions", required_argument, 0, OPT_PARTITIONS},
+    {"cluster", required_argument, 0, OPT_CLUSTER},
+    {"all", no_argument, 0, OPT_ALL},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -298,6 +328,8 @@ int live_parse(int argc, char **argv, live_args *a, const char *allowed)
         case OPT_CONFIG: a->config = optarg; break;
         case OPT_DRAIN: a->drain = 1; break;
         case OPT_INSTANCE_ID: a->instance_id = optarg; break;
+        case OPT_CLUSTER: a->cluster = optarg; break;
+        case OPT_ALL: a->all = 1; break;
         case OPT_FOR:
         case OPT_BATCH:
         case OPT_PARTITIONS:

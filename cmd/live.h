@@ -15,6 +15,7 @@
 #include "core/kafka_broker.h"
 #include "core/redisproc.h"
 #include "correlate/correlator.h"
+#include "ingest/rwrecv.h"
 #include "ingest/webhook.h"
 
 typedef struct live {
@@ -33,6 +34,7 @@ typedef struct live {
     kfk_producer *prod;
     correlator *corr;
     webhook *wh;
+    rwrecv *rw; /* cascade ingest remote-write */
     act_printer *printer;
     struct event *sigint, *sigterm, *sighup, *stop_timer, *drain_timer;
     struct event *sigusr1;
@@ -42,11 +44,13 @@ typedef struct live {
 /* The options the long-running commands know; each command allows some. */
 enum { OPT_BROKERS = 1, OPT_REDIS, OPT_GROUP, OPT_FOR, OPT_TOKEN, OPT_LISTEN,
        OPT_PORT, OPT_FEED, OPT_BATCH, OPT_CONFIG, OPT_DRAIN, OPT_HELP,
-       OPT_INSTANCE_ID, OPT_PARTITIONS };
+       OPT_INSTANCE_ID, OPT_PARTITIONS, OPT_CLUSTER, OPT_ALL };
 
 typedef struct live_args {
     const char *brokers, *redis, *group, *token, *listen, *feed, *config;
     const char *instance_id;
+    const char *cluster; /* collectors' --cluster */
+    int all;             /* collectors' --all: no filter at the edge */
     int seconds, port, help, batch; /* port, batch: -1 when not given */
     int drain, partitions;
 } live_args;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -15,6 +16,7 @@
 
 #include "core/hlconn.h"
 #include "core/log.h"
+#include "core/str.h"
 #include "core/mem.h"
 
 #define HL_DEFAULT_ADDR "127.0.0.1"
@@ -281,4 +283,16 @@ void hl_free(hlisten *h)
     gate_free(&h->gate);
     free(h->name);
     free(h);
+}
+
+int hl_bearer_ok(const struct evkeyvalq *headers, const char *token,
+                 size_t len)
+{
+    const char *h = evhttp_find_header(headers, "Authorization");
+
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return 0;
+    for (h += 7; *h == ' '; h++)
+        ;
+    return str_secret_equal(h, strlen(h), token, len);
 }

@@ -77,6 +77,10 @@ int hl_port(const hlisten *h);
  * Written into buf (truncated to len), which is returned. */
 const char *hl_log_uri(const struct evhttp_request *req, char *buf,
                        size_t len);
+/* Whether headers carry "Authorization: Bearer TOKEN" with token (its
+ * len bytes), compared in constant time. */
+int hl_bearer_ok(const struct evkeyvalq *headers, const char *token,
+                 size_t len);
 /* Closes the listener and every connection; a request not answered yet
  * is dropped with its connection. NULL is fine. */
 void hl_free(hlisten *h);

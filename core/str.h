@@ -127,4 +127,23 @@ static inline int str_secret_equal(const char *given, size_t glen,
     return diff == 0;
 }
 
+/* The host of a Prometheus `instance` label: host:port, [v6addr]:port or
+ * a bare host (a bare IPv6 address keeps its colons). Its start, its
+ * length in *len. */
+static inline const char *str_instance_host(const char *inst, size_t *len)
+{
+    const char *colon = strrchr(inst, ':'), *end, *p;
+    int digits = colon && colon[1] != '\0';
+
+    if (inst[0] == '[' && (end = strchr(inst, ']')) && end > inst + 1) {
+        *len = (size_t)(end - inst - 1);
+        return inst + 1;
+    }
+    for (p = colon ? colon + 1 : ""; *p; p++)
+        digits &= *p >= '0' && *p <= '9';
+    *len = colon && colon > inst && strchr(inst, ':') == colon && digits
+               ? (size_t)(colon - inst) : strlen(inst);
+    return inst;
+}
+
 #endif

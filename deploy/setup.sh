@@ -14,6 +14,9 @@ set -euo pipefail
 # from export format (no journald runs in a container).
 # python3-confluent-kafka: the benchmark's plain Python log follower
 # (bench/peers/follow_peer.py), the peer of `cascade ingest log --follow`.
+# libsnappy-dev, libprotobuf-c-dev, protobuf-c-compiler: the remote-write
+# receiver's body (snappy block, protobuf; protoc-c runs at build time);
+# prometheus: its end-to-end test's real sender (agent mode).
 # redis-sentinel: the failover test's Sentinels (live.redis_failover starts
 # its own; the system one the package enables is left as it is).
 PKGS=(
@@ -23,6 +26,7 @@ PKGS=(
   redis-server redis-tools redis-sentinel kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
   python3-confluent-kafka libsystemd-dev systemd-journal-remote
+  libsnappy-dev libprotobuf-c-dev protobuf-c-compiler prometheus
 )
 
 missing=()

@@ -291,16 +291,7 @@ int eng_job_computing(engine *e, const job *j, int64_t ts)
  * kept (no memory, no Redis write). */
 int eng_metric_kept(const char *name)
 {
-    const char *const names[] = {
-        M_UTIL,    M_POWER,   M_TEMP,     M_CLOCK,  M_THROTTLE, M_STEP_TIME,
-        M_RETX,    M_ACK,     M_TCP_RETX, M_SBE_VOL, M_SBE_AGG, M_RAS_CE,
-        M_HW_POWER, M_SCRAPE, M_DMESG,    M_CPU,    M_IO,       M_MEM_RAY,
-        M_MEM_HW};
-
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(name, names[i]) == 0)
-            return 1;
-    return 0;
+    return mn_series(name);
 }
 
 int eng_restore_series(engine *e, const char *cluster, const char *field,

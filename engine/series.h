@@ -9,34 +9,11 @@
 #define CS_ENGINE_SERIES_H
 
 #include "engine/state.h"
+#include "rules/mnames.h"
 
 typedef struct series series;
 
-/* The metrics the rules read (only these get a series: eng_metric_kept). */
-#define M_UTIL "DCGM_FI_DEV_GPU_UTIL"
-#define M_POWER "DCGM_FI_DEV_POWER_USAGE"
-#define M_TEMP "DCGM_FI_DEV_GPU_TEMP"
-#define M_CLOCK "DCGM_FI_DEV_SM_CLOCK"
-#define M_THROTTLE "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
-/* Its SW (32) and HW (64) thermal slowdown bits. */
-#define THROTTLE_THERMAL 96
-#define M_STEP "tb_step"
-#define M_STEP_TIME "tb_perf_step_time_seconds"
-#define M_RETX "hw_rdma_tx_retx_pkts_total"
-#define M_ACK "hw_rdma_tx_ack_timeout_total"
-#define M_TCP_RETX "hw_tcp_retransmits_total"
-/* Correctable ECC counters: DCGM's volatile and aggregate single-bit
- * totals, and the AMD exporter's HBM correctable count (seed 004). */
-#define M_SBE_VOL "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"
-#define M_SBE_AGG "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"
-#define M_RAS_CE "hw_gpu_ras_umc_ce_total"
-#define M_HW_POWER "hw_gpu_power_watts"
-#define M_SCRAPE "hw_scrape_duration_seconds"
-#define M_DMESG "hw_dmesg_gpu_errors_total"
-#define M_CPU "ray_node_cpu_utilization"
-#define M_IO "hw_io_pressure_full_pct"
-#define M_MEM_RAY "ray_node_mem_used"
-#define M_MEM_HW "hw_mem_used_bytes"
+/* The metric names (M_*): rules/mnames.h. */
 
 #define STALL_RECHECK (5 * TS_MIN)
 #define UTIL_BUSY 50.0  /* % GPU utilisation that counts as busy */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/secret.h"
 #include "core/str.h"
 #include "core/ydoc.h"
 #include "ingest/pathpat.h"
@@ -13,6 +14,7 @@ void ccf_defaults(ccf_conf *c)
 {
     memset(c, 0, sizeof *c);
     c->journal.kernel = -1;
+    c->remote_write.port = -1;
 }
 
 void ccf_free(ccf_conf *c)
@@ -151,6 +153,105 @@ static int read_units(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
     return 0;
 }
 
+/* A metric or label name as Prometheus allows it: [a-zA-Z_:][a-zA-Z0-9_:]*
+ * (labels without the colon; the one rule is enough to catch a typo). */
+static int prom_name(const char *s)
+{
+    if (!s || !*s || strlen(s) >= CCF_NAME_MAX || (*s >= '0' && *s <= '9'))
+        return 0;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789_:") == strlen(s);
+}
+
+/* A list of names into dst[max][CCF_NAME_MAX]. */
+static int read_names(yd_doc *d, yaml_node_t *v, const char *what,
+                      char (*dst)[CCF_NAME_MAX], size_t max, size_t *n)
+{
+    size_t len = yd_len(v);
+
+    if (len > max) {
+        yd_problem(d, v, "%s: %zu names, at most %zu", what, len, max);
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        yaml_node_t *it = yd_item(d, v, i);
+        if (!prom_name(yd_scalar(it))) {
+            yd_problem(d, it ? it : v, "%s: a Prometheus name "
+                       "([a-zA-Z_:][a-zA-Z0-9_:]*, under %d bytes), not "
+                       "'%.60s'", what, CCF_NAME_MAX,
+                       yd_scalar(it) ? yd_scalar(it) : "");
+            return -1;
+        }
+        str_copy(dst[i], CCF_NAME_MAX, yd_scalar(it));
+    }
+    *n = len;
+    return 0;
+}
+
+static int read_allow(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    ccf_conf *c = obj;
+
+    (void)k;
+    return read_names(d, v, "collect.remote_write.allow",
+                      c->remote_write.allow, CCF_MAX_NAMES,
+                      &c->remote_write.nallow);
+}
+
+static int read_job_labels(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                           void *obj)
+{
+    ccf_conf *c = obj;
+
+    (void)k;
+    return read_names(d, v, "collect.remote_write.job_labels",
+                      c->remote_write.job_labels, CCF_MAX_JOB_LABELS,
+                      &c->remote_write.njob_labels);
+}
+
+static int read_rename(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    ccf_conf *c = obj;
+    size_t n = yd_len(v);
+
+    (void)k;
+    if (n > CCF_MAX_RENAME) {
+        yd_problem(d, v, "collect.remote_write.rename: %zu names, at most "
+                   "%d", n, CCF_MAX_RENAME);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *from = yd_pair_key(d, v, i), *to = yd_pair_value(d, v, i);
+        if (!prom_name(yd_scalar(from)) || !prom_name(yd_scalar(to))) {
+            yd_problem(d, prom_name(yd_scalar(from)) ? to : from,
+                       "collect.remote_write.rename: FROM: TO, each a "
+                       "Prometheus metric name");
+            return -1;
+        }
+        str_copy(c->remote_write.rename[i][0], CCF_NAME_MAX, yd_scalar(from));
+        str_copy(c->remote_write.rename[i][1], CCF_NAME_MAX, yd_scalar(to));
+    }
+    c->remote_write.nrename = n;
+    return 0;
+}
+
+/* The bearer token Prometheus sends (authorization.credentials_file):
+ * a reference, read now, so a missing file is told with its line. */
+static int read_rw_token(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                         void *obj)
+{
+    ccf_conf *c = obj;
+    cs_err why;
+
+    (void)k;
+    if (secret_read(yd_scalar(v), c->remote_write.token,
+                    sizeof c->remote_write.token, &why)) {
+        yd_problem(d, v, "collect.remote_write.token: %s", why.msg);
+        return -1;
+    }
+    return 0;
+}
+
 #define BUF(n, f) {n, YD_BUF, 0, OFF(f), 0, sizeof(((ccf_conf *)0)->f), 0, 0, 0, 0}
 
 static const yd_key log_keys[] = {
@@ -166,6 +267,27 @@ static const yd_key slurm_keys[] = {
     BUF("bin", slurm.bindir),
     BUF("canary_feature", slurm.canary_feature),
 };
+static const yd_key rw_keys[] = {
+    BUF("listen", remote_write.listen),
+    {"port", YD_INT, 0, OFF(remote_write.port), 0, 65535, 0, 0, 0, 0},
+    {"token", YD_SCALAR, 0, 0, 0, 0, 0, 0, 0, read_rw_token},
+    {"max_body", YD_SIZE, 0, OFF(remote_write.max_body), 1024, 64 << 20, 0, 0,
+     0, 0},
+    {"max_decompressed", YD_SIZE, 0, OFF(remote_write.max_decompressed), 1024,
+     1LL << 30, 0, 0, 0, 0},
+    {"max_samples", YD_SIZE, 0, OFF(remote_write.max_samples), 1, 10000000, 0,
+     0, 0, 0},
+    {"ack_timeout_s", YD_INT, 0, OFF(remote_write.ack_timeout_s), 1, 25, 0, 0,
+     0, 0},
+    {"all", YD_BOOL, 0, OFF(remote_write.all), 0, 0, 0, 0, 0, 0},
+    {"allow", YD_LIST, 0, 0, 0, 0, 0, 0, "collect.remote_write.allow is a "
+     "list of metric names", read_allow},
+    {"rename", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.remote_write.rename is a "
+     "mapping FROM: TO", read_rename},
+    {"job_labels", YD_LIST, 0, 0, 0, 0, 0, 0, "collect.remote_write."
+     "job_labels is a list of label names", read_job_labels},
+};
+static const yd_table rw_table = YD_TABLE("'collect.remote_write'", rw_keys);
 static const yd_key journal_keys[] = {
     BUF("checkpoint", journal.checkpoint),
     BUF("directory", journal.directory),
@@ -198,6 +320,12 @@ static int read_slurm(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
     return yd_read(d, v, &slurm_table, "collect.slurm.", obj) ? -1 : 0;
 }
 
+static int read_rw(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    (void)k;
+    return yd_read(d, v, &rw_table, "collect.remote_write.", obj) ? -1 : 0;
+}
+
 static const yd_key collect_keys[] = {
     BUF("cluster", cluster),
     {"log", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.log must be a mapping",
@@ -206,6 +334,8 @@ static const yd_key collect_keys[] = {
      read_journal},
     {"slurm", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.slurm must be a mapping",
      read_slurm},
+    {"remote_write", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.remote_write must be "
+     "a mapping", read_rw},
 };
 static const yd_table collect_table = YD_TABLE("'collect'", collect_keys);
 
@@ -231,6 +361,7 @@ int ccf_load(ccf_conf *c, const char *path, cs_err *err)
     }
     yd_free(d);
     if (rc) {
+        explicit_bzero(next.remote_write.token, sizeof next.remote_write.token);
         free(next.log.files);
         return -1;
     }

@@ -23,6 +23,18 @@
  *       state: /var/lib/cascade/slurm.state
  *       bin: /usr/bin
  *       canary_feature: canary
+ *     remote_write:                 # cascade ingest remote-write
+ *       listen: 127.0.0.1
+ *       port: 9097
+ *       token: file:/etc/cascade/remote-write.token   # or env:NAME
+ *       allow: [DCGM_FI_DEV_XID_ERRORS]   # kept beside the rules' names
+ *       all: false                  # true: keep every name
+ *       rename: {DCGM_FI_DEV_CLOCKS_EVENT_REASONS: DCGM_FI_DEV_CLOCK_THROTTLE_REASONS}
+ *       job_labels: [hpc_job]       # a sample's job, first present
+ *       max_body: 1MiB
+ *       max_decompressed: 16MiB
+ *       max_samples: 50000
+ *       ack_timeout_s: 5
  *
  * Every problem is told as FILE:LINE:COL (a pattern's own problem with
  * its column in the file); nothing half-loaded is returned. */
@@ -38,6 +50,10 @@
 
 #define CCF_MAX_FILES 1024
 #define CCF_MAX_UNITS 64
+#define CCF_MAX_NAMES 256 /* remote_write.allow */
+#define CCF_MAX_RENAME 64
+#define CCF_MAX_JOB_LABELS 8
+#define CCF_NAME_MAX 200 /* a metric or label name */
 
 typedef struct ccf_file {
     char path[PATH_MAX];
@@ -70,6 +86,20 @@ typedef struct ccf_conf {
         char bindir[PATH_MAX];
         char canary_feature[64];
     } slurm;
+    struct {
+        char listen[64];
+        int port; /* -1: none given */
+        char token[512]; /* read from its file: or env: reference */
+        size_t max_body, max_decompressed, max_samples; /* 0: none given */
+        int ack_timeout_s;
+        int all;
+        char allow[CCF_MAX_NAMES][CCF_NAME_MAX];
+        size_t nallow;
+        char rename[CCF_MAX_RENAME][2][CCF_NAME_MAX]; /* from, to */
+        size_t nrename;
+        char job_labels[CCF_MAX_JOB_LABELS][CCF_NAME_MAX];
+        size_t njob_labels;
+    } remote_write;
 } ccf_conf;
 
 void ccf_defaults(ccf_conf *c);

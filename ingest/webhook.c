@@ -18,25 +18,17 @@
 #include "core/str.h"
 #include "core/signal.h"
 #include "core/ts.h"
-
-typedef struct wh_wait wh_wait;
+#include "ingest/pubwait.h"
 
 struct webhook {
     hlisten *http;
     kfk_producer *prod;
-    struct event_base *base;
     char *token;
     size_t token_len;
     size_t max_alerts, max_output;
-    int ack_timeout_s;
-    struct timeval ack_tv; /* a common timeout: one queue for all posts */
-    wh_wait *waiting;      /* posts whose answer waits for Kafka */
-    unsigned long failing; /* posts answered 503 since the last 200 */
-    int draining;
-    struct event *drain_ev;
-    void (*on_drained)(void *);
-    void *drained_arg;
-    wh_stat st;
+    pubwait *pw;
+    unsigned long rejected; /* answered with an error by this module */
+    unsigned long over_alerts, over_output, over_message;
 };
 
 /* Alertmanager posts a group's alerts together, rarely more than a few
@@ -44,13 +36,6 @@ struct webhook {
  * post at max_body with common fields of a few KiB are well under 16 MiB. */
 #define WH_DEFAULT_MAX_ALERTS 5000
 #define WH_DEFAULT_MAX_OUTPUT (16 * 1024 * 1024)
-/* Alertmanager gives a notification, its retries included, the longer of
- * group_interval and 10 s: a post refused after 5 s is retried within it. */
-#define WH_DEFAULT_ACK_TIMEOUT_S 5
-/* After the last held answer of a drain, a loop turn or so for it to be
- * written before the process stops. */
-#define WH_DRAIN_GRACE_MS 100
-
 /* Webhook body fields every signal's payload carries (shared, not
  * copied: wh_post). */
 static const char *const wh_top_fields[] = {
@@ -83,13 +68,6 @@ static json_t *error_body(const char *msg)
     return o ? o : json_pack("{s:s}", "error", "request rejected");
 }
 
-/* On a 503: Alertmanager retries such a post (with its own backoff). */
-static void retry_after(struct evhttp_request *req)
-{
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
-                      "1");
-}
-
 static void reject(webhook *w, struct evhttp_request *req, int code,
                    const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -110,7 +88,7 @@ static void reject(webhook *w, struct evhttp_request *req, int code,
              (unsigned)port, evhttp_request_get_command(req) == EVHTTP_REQ_GET
                                  ? "GET" : "POST",
              hl_log_uri(req, uri, sizeof uri), code, msg);
-    w->st.rejected++;
+    w->rejected++;
     send_json(req, code, reason, error_body(msg));
 }
 
@@ -125,13 +103,7 @@ static void reject_unauthorized(webhook *w, struct evhttp_request *req)
 
 static int authorized(const webhook *w, const struct evkeyvalq *headers)
 {
-    const char *h = evhttp_find_header(headers, "Authorization");
-
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return 0;
-    for (h += 7; *h == ' '; h++)
-        ;
-    return str_secret_equal(h, strlen(h), w->token, w->token_len);
+    return hl_bearer_ok(headers, w->token, w->token_len);
 }
 
 /* ---- webhook body ------------------------------------------------------- */
@@ -212,40 +184,19 @@ static const char *label(json_t *labels, const char *key)
                                                       : NULL;
 }
 
-static int all_digits(const char *s)
-{
-    if (!*s)
-        return 0;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return 0;
-    return 1;
-}
-
-/* Prometheus instance labels are host:port, [v6addr]:port, or a bare
- * host; a bare IPv6 address keeps its colons. */
-static json_t *instance_host(const char *inst)
-{
-    const char *colon = strrchr(inst, ':'), *end;
-
-    if (inst[0] == '[' && (end = strchr(inst, ']')) && end > inst + 1)
-        return json_stringn(inst + 1, (size_t)(end - inst - 1));
-    if (colon && colon > inst && strchr(inst, ':') == colon &&
-        all_digits(colon + 1))
-        return json_stringn(inst, (size_t)(colon - inst));
-    return json_string(inst);
-}
-
 static json_t *alert_host(json_t *labels)
 {
     static const char *const keys[] = {"Hostname", "hostname", "node"};
     const char *v;
+    size_t len;
 
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if ((v = label(labels, keys[i])))
             return json_string(v);
-    v = label(labels, "instance");
-    return v ? instance_host(v) : NULL;
+    if (!(v = label(labels, "instance")))
+        return NULL;
+    v = str_instance_host(v, &len);
+    return json_stringn(v, len);
 }
 
 /* Firing alerts happen at startsAt, resolved ones at endsAt. Alertmanager
@@ -400,39 +351,24 @@ static sig *post_signals(const wh_post *p, cs_err *err)
     return s;
 }
 
-/* A signal as its Kafka message: the msgpack and the key (its cluster). */
-typedef struct wh_msg {
-    char *val, *key;
-    size_t len;
-} wh_msg;
-
-static void msgs_free(wh_msg *m, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(m[i].val);
-        free(m[i].key);
-    }
-    free(m);
-}
-
 /* The server's way: each signal is encoded as soon as it is built and
  * then let go, so that a post holds its messages and nothing more (the
  * producer takes them over, uncopied). All or nothing as above. */
-static wh_msg *post_messages(const wh_post *p, cs_err *err)
+static pw_msg *post_messages(const wh_post *p, cs_err *err)
 {
-    wh_msg *m = xcalloc(p->n ? p->n : 1, sizeof *m);
+    pw_msg *m = xcalloc(p->n ? p->n : 1, sizeof *m);
     sig s;
 
     for (size_t i = 0; i < p->n; i++) {
         if (alert_sig(p, i, &s, err)) {
-            msgs_free(m, i);
+            pw_msgs_free(m, i);
             return NULL;
         }
         m[i].key = xstrdup(s.cluster);
         if (sig_to_msgpack(&s, &m[i].val, &m[i].len)) {
             cs_err_set(err, "alerts[%zu]: cannot encode the signal", i);
             sig_free(&s);
-            msgs_free(m, i + 1);
+            pw_msgs_free(m, i + 1);
             return NULL;
         }
         sig_free(&s);
@@ -469,200 +405,7 @@ sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
     return s;
 }
 
-/* Returns KFK_OK, KFK_QUEUE_FULL, KFK_TOO_BIG or -1; t counts what was
- * enqueued. Alerts already enqueued stay published: Alertmanager retries
- * the whole post, and a signal's id comes from its content, so the
- * repeats are harmless downstream (the correlator counts an id once). A
- * signal over Kafka's message limit refuses the post before any of it
- * goes: that answer is a 413, which Alertmanager does not retry (a 500,
- * as it was, it retried for ever). */
-static int publish(webhook *w, wh_msg *m, size_t n, kfk_tracker *t,
-                   cs_err *err)
-{
-    int rc = KFK_OK;
-
-    for (size_t i = 0; i < n; i++)
-        if (!kfk_fits(strlen(m[i].key), m[i].len)) {
-            cs_err_set(err, "alert %zu of %zu makes a signal of %zu bytes, "
-                       "over Kafka's %d-byte message limit", i + 1, n,
-                       m[i].len, KFK_MESSAGE_MAX_BYTES);
-            return KFK_TOO_BIG;
-        }
-    for (size_t i = 0; i < n && rc == KFK_OK; i++) {
-        rc = kfk_produce_take(w->prod, KFK_TOPIC_SIGNALS, m[i].key,
-                              strlen(m[i].key), m[i].val, m[i].len, t, err);
-        m[i].val = NULL; /* taken, or freed */
-    }
-    return rc;
-}
-
-/* ---- waiting for Kafka ------------------------------------------------- */
-
-/* A post is answered 200 only once Kafka has acknowledged every one of
- * its alerts: a webhook killed after its 200 has lost nothing that
- * Alertmanager was told was taken. The producer is idempotent
- * (enable.idempotence in core/kafka.c), which makes librdkafka ask for
- * acks=all: a delivery report means every in-sync replica has the
- * message. Each post counts its own messages (a tracker of its own), so
- * posts in flight at once wait for their own acknowledgements only. */
-struct wh_wait {
-    webhook *w;
-    struct evhttp_request *req; /* answered once, its client still there
-                                 * or not: evhttp frees it either way */
-    kfk_tracker *trk;
-    struct event *timer;
-    size_t n; /* alerts */
-    wh_wait *prev, *next;
-};
-
-static void send_accepted(webhook *w, struct evhttp_request *req, size_t n)
-{
-    if (w->failing) {
-        log_info("webhook", "Kafka acknowledges posts again, after %lu "
-                 "answered 503", w->failing);
-        w->failing = 0;
-    }
-    w->st.accepted += n;
-    send_json(req, 200, "OK", json_pack("{s:I}", "accepted", (json_int_t)n));
-}
-
-/* 503 with Retry-After: Alertmanager retries the post. During an outage
- * every post gets one; the first is logged with its reason, then one in
- * a thousand (no log flood), and the first 200 after them says how many
- * there were. */
-static void send_unavailable(webhook *w, struct evhttp_request *req,
-                             const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void send_unavailable(webhook *w, struct evhttp_request *req,
-                             const char *fmt, ...)
-{
-    char msg[300];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (w->failing++ % 1000 == 0)
-        log_warn("webhook", "post answered 503: %s (%lu so far since the "
-                 "last 200)", msg, w->failing);
-    w->st.rejected++;
-    retry_after(req);
-    send_json(req, 503, "Service Unavailable", error_body(msg));
-}
-
-/* wh_drain's callback, once no post waits (and its answer had a moment
- * to go out). */
-static void on_drain_grace(evutil_socket_t fd, short what, void *arg)
-{
-    webhook *w = arg;
-    void (*fn)(void *) = w->on_drained;
-
-    (void)fd;
-    (void)what;
-    w->on_drained = NULL;
-    if (fn)
-        fn(w->drained_arg);
-}
-
-static void drain_check(webhook *w)
-{
-    struct timeval grace = {0, WH_DRAIN_GRACE_MS * 1000};
-
-    if (w->on_drained && !w->waiting)
-        evtimer_add(w->drain_ev, &grace);
-}
-
-static void wait_end(wh_wait *a)
-{
-    webhook *w = a->w;
-
-    if (a->prev)
-        a->prev->next = a->next;
-    else
-        w->waiting = a->next;
-    if (a->next)
-        a->next->prev = a->prev;
-    w->st.waiting--;
-    event_free(a->timer);
-    kfk_tracker_release(a->trk); /* later reports no longer call us */
-    free(a);
-    drain_check(w);
-}
-
-/* The last of the post's alerts was reported, delivered or not. */
-static void on_acked(void *arg)
-{
-    wh_wait *a = arg;
-    unsigned long failed = kfk_tracker_take_failed(a->trk);
-
-    if (failed) {
-        a->w->st.delivery_failed++;
-        send_unavailable(a->w, a->req, "Kafka refused %lu of the post's %zu "
-                         "alerts (the kafka log says why); retry", failed,
-                         a->n);
-    } else {
-        send_accepted(a->w, a->req, a->n);
-    }
-    wait_end(a);
-}
-
-/* What is still in flight may yet be delivered: a retried post then
- * repeats those signals, which the correlator counts once (at least
- * once, never lost). */
-static void on_ack_timeout(evutil_socket_t fd, short what, void *arg)
-{
-    wh_wait *a = arg;
-
-    (void)fd;
-    (void)what;
-    a->w->st.delivery_timeout++;
-    send_unavailable(a->w, a->req, "%lu of the post's %zu alerts not "
-                     "acknowledged by Kafka within %d s; retry",
-                     kfk_tracker_pending(a->trk), a->n, a->w->ack_timeout_s);
-    wait_end(a);
-}
-
-/* Holds req's answer until t's messages are all reported or the ack
- * timeout passes; takes t. */
-static void wait_for_acks(webhook *w, struct evhttp_request *req,
-                          kfk_tracker *t, size_t n)
-{
-    wh_wait *a = xcalloc(1, sizeof *a);
-
-    *a = (wh_wait){.w = w, .req = req, .trk = t, .n = n, .next = w->waiting};
-    a->timer = cs_oom(evtimer_new(w->base, on_ack_timeout, a));
-    evtimer_add(a->timer, &w->ack_tv);
-    kfk_tracker_on_done(t, on_acked, a);
-    if (w->waiting)
-        w->waiting->prev = a;
-    w->waiting = a;
-    w->st.waiting++;
-}
-
 /* ---- routes ------------------------------------------------------------- */
-
-/* Takes t. */
-static void answer_publish(webhook *w, struct evhttp_request *req, int rc,
-                           size_t n, kfk_tracker *t, const cs_err *err)
-{
-    if (rc == KFK_OK && kfk_tracker_pending(t)) {
-        wait_for_acks(w, req, t, n);
-        return;
-    }
-    kfk_tracker_release(t); /* what was enqueued may still be delivered */
-    if (rc == KFK_QUEUE_FULL) {
-        w->st.delivery_failed++;
-        send_unavailable(w, req, "signal queue is full; retry later");
-    } else if (rc == KFK_TOO_BIG) {
-        w->st.over_message++;
-        reject(w, req, 413, "Payload Too Large", "%s", err->msg);
-    } else if (rc != KFK_OK) {
-        reject(w, req, 500, "Internal Server Error", "%s", err->msg);
-    } else {
-        send_accepted(w, req, n); /* no alerts: nothing to wait for */
-    }
-}
 
 /* The limits on what one post makes: 413 naming the limit, else 0. */
 static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
@@ -670,7 +413,7 @@ static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
     cs_err err = {{0}};
 
     if (p->n > w->max_alerts) {
-        w->st.over_alerts++;
+        w->over_alerts++;
         reject(w, req, 413, "Payload Too Large",
                "the post has %zu alerts, over webhook.max_alerts (%zu): "
                "set max_alerts in Alertmanager's webhook_config", p->n,
@@ -682,7 +425,7 @@ static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
         return 500;
     }
     if (p->bytes > w->max_output) {
-        w->st.over_output++;
+        w->over_output++;
         reject(w, req, 413, "Payload Too Large",
                "the post's %zu alerts make %zu bytes of signals (each with "
                "the common fields), over webhook.max_output (%zu)", p->n,
@@ -697,7 +440,8 @@ static void serve_post(webhook *w, struct evhttp_request *req, json_t *body)
     cs_err err = {{0}};
     kfk_tracker *t;
     wh_post p;
-    wh_msg *m;
+    pw_msg *m;
+    int rc;
 
     post_open(&p, body);
     if (over_limits(w, req, &p))
@@ -707,8 +451,15 @@ static void serve_post(webhook *w, struct evhttp_request *req, json_t *body)
         goto out;
     }
     t = cs_oom(kfk_tracker_new());
-    answer_publish(w, req, publish(w, m, p.n, t, &err), p.n, t, &err);
-    msgs_free(m, p.n);
+    rc = pw_publish(w->prod, m, p.n, "alert", t, &err);
+    if (rc == KFK_TOO_BIG)
+        w->over_message++;
+    rc = pw_answer(w->pw, req, rc, p.n, t, NULL);
+    if (rc == KFK_TOO_BIG)
+        reject(w, req, 413, "Payload Too Large", "%s", err.msg);
+    else if (rc)
+        reject(w, req, 500, "Internal Server Error", "%s", err.msg);
+    pw_msgs_free(m, p.n);
 out:
     post_close(&p);
 }
@@ -725,11 +476,8 @@ static void handle_alerts(webhook *w, struct evhttp_request *req)
         reject_unauthorized(w, req);
         return;
     }
-    if (w->draining) { /* told once by wh_drain, not once a post */
-        w->st.rejected++;
-        retry_after(req);
-        send_json(req, 503, "Service Unavailable",
-                  error_body("the webhook is stopping; retry"));
+    if (pw_draining(w->pw)) { /* told once by wh_drain, not once a post */
+        pw_unavailable(w->pw, req, "the webhook is stopping; retry");
         return;
     }
     body = parse_body(len ? (const char *)evbuffer_pullup(in, -1) : "", len,
@@ -794,20 +542,19 @@ static void wh_request(struct evhttp_request *req, void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-/* What waiting for Kafka needs: the ack timeout and the drain's timer. */
-static void waits_init(webhook *w, struct event_base *base, int ack_timeout_s)
+static void wh_accepted(struct evhttp_request *req, size_t n,
+                        const char *note, void *arg)
 {
-    const struct timeval *common;
+    (void)note;
+    (void)arg;
+    send_json(req, 200, "OK", json_pack("{s:I}", "accepted", (json_int_t)n));
+}
 
-    w->base = base;
-    w->ack_timeout_s = ack_timeout_s > 0 ? ack_timeout_s
-                                         : WH_DEFAULT_ACK_TIMEOUT_S;
-    w->ack_tv = (struct timeval){w->ack_timeout_s, 0};
-    /* every post waits as long: a queue in order instead of a heap (NULL
-     * past libevent's 256 such durations on one loop) */
-    if ((common = event_base_init_common_timeout(base, &w->ack_tv)))
-        w->ack_tv = *common;
-    w->drain_ev = cs_oom(evtimer_new(base, on_drain_grace, w));
+static void wh_unavailable(struct evhttp_request *req, const char *msg,
+                           void *arg)
+{
+    (void)arg;
+    send_json(req, 503, "Service Unavailable", error_body(msg));
 }
 
 webhook *wh_start(struct event_base *base, const wh_config *cfg,
@@ -822,7 +569,11 @@ webhook *wh_start(struct event_base *base, const wh_config *cfg,
     }
     w = xcalloc(1, sizeof *w);
     w->prod = prod;
-    waits_init(w, base, cfg->ack_timeout_s);
+    w->pw = pw_new(base, cfg->ack_timeout_s,
+                   &(pw_hooks){.name = "webhook", .request = "post",
+                               .what = "alerts",
+                               .accepted = wh_accepted,
+                               .unavailable = wh_unavailable, .arg = w});
     w->max_alerts = cfg->max_alerts ? cfg->max_alerts : WH_DEFAULT_MAX_ALERTS;
     w->max_output = cfg->max_output ? cfg->max_output : WH_DEFAULT_MAX_OUTPUT;
     w->token_len = strlen(cfg->token);
@@ -857,7 +608,17 @@ int wh_port(const webhook *w)
 
 void wh_get_stats(const webhook *w, wh_stat *st)
 {
-    *st = w->st;
+    pw_stat p;
+
+    pw_get_stats(w->pw, &p);
+    *st = (wh_stat){.accepted = p.accepted,
+                    .rejected = w->rejected + p.unavailable,
+                    .over_alerts = w->over_alerts,
+                    .over_output = w->over_output,
+                    .over_message = w->over_message,
+                    .delivery_failed = p.delivery_failed,
+                    .delivery_timeout = p.delivery_timeout,
+                    .waiting = p.waiting};
 }
 
 void wh_set_token(webhook *w, const char *token)
@@ -874,38 +635,24 @@ void wh_set_token(webhook *w, const char *token)
 
 void wh_drain(webhook *w, void (*done)(void *), void *arg)
 {
-    w->on_drained = done;
-    w->drained_arg = arg;
-    if (w->draining) { /* asked again: stop waiting */
-        evtimer_del(w->drain_ev);
-        on_drain_grace(-1, 0, w);
-        return;
-    }
-    w->draining = 1;
-    log_info("webhook", "stopping: %lu posts await Kafka's acknowledgement "
-             "(%d s at most); new ones are answered 503", w->st.waiting,
-             w->ack_timeout_s);
-    drain_check(w);
+    pw_drain(w->pw, done, arg);
 }
 
 void wh_free(webhook *w)
 {
+    wh_stat st;
+
     if (!w)
         return;
-    /* Posts still waiting (a second stop signal): 503, which goes out only
-     * if the loop runs again; a hung-up client's request is freed by it,
-     * the others with their connections. */
-    while (w->waiting) {
-        send_unavailable(w, w->waiting->req, "the webhook stopped; retry");
-        wait_end(w->waiting);
-    }
-    if (w->http)
+    if (w->pw && w->http) {
+        wh_get_stats(w, &st);
         log_info("webhook", "%lu alerts accepted; %lu requests refused, of "
                  "which %lu posts for a failed delivery and %lu not "
-                 "acknowledged in time", w->st.accepted, w->st.rejected,
-                 w->st.delivery_failed, w->st.delivery_timeout);
-    if (w->drain_ev)
-        event_free(w->drain_ev);
+                 "acknowledged in time", st.accepted, st.rejected,
+                 st.delivery_failed, st.delivery_timeout);
+    }
+    /* posts still waiting (a second stop signal) are answered 503 */
+    pw_free(w->pw);
     hl_free(w->http);
     if (w->token) {
         explicit_bzero(w->token, w->token_len);

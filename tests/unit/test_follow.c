@@ -296,6 +296,27 @@ static void test_config(void)
     CHECK_INT(c.slurm.poll_ms, 30000);
     CHECK_STR(c.slurm.state, "/s");
     CHECK_STR(c.slurm.canary_feature, "canary-ok");
+    CHECK_INT(c.remote_write.port, -1);
+
+    setenv("CASCADE_TEST_RW_TOKEN", "rw-secret", 1);
+    REQUIRE(load("collect:\n"
+                 "  remote_write:\n"
+                 "    port: 9097\n"
+                 "    token: env:CASCADE_TEST_RW_TOKEN\n"
+                 "    allow: [DCGM_FI_DEV_XID_ERRORS]\n"
+                 "    rename: {dcgm_temp: DCGM_FI_DEV_GPU_TEMP}\n"
+                 "    job_labels: [slurm_job_id, hpc_job]\n"
+                 "    max_body: 2MiB\n"
+                 "    all: true\n", &c, &why) == 0);
+    CHECK_INT(c.remote_write.port, 9097);
+    CHECK_STR(c.remote_write.token, "rw-secret");
+    REQUIRE(c.remote_write.nallow == 1 && c.remote_write.nrename == 1 &&
+            c.remote_write.njob_labels == 2);
+    CHECK_STR(c.remote_write.rename[0][0], "dcgm_temp");
+    CHECK_STR(c.remote_write.rename[0][1], "DCGM_FI_DEV_GPU_TEMP");
+    CHECK_STR(c.remote_write.job_labels[1], "hpc_job");
+    CHECK_INT(c.remote_write.max_body, 2 << 20);
+    CHECK_INT(c.remote_write.all, 1);
 
     static const struct {
         const char *yaml, *err;
@@ -313,6 +334,13 @@ static void test_config(void)
         {"collect:\n  logs: {}\n", ":2:3: unknown key 'logs'"},
         {"collect:\n  journal: {units: [\"a=b\"]}\n", ":2:21: collect.journal.units: "
          "a unit's name"},
+        {"collect:\n  remote_write: {allow: [ok, 9bad]}\n", ":2:30: "
+         "collect.remote_write.allow: a Prometheus name"},
+        {"collect:\n  remote_write:\n    rename: {a: 'b c'}\n", ":3:17: "
+         "collect.remote_write.rename: FROM: TO"},
+        {"collect:\n  remote_write: {token: env:CASCADE_TEST_NO_SUCH}\n",
+         ":2:25: collect.remote_write.token: environment variable "},
+        {"collect:\n  remote_write: {port: 70000}\n", ":2:24: collect.remote_write.port: "},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         why.msg[0] = '\0';
