@@ -130,6 +130,7 @@ typedef struct rwd_chunk {
 typedef struct rwd_arena {
     rwd_chunk *head;
     size_t used, cap; /* bytes handed out, and their limit */
+    int over;         /* an allocation was refused at the limit */
 } rwd_arena;
 
 static void *arena_alloc(void *data, size_t size)
@@ -140,8 +141,10 @@ static void *arena_alloc(void *data, size_t size)
                   ~(sizeof(max_align_t) - 1);
     void *p;
 
-    if (need > a->cap - a->used)
+    if (need > a->cap - a->used) {
+        a->over = 1;
         return NULL;
+    }
     if (!c || need > c->cap - c->used) {
         size_t cap = need > RWD_CHUNK ? need : RWD_CHUNK;
         if (!(c = malloc(sizeof *c + cap)))
@@ -205,15 +208,15 @@ static Prometheus__WriteRequest *unpack(const rwd *d, const char *buf,
 {
     Prometheus__WriteRequest *wr;
 
-    *ar = (rwd_arena){NULL, 0, d->max_memory};
+    *ar = (rwd_arena){NULL, 0, d->max_memory, 0};
     *al = (ProtobufCAllocator){arena_alloc, arena_free, ar};
     wr = prometheus__write_request__unpack(al, len, (const uint8_t *)buf);
     if (wr)
         return wr;
     /* an allocation refused at the cap fails the unpack the same way as
-     * a malformed message: tell them apart by what was in use */
+     * a malformed message: the arena says which it was */
     arena_drop(ar);
-    if (ar->used + len > ar->cap / 2) {
+    if (ar->over) {
         cs_err_set(err, "the request needs over %zu bytes decoded "
                    "(max_memory): lower queue_config.max_samples_per_send",
                    d->max_memory);
@@ -471,7 +474,7 @@ int rwd_decode(const rwd *d, const void *body, size_t len, int64_t now_us,
 {
     Prometheus__WriteRequest *wr = NULL;
     ProtobufCAllocator al;
-    rwd_arena ar = {NULL, 0, 0};
+    rwd_arena ar = {NULL, 0, 0, 0};
     char *buf = NULL;
     size_t n = 0;
     int code;
