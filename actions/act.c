@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actions/httpc.h"
+#include "core/httpc.h"
 #include "actions/k8s.h"
 #include "actions/slurm.h"
 #include "actions/slurmrest.h"

@@ -14,7 +14,7 @@
 #include "actions/act.h"
 #include "actions/exec.h"
 #include "actions/guard.h"
-#include "actions/httpc.h"
+#include "core/httpc.h"
 #include "actions/journal.h"
 #include "actions/seal.h"
 #include "core/kafka.h"

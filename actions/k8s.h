@@ -24,7 +24,7 @@
 
 #include "actions/excfg.h"
 #include "actions/exec.h"
-#include "actions/httpc.h"
+#include "core/httpc.h"
 #include "core/err.h"
 
 typedef struct k8s k8s;

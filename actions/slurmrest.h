@@ -19,7 +19,7 @@
 
 #include "actions/excfg.h"
 #include "actions/exec.h"
-#include "actions/httpc.h"
+#include "core/httpc.h"
 #include "core/err.h"
 
 typedef struct srest srest;

@@ -1,4 +1,4 @@
-#include "actions/httpc.h"
+#include "core/httpc.h"
 
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -20,6 +20,8 @@ typedef struct xfer {
     size_t len, cap;
     int truncated;
     httpc_fn fn;
+    httpc_data_fn data;   /* a stream's: the body as it comes */
+    httpc_done_fn done;
     void *arg;
     int retries;          /* 429s answered so far */
     struct event *again;  /* the retry's timer */
@@ -114,6 +116,12 @@ static void check_done(httpc *h)
             continue;
         if (rc != CURLE_OK && !x->error[0])
             snprintf(x->error, sizeof x->error, "%s", curl_easy_strerror(rc));
+        if (x->done) {
+            x->done(x->arg, rc == CURLE_OK ? status : 0,
+                    rc == CURLE_OK ? NULL : x->error);
+            xfer_free(x);
+            continue;
+        }
         x->fn(x->arg, rc == CURLE_OK ? status : 0, x->body ? x->body : "",
               x->len, rc == CURLE_OK ? NULL : x->error);
         xfer_free(x);
@@ -185,6 +193,16 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
     xfer *x = arg;
     size_t got = size * n, keep = got;
+
+    if (x->data) {
+        long status = 0;
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+        if (x->data(x->arg, status, data, got) < 0) {
+            snprintf(x->error, sizeof x->error, "aborted by its reader");
+            return 0;
+        }
+        return got;
+    }
 
     if (x->len + keep > HTTPC_MAX_BODY) {
         keep = HTTPC_MAX_BODY - x->len;
@@ -272,6 +290,32 @@ static int set_method(xfer *x, const httpc_req *r)
     return rc;
 }
 
+/* PEM text for a blob option, copied by curl (CURL_BLOB_COPY). */
+static int set_blob(CURL *e, CURLoption opt, const char *pem)
+{
+    struct curl_blob b = {.data = (void *)pem, .len = strlen(pem),
+                          .flags = CURL_BLOB_COPY};
+
+    return curl_easy_setopt(e, opt, &b);
+}
+
+static int set_tls_blobs(CURL *e, const httpc_req *r)
+{
+    int rc = 0;
+
+    if (r->ca_pem)
+        rc |= set_blob(e, CURLOPT_CAINFO_BLOB, r->ca_pem);
+    if (r->cert_file)
+        rc |= curl_easy_setopt(e, CURLOPT_SSLCERT, r->cert_file);
+    if (r->key_file)
+        rc |= curl_easy_setopt(e, CURLOPT_SSLKEY, r->key_file);
+    if (r->cert_pem)
+        rc |= set_blob(e, CURLOPT_SSLCERT_BLOB, r->cert_pem);
+    if (r->key_pem)
+        rc |= set_blob(e, CURLOPT_SSLKEY_BLOB, r->key_pem);
+    return rc;
+}
+
 static int set_options(xfer *x, const httpc_req *r)
 {
     CURL *e = x->easy;
@@ -289,13 +333,15 @@ static int set_options(xfer *x, const httpc_req *r)
     rc |= curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, r->insecure ? 0L : 2L);
     if (r->ca_file)
         rc |= curl_easy_setopt(e, CURLOPT_CAINFO, r->ca_file);
+    rc |= set_tls_blobs(e, r);
     if (r->unix_socket)
         rc |= curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, r->unix_socket);
     if (r->basic) {
         rc |= curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         rc |= curl_easy_setopt(e, CURLOPT_USERPWD, r->basic);
     }
-    rc |= curl_easy_setopt(e, CURLOPT_USERAGENT, "cascade-act/1");
+    rc |= curl_easy_setopt(e, CURLOPT_USERAGENT,
+                           r->user_agent ? r->user_agent : "cascade/1");
     rc |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     rc |= curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     rc |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->error);
@@ -316,19 +362,9 @@ static int set_options(xfer *x, const httpc_req *r)
     return rc ? -1 : 0;
 }
 
-int httpc_send(httpc *h, const httpc_req *r, httpc_fn fn, void *arg,
-               cs_err *err)
+static xfer *start(httpc *h, const httpc_req *r, xfer *x, cs_err *err)
 {
-    xfer *x = calloc(1, sizeof *x);
-
-    if (!x || !(x->easy = curl_easy_init())) {
-        cs_err_set(err, "out of memory for an HTTP request");
-        free(x);
-        return -1;
-    }
     x->h = h;
-    x->fn = fn;
-    x->arg = arg;
     x->next = h->list;
     if (h->list)
         h->list->prev = x;
@@ -339,15 +375,61 @@ int httpc_send(httpc *h, const httpc_req *r, httpc_fn fn, void *arg,
                    r->method, r->url);
         goto fail;
     }
+    /* a stream's body in big reads: fewer calls, fewer cut documents */
+    if (x->data && (curl_easy_setopt(x->easy, CURLOPT_BUFFERSIZE, 256L * 1024) ||
+                    curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPALIVE, 1L) ||
+                    curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPIDLE, 30L) ||
+                    curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPINTVL, 10L))) {
+        cs_err_set(err, "%.200s: libcurl refused TCP keepalive", r->url);
+        goto fail;
+    }
     if (curl_multi_add_handle(h->multi, x->easy) != CURLM_OK) {
         cs_err_set(err, "%s %.200s: cannot start the request", r->method,
                    r->url);
         goto fail;
     }
-    return 0;
+    return x;
 fail:
     xfer_free(x);
-    return -1;
+    return NULL;
+}
+
+httpc_xfer *httpc_stream(httpc *h, const httpc_req *r, httpc_data_fn data,
+                         httpc_done_fn done, void *arg, cs_err *err)
+{
+    xfer *x = calloc(1, sizeof *x);
+
+    if (!x || !(x->easy = curl_easy_init())) {
+        cs_err_set(err, "out of memory for an HTTP request");
+        free(x);
+        return NULL;
+    }
+    x->data = data;
+    x->done = done;
+    x->arg = arg;
+    x->retries = HTTPC_RETRIES_429; /* the caller schedules its own */
+    return start(h, r, x, err);
+}
+
+void httpc_cancel(httpc_xfer *x)
+{
+    if (x)
+        xfer_free(x);
+}
+
+int httpc_send(httpc *h, const httpc_req *r, httpc_fn fn, void *arg,
+               cs_err *err)
+{
+    xfer *x = calloc(1, sizeof *x);
+
+    if (!x || !(x->easy = curl_easy_init())) {
+        cs_err_set(err, "out of memory for an HTTP request");
+        free(x);
+        return -1;
+    }
+    x->fn = fn;
+    x->arg = arg;
+    return start(h, r, x, err) ? 0 : -1;
 }
 
 void httpc_escape(const char *s, char *out, size_t len)

@@ -4,7 +4,13 @@
  *
  * TLS peers are always verified (name and chain) unless a request says
  * insecure, which only an operator's explicit config can set; ca_file
- * replaces the system store for one request (a cluster's own CA). */
+ * (or ca_pem) replaces the system store for one request (a cluster's own
+ * CA).
+ *
+ * Two kinds of request: httpc_send keeps the answer (1 MiB at most) and
+ * calls back once; httpc_stream hands the body over as it arrives (a
+ * Kubernetes watch: one answer that lasts minutes) and calls back at its
+ * end. */
 #ifndef CS_HTTPC_H
 #define CS_HTTPC_H
 
@@ -26,6 +32,10 @@ typedef struct httpc_req {
     const char *ca_file;      /* NULL: the system's trust store */
     const char *unix_socket;  /* talk HTTP over this socket, or NULL */
     const char *const *headers; /* more "Name: value" lines, NULL-ended */
+    const char *ca_pem;       /* the CA as PEM text (kubeconfig -data) */
+    const char *cert_file, *key_file; /* a client certificate, or NULL */
+    const char *cert_pem, *key_pem;   /* the same as PEM text, or NULL */
+    const char *user_agent;   /* NULL: "cascade/1" */
     int insecure;             /* skip peer verification (never default) */
     long timeout_ms;          /* whole request; 0 = 30 s */
 } httpc_req;
@@ -45,6 +55,21 @@ httpc *httpc_new(struct event_base *base, cs_err *err);
  * from inside httpc_send. -1 (err set) when the request cannot start. */
 int httpc_send(httpc *h, const httpc_req *r, httpc_fn fn, void *arg,
                cs_err *err);
+/* A streamed request. data gets the body piece by piece, with the
+ * answer's status (known before any of its body); returning -1 aborts
+ * the transfer (done then says so). done is called once, at the end:
+ * status 0 and error when no whole answer came (connect, TLS, timeout,
+ * the server closed mid-body, aborted). No 429 retry: the caller owns
+ * its schedule. TCP keepalive is on, so a dead peer shows before
+ * timeout_ms. */
+typedef int (*httpc_data_fn)(void *arg, long status, const char *p, size_t n);
+typedef void (*httpc_done_fn)(void *arg, long status, const char *error);
+typedef struct xfer httpc_xfer;
+
+httpc_xfer *httpc_stream(httpc *h, const httpc_req *r, httpc_data_fn data,
+                         httpc_done_fn done, void *arg, cs_err *err);
+/* Ends x without calling its done; never from inside x's own callbacks. */
+void httpc_cancel(httpc_xfer *x);
 size_t httpc_in_flight(const httpc *h);
 /* Percent-encodes s for a URL path segment or query value (RFC 3986
  * unreserved characters stay), truncated to fit len. */
