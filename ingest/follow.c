@@ -1,5 +1,6 @@
 #include "ingest/follow.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -422,6 +423,97 @@ static void find_moved(fol_follower *fw)
     }
 }
 
+/* 1 when sb is a file the checkpoint names (same identity, same first
+ * bytes: not an inode reused since). */
+static int in_checkpoint(fol_follower *fw, int fd, const struct stat *sb)
+{
+    fpos_entry *e = fpos_find(&fw->start, (uint64_t)sb->st_dev,
+                              (uint64_t)sb->st_ino);
+
+    return e && fpos_same_start(fd, e->fp_len, e->fp_hash);
+}
+
+static int newer(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec > b->tv_sec ||
+           (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* One file beside origin's path the follower never saw: read whole. */
+static void read_unseen(fol_follower *fw, size_t src, const char *origin,
+                        const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat sb;
+    fol_file *c;
+
+    if (fd < 0)
+        return;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || followed(fw, &sb) ||
+        !newer(&sb.st_mtim, &fw->saved_at) || in_checkpoint(fw, fd, &sb) ||
+        !(c = new_file(fw, path, origin, src, fd, &sb))) {
+        close(fd);
+        return;
+    }
+    c->rotated = 1;
+    c->quiet_since = folr_mono_ms();
+    c->place_dev = c->dev;
+    c->place_ino = c->ino;
+    start_at(c, 0, 0);
+    fw->st.rotations++;
+    log_warn("follow", "%s: %s was written after the last checkpoint and "
+             "rotated away while the follower was down: reading it whole",
+             origin, path);
+    watch_file(c);
+    folr_read_turn(c, 0);
+}
+
+/* The files beside origin (its name and more: origin.1, origin-2024...)
+ * that neither the checkpoint nor the follower knows and that were
+ * written after the checkpoint was saved. Two rotations in one outage
+ * leave one: born after the last save, renamed away before the restart
+ * (or copytruncate's middle copy). Files rotated and read before the
+ * save are older than it, and in no checkpoint: they are left. */
+static void scan_beside(fol_follower *fw, const char *origin, strmap *seen)
+{
+    const char *slash = strrchr(origin, '/');
+    const char *base = slash ? slash + 1 : origin;
+    char dir[PATH_MAX], path[PATH_MAX];
+    struct dirent *de;
+    size_t src = 0;
+    DIR *d;
+
+    if (strmap_get(seen, origin))
+        return;
+    strmap_put(seen, origin, seen);
+    while (src < fw->o.nsources && !pp_match(fw->pats[src], origin, NULL))
+        src++;
+    fpos_dir_of(origin, dir, sizeof dir);
+    if (src == fw->o.nsources || !(d = opendir(dir)))
+        return;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, base, strlen(base)) || !strcmp(de->d_name, base) ||
+            (size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path)
+            continue;
+        read_unseen(fw, src, origin, path);
+    }
+    closedir(d);
+}
+
+static void find_unseen(fol_follower *fw)
+{
+    strmap *seen;
+
+    if (fw->first || !(seen = strmap_new()))
+        return;
+    for (size_t i = 0; i < fw->start.n; i++)
+        scan_beside(fw, fw->start.v[i].path, seen);
+    for (fol_file *f = fw->files; f; f = f->next)
+        if (!f->rotated && f->origin)
+            scan_beside(fw, f->origin, seen);
+    strmap_free(seen, NULL);
+}
+
 static void sweep(fol_follower *fw)
 {
     int64_t now = folr_mono_ms();
@@ -436,6 +528,7 @@ static void sweep(fol_follower *fw)
     if (fw->initial) {
         fw->initial = 0;
         find_moved(fw);
+        find_unseen(fw);
     }
 }
 
@@ -586,10 +679,14 @@ static int load(fol_follower *fw, cs_err *err)
 {
     int found = 0;
 
+    struct stat sb;
+
     if (fw->o.checkpoint &&
         fpos_load(fw->o.checkpoint, &fw->start, &found, err))
         return -1;
     fw->first = !found;
+    if (found && !stat(fw->o.checkpoint, &sb))
+        fw->saved_at = sb.st_mtim;
     if (!(fw->used = calloc(fw->start.n + 1, 1))) {
         cs_err_set(err, "out of memory");
         return -1;

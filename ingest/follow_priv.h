@@ -84,6 +84,7 @@ struct fol_follower {
     fpos_set start; /* the checkpoint read at start */
     char *used;     /* start's entries a file took */
     int first;      /* there was no checkpoint */
+    struct timespec saved_at; /* the checkpoint's mtime: when it was saved */
     int initial;    /* the first sweep runs */
     int dirty, stopping;
     int ino_fd;

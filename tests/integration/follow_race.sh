@@ -13,6 +13,10 @@
 #  2. rotations and kill -9 of the follower, restarted on its checkpoint:
 #     every line is on the topic (none lost); a line read again after a
 #     kill keeps its id (counted, and checked: the same bytes).
+#  3. two rotations while the follower is down (deterministic): a file
+#     born after the last checkpoint and renamed away before the restart,
+#     and copytruncate's middle copy, are read whole; files rotated and
+#     read before the checkpoint are not read again.
 #
 # 0. standard input: a line is published as it is read, not at the end.
 #
@@ -141,4 +145,57 @@ wait "$writer" || fail "writer: $(cat "$tmp/writer2.err")"
 sleep 3
 stop
 check "$run" 1
+# 3. two rotations in one outage
+run=r3x$$
+c=$tmp/c
+mkdir -p "$c"
+n3=0
+put3() { # FILE MARKER...
+  local f=$1
+  shift
+  for m in "$@"; do
+    echo "2026-03-02T08:00:00.000000+00:00 gpu-003 kernel: NVRM: Xid (PCI:0000:3b:00): 13, $run-$m" >> "$c/$f"
+    echo "$run-$m" >> "$tmp/$run.want3"
+  done
+}
+follow3() {
+  "$bin" ingest log --follow --brokers "$brokers" --all --from-start \
+    --checkpoint "$c.pos" --sweep-ms 200 "syslog:$c/syslog.log" "syslog:$c/copy.log" \
+    > "$tmp/follow3-$1.out" 2> "$tmp/follow3-$1.err" &
+  fpid=$!
+  pids+=($fpid)
+}
+put3 syslog.log old-1 old-2
+put3 copy.log a-1 a-2
+follow3 a
+sleep 1
+mv "$c/syslog.log" "$c/syslog.log.9" # rotated, read to its end and closed:
+put3 syslog.log x-1 x-2              # never read again
+for _ in $(seq 1 150); do grep -q 'closed .*syslog.log at offset' "$tmp/follow3-a.err" && break; sleep 0.1; done
+grep -q 'closed .*syslog.log at offset' "$tmp/follow3-a.err" || fail "the rotated file was not closed"
+sleep 0.5 # a checkpoint after it was closed
+kill -9 "$fpid"; wait "$fpid" 2>/dev/null
+sleep 0.05 # the files written now are newer than the checkpoint
+put3 syslog.log x-3
+mv "$c/syslog.log" "$c/syslog.log.1"              # X -> .1
+put3 syslog.log y-1 y-2                            # Y: never seen
+mv "$c/syslog.log.1" "$c/syslog.log.2"; mv "$c/syslog.log" "$c/syslog.log.1"  # X -> .2, Y -> .1
+put3 syslog.log z-1
+put3 copy.log a-3
+cp "$c/copy.log" "$c/copy.log.1"; : > "$c/copy.log"   # cycle a -> .1
+put3 copy.log b-1 b-2
+mv "$c/copy.log.1" "$c/copy.log.2"; cp "$c/copy.log" "$c/copy.log.1"; : > "$c/copy.log"  # a -> .2, b -> .1
+put3 copy.log c-1
+follow3 b
+sleep 3
+stop
+kcat -b "$brokers" ${KCAT_CONFIG:+-F "$KCAT_CONFIG"} -C -t "$t_signals" -o beginning -e -q \
+  2>> "$tmp/kcat.err" | grep -ao "$run-[a-z]*-[0-9]*" | sort > "$tmp/$run.got3"
+lost=$(sort -u "$tmp/$run.want3" | comm -23 - <(sort -u "$tmp/$run.got3") | tr '\n' ' ')
+[ -z "$lost" ] || fail "two rotations while down: lost $lost"
+[ "$(grep -c -- "-old-" "$tmp/$run.got3")" -eq 2 ] ||
+  fail "a copy rotated and read before the checkpoint was read again: $(grep -c -- "-old-" "$tmp/$run.got3") old lines"
+grep -q 'rotated away while the follower was down' "$tmp/follow3-b.err" ||
+  fail "the unseen copy was not told: $(cat "$tmp/follow3-b.err")"
+echo "follow race r3: $(sort -u "$tmp/$run.got3" | wc -l) markers, none lost"
 echo "follow race: ok"

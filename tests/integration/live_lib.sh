@@ -5,12 +5,18 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null
-  rm -rf "$tmp"
+  # CASCADE_TEST_KEEP=1 keeps the folder of a failed run to look into
+  if [ -n "${CASCADE_TEST_KEEP:-}" ] && [ -n "${failed:-}" ]; then
+    echo "kept $tmp" >&2
+  else
+    rm -rf "$tmp"
+  fi
 }
 trap cleanup EXIT
 # fail WHY: says why with the tail of every log (debug lines left out).
 fail() {
   echo "FAIL: $*"
+  failed=1
   for f in "$tmp"/*.err; do echo "--- $f"; grep -v ' debug ' "$f" | tail -n 20; done
   exit 1
 }
