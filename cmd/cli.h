@@ -17,6 +17,8 @@ int cmd_ingest(int argc, char **argv);
 /* cmd_collect.c: cascade ingest slurm, cascade ingest journal */
 int cmd_ingest_slurm(int argc, char **argv);
 int cmd_ingest_journal(int argc, char **argv);
+/* cmd_k8s.c: cascade ingest k8s */
+int cmd_ingest_k8s(int argc, char **argv);
 /* cmd_rw.c: cascade ingest remote-write */
 int cmd_ingest_remote_write(int argc, char **argv);
 int cmd_dev(int argc, char **argv);

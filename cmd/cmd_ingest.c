@@ -436,8 +436,10 @@ int cmd_ingest(int argc, char **argv)
         return cmd_ingest_journal(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "remote-write") == 0)
         return cmd_ingest_remote_write(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "k8s") == 0)
+        return cmd_ingest_k8s(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: cascade ingest webhook|file|log|journal|slurm|remote-write [--help] ...\n\n"
+        printf("usage: cascade ingest webhook|file|log|journal|slurm|k8s|remote-write [--help] ...\n\n"
                "  webhook  Alertmanager webhook receiver -> cascade.signals\n"
                "  file     publish a signal JSONL file -> cascade.signals\n"
                "  log      raw log files (syslog lines, job output), read once\n"
@@ -447,10 +449,12 @@ int cmd_ingest(int argc, char **argv)
                "           -> cascade.signals\n"
                "  slurm    the SLURM controller's jobs and nodes\n"
                "           -> cascade.signals\n"
+               "  k8s      the Kubernetes API: Events, Jobs, Pods, Nodes, Kueue\n"
+               "           Workloads, listed and watched -> cascade.signals\n"
                "  remote-write  a Prometheus remote-write receiver: the\n"
                "           samples the rules read -> cascade.signals\n");
         return 0;
     }
-    fprintf(stderr, "usage: cascade ingest webhook|file|log|journal|slurm|remote-write ... (--help)\n");
+    fprintf(stderr, "usage: cascade ingest webhook|file|log|journal|slurm|k8s|remote-write ... (--help)\n");
     return 2;
 }

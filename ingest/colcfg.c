@@ -15,6 +15,8 @@ void ccf_defaults(ccf_conf *c)
     memset(c, 0, sizeof *c);
     c->journal.kernel = -1;
     c->remote_write.port = -1;
+    c->k8s.events_api_v1 = -1;
+    c->k8s.workloads = -1;
 }
 
 void ccf_free(ccf_conf *c)
@@ -326,6 +328,85 @@ static int read_rw(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
     return yd_read(d, v, &rw_table, "collect.remote_write.", obj) ? -1 : 0;
 }
 
+static int read_events_api(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                           void *obj)
+{
+    static const char *const apis[] = {"core", "events"};
+    int i = yd_pick(yd_scalar(v), apis, 2);
+
+    (void)k;
+    if (i < 0) {
+        yd_problem(d, v, "collect.k8s.events_api: core (/api/v1) or events "
+                   "(events.k8s.io/v1), not '%s'", yd_scalar(v) ? yd_scalar(v) : "");
+        return -1;
+    }
+    ((ccf_conf *)obj)->k8s.events_api_v1 = i;
+    return 0;
+}
+
+static int read_max_age(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    int64_t ms = yd_duration_ms(yd_scalar(v));
+
+    (void)k;
+    if (ms < 60000 || ms > 7 * 86400000LL) {
+        yd_problem(d, v, "collect.k8s.max_age: a duration from 1m to 7d "
+                   "(\"2h\"), not '%s'", yd_scalar(v) ? yd_scalar(v) : "");
+        return -1;
+    }
+    ((ccf_conf *)obj)->k8s.max_age_s = (int)(ms / 1000);
+    return 0;
+}
+
+static int read_classes(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    ccf_conf *c = obj;
+    size_t n = yd_len(v);
+
+    (void)k;
+    if (n > CCF_MAX_CLASSES) {
+        yd_problem(d, v, "collect.k8s.reserved_classes: %zu, at most %d", n,
+                   CCF_MAX_CLASSES);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *u = yd_item(d, v, i);
+        const char *s = yd_scalar(u);
+        if (!s || !*s || strlen(s) >= sizeof c->k8s.reserved[0]) {
+            yd_problem(d, u ? u : v, "collect.k8s.reserved_classes: a "
+                       "PriorityClass name");
+            return -1;
+        }
+        str_copy(c->k8s.reserved[i], sizeof c->k8s.reserved[0], s);
+    }
+    c->k8s.nreserved = n;
+    return 0;
+}
+
+static const yd_key k8s_keys[] = {
+    BUF("kubeconfig", k8s.kubeconfig),
+    BUF("context", k8s.context),
+    BUF("namespace", k8s.ns),
+    {"events_api", YD_SCALAR, 0, 0, 0, 0, 0, 0, 0, read_events_api},
+    BUF("state", k8s.state),
+    BUF("pod_selector", k8s.pod_selector),
+    {"workloads", YD_BOOL, 0, OFF(k8s.workloads), 0, 0, 0, 0, 0, 0},
+    BUF("team_label", k8s.team_label),
+    BUF("job_name_label", k8s.job_name_label),
+    BUF("rack_label", k8s.rack_label),
+    BUF("canary_label", k8s.canary_label),
+    {"reserved_classes", YD_LIST, 0, 0, 0, 0, 0, 0, "collect.k8s."
+     "reserved_classes is a list of PriorityClass names", read_classes},
+    {"max_age", YD_SCALAR, 0, 0, 0, 0, 0, 0, 0, read_max_age},
+};
+static const yd_table k8s_table = YD_TABLE("'collect.k8s'", k8s_keys);
+
+static int read_k8s(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
+{
+    (void)k;
+    return yd_read(d, v, &k8s_table, "collect.k8s.", obj) ? -1 : 0;
+}
+
 static const yd_key collect_keys[] = {
     BUF("cluster", cluster),
     {"log", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.log must be a mapping",
@@ -336,6 +417,8 @@ static const yd_key collect_keys[] = {
      read_slurm},
     {"remote_write", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.remote_write must be "
      "a mapping", read_rw},
+    {"k8s", YD_MAP, 0, 0, 0, 0, 0, 0, "collect.k8s must be a mapping",
+     read_k8s},
 };
 static const yd_table collect_table = YD_TABLE("'collect'", collect_keys);
 

@@ -35,6 +35,20 @@
  *       max_decompressed: 16MiB
  *       max_samples: 50000
  *       ack_timeout_s: 5
+ *     k8s:                          # cascade ingest k8s
+ *       kubeconfig: /etc/cascade/kubeconfig   # "": in-cluster
+ *       context: ""                 # "": its current-context
+ *       namespace: ""               # "": every namespace
+ *       events_api: core            # or events (events.k8s.io/v1)
+ *       state: /var/lib/cascade/k8s.state
+ *       pod_selector: batch.kubernetes.io/job-name
+ *       workloads: true             # Kueue's, where installed
+ *       team_label: cascade.io/team
+ *       job_name_label: cascade.io/job-name
+ *       rack_label: cascade.io/rack
+ *       canary_label: cascade.io/canary
+ *       reserved_classes: [training-reserved]  # priority classes
+ *       max_age: 2h
  *
  * Every problem is told as FILE:LINE:COL (a pattern's own problem with
  * its column in the file); nothing half-loaded is returned. */
@@ -54,6 +68,7 @@
 #define CCF_MAX_RENAME 64
 #define CCF_MAX_JOB_LABELS 8
 #define CCF_NAME_MAX 200 /* a metric or label name */
+#define CCF_MAX_CLASSES 16 /* k8s.reserved_classes */
 
 typedef struct ccf_file {
     char path[PATH_MAX];
@@ -100,6 +115,17 @@ typedef struct ccf_conf {
         char job_labels[CCF_MAX_JOB_LABELS][CCF_NAME_MAX];
         size_t njob_labels;
     } remote_write;
+    struct {
+        char kubeconfig[PATH_MAX], context[254], ns[254], state[PATH_MAX];
+        char pod_selector[256];
+        int events_api_v1; /* -1: none given */
+        int workloads;     /* -1: none given */
+        char team_label[CCF_NAME_MAX], job_name_label[CCF_NAME_MAX];
+        char rack_label[CCF_NAME_MAX], canary_label[CCF_NAME_MAX];
+        char reserved[CCF_MAX_CLASSES][254];
+        size_t nreserved;
+        int max_age_s; /* 0: none given */
+    } k8s;
 } ccf_conf;
 
 void ccf_defaults(ccf_conf *c);
