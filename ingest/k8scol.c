@@ -17,6 +17,7 @@
 #include "core/ts.h"
 #include "ingest/fpos.h"
 #include "ingest/k8sframe.h"
+#include "ingest/k8sscan.h"
 #include "ingest/logline.h"
 
 #define KW_MAX_LIST (256u << 20) /* one LIST page's answer */
@@ -224,9 +225,100 @@ static int watch_doc(kw_res *r, json_t *doc)
     return 0;
 }
 
+/* A string field unescaped into out; 0 when it is not one. */
+static int str_of(const ks_val *f, char *out, size_t cap)
+{
+    return f->kind == 1 && ks_unescape(f->v, f->len, out, cap) == 0;
+}
+
+/* An object field's fields, in one pass; 0 when it is not an object. */
+static int fields_of(const ks_val *f, const char *const *keys, size_t n,
+                     ks_val *out)
+{
+    return f->kind == 2 && f->v[0] == '{' && ks_fields(f->v, f->len, keys, n, out) == 0;
+}
+
+/* A watch document's type (as text) and object; 0 when not read so. */
+static int scan_doc(const char *doc, size_t len, char *type, size_t cap,
+                    ks_val *obj)
+{
+    static const char *const top[] = {"type", "object"};
+    ks_val f[2];
+
+    if (ks_fields(doc, len, top, 2, f) || !str_of(&f[0], type, cap) ||
+        f[1].kind != 2 || f[1].v[0] != '{')
+        return 0;
+    *obj = f[1];
+    return 1;
+}
+
+/* An Event the edge filter drops, told from its bytes (most are: Normal
+ * events no rule reads), without building it: its resourceVersion
+ * taken. 0: build it (kept, or not read that way). */
+static int dropped_unbuilt(kw_res *r, const char *doc, size_t len)
+{
+    static const char *const keys[] = {"reason", "message", "note", "metadata"};
+    static const char *const rv[] = {"resourceVersion"};
+    char t[16], why[256], msg[2048], ver[128];
+    ks_val obj, f[4], m;
+
+    if (r->kind != KO_EVENTS || !r->c->o.obj.keep ||
+        !scan_doc(doc, len, t, sizeof t, &obj) ||
+        (strcmp(t, "ADDED") && strcmp(t, "MODIFIED")) ||
+        ks_fields(obj.v, obj.len, keys, 4, f) || !str_of(&f[0], why, sizeof why) ||
+        !fields_of(&f[3], rv, 1, &m) || !str_of(&m, ver, sizeof ver) || !ver[0])
+        return 0;
+    if (!str_of(&f[1], msg, sizeof msg) && !str_of(&f[2], msg, sizeof msg))
+        msg[0] = 0;
+    if (ko_keep_event(r->c->idx, why, msg))
+        return 0;
+    r->c->st.watch_events++;
+    r->docs++;
+    str_copy(r->rv, sizeof r->rv, ver);
+    str_copy(r->cur.rv, sizeof r->cur.rv, ver);
+    return 1;
+}
+
+/* A Pod version that only says where it runs, told from its bytes: no
+ * container OOMKilled, no reason of its own, its Job in a label. 0:
+ * build it. */
+static int pod_unbuilt(kw_res *r, const char *doc, size_t len)
+{
+    static const char *const okeys[] = {"metadata", "spec", "status"};
+    static const char *const mkeys[] = {"namespace", "name", "resourceVersion", "labels"};
+    static const char *const lkeys[] = {"batch.kubernetes.io/job-name", "job-name"};
+    static const char *const nkey[] = {"nodeName"};
+    static const char *const rkey[] = {"reason"};
+    char t[16], n[254], p[254], j[254], h[254], ver[128];
+    ks_val obj, o[3], m[4], l[2], sp, st;
+
+    if (r->kind != KO_PODS || memmem(doc, len, "OOMKilled", 9) ||
+        !scan_doc(doc, len, t, sizeof t, &obj) ||
+        (strcmp(t, "ADDED") && strcmp(t, "MODIFIED") && strcmp(t, "DELETED")) ||
+        ks_fields(obj.v, obj.len, okeys, 3, o) || !fields_of(&o[0], mkeys, 4, m) ||
+        !str_of(&m[0], n, sizeof n) || !str_of(&m[1], p, sizeof p) ||
+        !str_of(&m[2], ver, sizeof ver) || !ver[0] || !fields_of(&m[3], lkeys, 2, l) ||
+        (!str_of(&l[0], j, sizeof j) && !str_of(&l[1], j, sizeof j)))
+        return 0;
+    /* a reason of its own (Evicted, Terminated): build it */
+    if (o[2].kind && (!fields_of(&o[2], rkey, 1, &st) || st.kind))
+        return 0;
+    if (!fields_of(&o[1], nkey, 1, &sp) || !str_of(&sp, h, sizeof h))
+        h[0] = 0;
+    if (ko_pod_seen(r->c->idx, t, n, p, j, h, ts_now() / 1000000))
+        return 0;
+    r->c->st.watch_events++;
+    r->docs++;
+    str_copy(r->rv, sizeof r->rv, ver);
+    return 1;
+}
+
 static int on_data(void *arg, long status, const char *p, size_t n)
 {
     kw_res *r = arg;
+    json_error_t je;
+    const char *raw;
+    size_t len;
     json_t *doc;
     cs_err err;
     int rc;
@@ -244,7 +336,15 @@ static int on_data(void *arg, long status, const char *p, size_t n)
     }
     if (kf_feed(r->fr, p, n, &err))
         goto bad;
-    while ((rc = kf_next(r->fr, &doc, &err)) == 1) {
+    while ((rc = kf_next_raw(r->fr, &raw, &len, &err)) == 1) {
+        if (dropped_unbuilt(r, raw, len) || pod_unbuilt(r, raw, len))
+            continue;
+        if (!(doc = json_loadb(raw, len, 0, &je))) {
+            cs_err_set(&err, "a watch event that is not JSON: %s", je.text);
+            p = raw;
+            n = len;
+            goto bad;
+        }
         rc = watch_doc(r, doc);
         json_decref(doc);
         if (rc)

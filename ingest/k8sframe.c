@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ingest/k8sscan.h"
+
 struct kf_framer {
     char *buf;
     size_t len, cap;
@@ -85,12 +87,13 @@ static void skip_space(kf_framer *f)
         f->off++;
 }
 
-int kf_next(kf_framer *f, json_t **out, cs_err *err)
+int kf_next_raw(kf_framer *f, const char **doc, size_t *len, cs_err *err)
 {
-    json_error_t je;
-    json_t *doc;
+    size_t bad;
+    long end;
 
-    *out = NULL;
+    *doc = NULL;
+    *len = 0;
     skip_space(f);
     if (f->off == f->len) {
         f->off = f->len = f->tried = 0;
@@ -101,25 +104,40 @@ int kf_next(kf_framer *f, json_t **out, cs_err *err)
      * came since: it would want more again. */
     if (f->tried && !f->newline && f->len < 2 * f->tried)
         return 0;
-    doc = json_loadb(f->buf + f->off, f->len - f->off,
-                     JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &je);
-    if (!doc) {
-        /* Cut mid-document. jansson says so, or (a cut just after a
-         * backslash in a string) calls it an error at the last byte. */
-        if (json_error_code(&je) == json_error_premature_end_of_input ||
-            (size_t)je.position >= f->len - f->off) {
-            f->tried = f->len;
-            f->newline = 0;
-            return 0;
-        }
-        cs_err_set(err, "watch stream byte %llu: not JSON: %s",
-                   f->consumed + f->off + (unsigned long long)je.position,
-                   je.text);
+    end = ks_object_end(f->buf + f->off, f->len - f->off, &bad);
+    if (end == 0) {
+        f->tried = f->len;
+        f->newline = 0;
+        return 0;
+    }
+    if (end < 0) {
+        cs_err_set(err, "watch stream byte %llu: not a JSON object",
+                   f->consumed + f->off + (unsigned long long)bad);
         return -1;
     }
-    f->off += (size_t)je.position;
+    *doc = f->buf + f->off;
+    *len = (size_t)end;
+    f->off += (size_t)end;
     f->tried = 0;
     f->newline = 0;
-    *out = doc;
+    return 1;
+}
+
+int kf_next(kf_framer *f, json_t **out, cs_err *err)
+{
+    json_error_t je;
+    const char *doc;
+    size_t len;
+    int rc = kf_next_raw(f, &doc, &len, err);
+
+    *out = NULL;
+    if (rc != 1)
+        return rc;
+    if (!(*out = json_loadb(doc, len, JSON_ALLOW_NUL, &je))) {
+        cs_err_set(err, "watch stream byte %llu: not JSON: %s",
+                   f->consumed + (unsigned long long)(doc - f->buf) +
+                       (unsigned long long)je.position, je.text);
+        return -1;
+    }
     return 1;
 }

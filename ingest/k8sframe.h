@@ -4,7 +4,7 @@
  * anywhere and may carry several at once. The framer keeps what is not
  * yet a whole document and parses only when a newline has come (or the
  * buffer has doubled since the last try), so a big object that arrives
- * in a thousand pieces is not parsed a thousand times. Pure: no I/O. */
+ * in a thousand pieces is not scanned a thousand times. Pure: no I/O. */
 #ifndef CS_K8SFRAME_H
 #define CS_K8SFRAME_H
 
@@ -25,9 +25,13 @@ void kf_free(kf_framer *f);
 void kf_reset(kf_framer *f);
 /* Appends n bytes. -1 (err) when the buffer would pass KF_MAX_DOC. */
 int kf_feed(kf_framer *f, const char *p, size_t n, cs_err *err);
-/* 1 and a document in *out (the caller's), 0 when none is whole yet,
- * -1 (err: what and at which byte of the stream) when the stream is not
- * JSON documents: the watch must be started again. */
+/* 1 and a document's bytes in *doc, *len (valid until the next call),
+ * 0 when none is whole yet, -1 (err: what and at which byte of the
+ * stream) when the stream is not JSON objects: the watch must be started
+ * again. Only the document's nesting and strings are checked
+ * (ingest/k8sscan.h). */
+int kf_next_raw(kf_framer *f, const char **doc, size_t *len, cs_err *err);
+/* kf_next_raw, parsed: the document in *out (the caller's). */
 int kf_next(kf_framer *f, json_t **out, cs_err *err);
 /* Bytes buffered, not yet a document (whitespace included). */
 size_t kf_pending(const kf_framer *f);

@@ -233,6 +233,20 @@ static int keep(ko_index *x, json_t *ev, const char *reason)
     return 0;
 }
 
+int ko_keep_event(ko_index *x, const char *reason, const char *message)
+{
+    char text[2048];
+
+    if (!x->o.keep)
+        return 1;
+    snprintf(text, sizeof text, "%s: %s", reason, message);
+    if (x->o.keep(x->o.keep_arg, text))
+        return 1;
+    x->st.objects++;
+    x->st.filtered++;
+    return 0;
+}
+
 /* A k8s signal for ev (taken), enriched with host and job; passed
  * through the edge filter unless kept says it was. */
 static int tell_event(ko_index *x, json_t *ev, uint64_t id, const char *ts,
@@ -452,18 +466,14 @@ static int pod_reason(ko_index *x, const ko_about *a, json_t *obj, int64_t now,
                   now, fn, arg);
 }
 
-static int apply_pod(ko_index *x, const char *type, json_t *obj, int64_t now,
-                     ko_emit_fn fn, void *arg)
+/* The index entry of ns/name made or updated. -1: out of memory. */
+static int index_pod(ko_index *x, const char *type, const char *ns,
+                     const char *name, const char *job, const char *node,
+                     int64_t now)
 {
-    const char *ns = sget(obj, "metadata.namespace");
-    const char *name = sget(obj, "metadata.name");
-    const char *node = sget(obj, "spec.nodeName"), *job = pod_job(obj);
-    ko_about a = {"Pod", ns, name, sget(obj, "metadata.uid"), node, job};
     char key[512];
     ko_pod *p;
 
-    if (!ns || !name || !*name)
-        return 0;
     snprintf(key, sizeof key, "%s/%s", ns, name);
     if (!(p = strmap_get(x->pods, key))) {
         if (!(p = calloc(1, sizeof *p)))
@@ -475,7 +485,31 @@ static int apply_pod(ko_index *x, const char *type, json_t *obj, int64_t now,
     if (node && *node)
         str_copy(p->node, sizeof p->node, node);
     p->deleted = !strcmp(type, "DELETED") ? now : 0;
-    if (pod_containers(x, &a, obj, now, fn, arg))
+    return 0;
+}
+
+int ko_pod_seen(ko_index *x, const char *type, const char *ns,
+                const char *name, const char *job, const char *node,
+                int64_t now)
+{
+    if (!ns || !name || !*name)
+        return 0;
+    x->st.objects++;
+    return index_pod(x, type, ns, name, job, node, now);
+}
+
+static int apply_pod(ko_index *x, const char *type, json_t *obj, int64_t now,
+                     ko_emit_fn fn, void *arg)
+{
+    const char *ns = sget(obj, "metadata.namespace");
+    const char *name = sget(obj, "metadata.name");
+    const char *node = sget(obj, "spec.nodeName"), *job = pod_job(obj);
+    ko_about a = {"Pod", ns, name, sget(obj, "metadata.uid"), node, job};
+
+    if (!ns || !name || !*name)
+        return 0;
+    if (index_pod(x, type, ns, name, job, node, now) ||
+        pod_containers(x, &a, obj, now, fn, arg))
         return -1;
     return pod_reason(x, &a, obj, now, fn, arg);
 }

@@ -86,6 +86,17 @@ const char *ko_kind_name(ko_kind k);
  * has no deletionTimestamp). */
 int ko_apply(ko_index *x, ko_kind k, const char *type, json_t *obj,
              int64_t now, ko_emit_fn fn, void *arg);
+/* The edge filter on an Event's reason and message, for a reader that
+ * decides before it builds the object: 1 to keep it (then ko_apply
+ * it), 0 when it is dropped (counted as an object applied and
+ * filtered). */
+int ko_keep_event(ko_index *x, const char *reason, const char *message);
+/* A Pod version that tells nothing but where it runs (no container
+ * OOMKilled, no reason of its own), for a reader that decides that
+ * before it builds the object: the index updated as ko_apply would. */
+int ko_pod_seen(ko_index *x, const char *type, const char *ns,
+                const char *name, const char *job, const char *node,
+                int64_t now);
 /* Forgets which ids were told (a delivery failed: tell them again). */
 void ko_forget(ko_index *x);
 /* Drops deleted pods' index entries after 10 min and told ids after

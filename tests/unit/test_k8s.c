@@ -11,6 +11,7 @@
 #include "ingest/colcfg.h"
 #include "ingest/k8sframe.h"
 #include "ingest/k8sobj.h"
+#include "ingest/k8sscan.h"
 #include "ingest/kubecfg.h"
 
 /* ---- the framer ---------------------------------------------------------- */
@@ -83,6 +84,49 @@ static void test_framer(void)
     CHECK(strstr(err.msg, "over") != NULL);
     free(big);
     kf_free(f);
+}
+
+/* ---- the scanner ---------------------------------------------------------- */
+
+static void test_scanner(void)
+{
+    const char doc[] =
+        "{\"type\": \"ADDED\", \"object\": {\"metadata\": {\"name\": \"a}\\\"\", "
+        "\"resourceVersion\": \"42\", \"labels\": {\"x\": [1, {\"y\": \"]\"}]}}, "
+        "\"count\": 3, \"reason\": \"Pulled\", "
+        "\"message\": \"image \\\"nvcr.io/x\\\" caf\\u00e9 \\ud83d\\ude00\\n\"}}";
+    static const char *const type[] = {"type", NULL};
+    static const char *const rv[] = {"object", "metadata", "resourceVersion", NULL};
+    static const char *const msg[] = {"object", "message", NULL};
+    static const char *const count[] = {"object", "count", NULL};
+    static const char *const none[] = {"object", "note", NULL};
+    static const char *const deep[] = {"type", "x", NULL};
+    const char *v;
+    size_t n, bad;
+    char out[64];
+
+    CHECK_INT(ks_object_end(doc, strlen(doc), &bad), (long)strlen(doc));
+    CHECK_INT(ks_object_end(doc, strlen(doc) - 1, &bad), 0);
+    CHECK_INT(ks_object_end("[1]", 3, &bad), -1);
+    CHECK_INT(ks_object_end("{\"a\\\\\":1}", 9, &bad), 9);
+    CHECK_INT(ks_object_end("{\"a\\\":1}", 8, &bad), 0);
+    CHECK_INT(ks_get(doc, strlen(doc), type, &v, &n), 1);
+    CHECK(n == 5 && !memcmp(v, "ADDED", 5));
+    CHECK_INT(ks_get(doc, strlen(doc), rv, &v, &n), 1);
+    CHECK(n == 2 && !memcmp(v, "42", 2));
+    CHECK_INT(ks_get(doc, strlen(doc), count, &v, &n), 2);
+    CHECK(n == 1 && v[0] == '3');
+    CHECK_INT(ks_get(doc, strlen(doc), none, &v, &n), 0);
+    CHECK_INT(ks_get(doc, strlen(doc), deep, &v, &n), 0);
+    REQUIRE(ks_get(doc, strlen(doc), msg, &v, &n) == 1);
+    CHECK_INT(ks_unescape(v, n, out, sizeof out), 0);
+    CHECK_STR(out, "image \"nvcr.io/x\" caf\xc3\xa9 \xf0\x9f\x98\x80\n");
+    /* cut at a character's boundary, never inside */
+    CHECK_INT(ks_unescape(v, n, out, 23), 0);
+    CHECK_STR(out, "image \"nvcr.io/x\" caf");
+    CHECK_INT(ks_unescape("a\\q", 3, out, sizeof out), -1);
+    CHECK_INT(ks_unescape("\\udc00", 6, out, sizeof out), -1);
+    CHECK_INT(ks_get("{\"a\" 1}", 7, type, &v, &n), -1);
 }
 
 /* ---- objects -------------------------------------------------------------- */
@@ -211,6 +255,19 @@ static void test_events(void)
     ko_get_stats(x, &st);
     CHECK_INT(st.filtered, 1);
     CHECK_INT(st.old, 1);
+
+    /* a Pod told from its bytes alone (ko_pod_seen) indexes as well */
+    CHECK_INT(ko_pod_seen(x, "MODIFIED", "ml", "t-9", "t9", "gpu-019", NOW), 0);
+    apply(x, KO_EVENTS, "ADDED",
+          "{\"metadata\":{\"uid\":\"u7\"},\"involvedObject\":{\"kind\":\"Pod\",\"namespace\":\"ml\","
+          "\"name\":\"t-9\"},\"reason\":\"FailedMount\",\"message\":\"x\","
+          "\"lastTimestamp\":\"2026-08-29T10:06:00Z\"}", &s);
+    REQUIRE(json_array_size(s.all) == 4);
+    CHECK_STR(field(&s, 3, "host"), "gpu-019");
+    CHECK_STR(field(&s, 3, "job"), "t9");
+    /* the edge filter asked before an Event is built */
+    CHECK_INT(ko_keep_event(x, "Scheduled", "ok"), 0);
+    CHECK_INT(ko_keep_event(x, "FailedMount", "x"), 1);
 
     /* ids are derived: a fresh index (a restart) gives the same */
     ko_index *y = ko_new(&o);
@@ -501,6 +558,7 @@ int main(void)
 
     REQUIRE(mkdtemp(dir) != NULL);
     test_framer();
+    test_scanner();
     test_events();
     test_jobs();
     test_pods_nodes();
