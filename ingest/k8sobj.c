@@ -96,21 +96,32 @@ size_t ko_pods(const ko_index *x)
 
 void ko_expire(ko_index *x, int64_t now)
 {
-    size_t pos = 0;
+    size_t pos = 0, n = 0, cap = 0;
     const char *key;
+    char **gone = NULL, **g;
     void *val;
-    char gone[64][512];
-    size_t n = 0;
 
-    /* Deleting during the walk is allowed; copy the keys anyway, a
-     * bounded number per call, so the walk never sees a moved table. */
-    while (n < 64 && strmap_next(x->pods, &pos, &key, &val)) {
+    /* the keys first, then the deletions: a walk must not see the table
+     * change under it */
+    while (strmap_next(x->pods, &pos, &key, &val)) {
         ko_pod *p = val;
-        if (p->deleted && now - p->deleted > KO_POD_KEEP_S)
-            str_copy(gone[n++], sizeof gone[0], key);
+        if (!p->deleted || now - p->deleted <= KO_POD_KEEP_S)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            if (!(g = realloc(gone, cap * sizeof *gone)))
+                break; /* the rest next time */
+            gone = g;
+        }
+        if (!(gone[n] = strdup(key)))
+            break;
+        n++;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(strmap_del(x->pods, gone[i]));
+        free(gone[i]);
+    }
+    free(gone);
     ids_drop_before(x->told, (now - x->o.max_age_s) * 1000000);
 }
 

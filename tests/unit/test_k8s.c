@@ -431,6 +431,15 @@ static void test_pods_nodes(void)
     CHECK_STR(field(&s, 3, "state"), "PREEMPTED");
     CHECK_STR(field(&s, 3, "job"), "t9");
 
+    /* deleted pods leave the index 10 minutes later, however many */
+    for (int i = 0; i < 500; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "churn-%d", i);
+        ko_pod_seen(x, "DELETED", "ml", name, "j", "gpu-001", NOW);
+    }
+    CHECK_INT(ko_pods(x), 501);
+    ko_expire(x, NOW + 700);
+    CHECK_INT(ko_pods(x), 1);
     /* a deleted pod leaves the index 10 minutes later */
     apply(x, KO_PODS, "DELETED", "{\"metadata\":{\"name\":\"t-0\",\"namespace\":\"ml\"}}", &s);
     ko_expire(x, NOW + 60);
