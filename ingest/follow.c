@@ -433,10 +433,13 @@ static int in_checkpoint(fol_follower *fw, int fd, const struct stat *sb)
     return e && fpos_same_start(fd, e->fp_len, e->fp_hash);
 }
 
-static int newer(const struct timespec *a, const struct timespec *b)
+/* a no older than b. File times come from the kernel's coarse clock
+ * (a few ms a tick): a file written in the tick of the save is one the
+ * save may not have seen. */
+static int not_older(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec > b->tv_sec ||
-           (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+           (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
 }
 
 /* One file beside origin's path the follower never saw: read whole. */
@@ -450,7 +453,7 @@ static void read_unseen(fol_follower *fw, size_t src, const char *origin,
     if (fd < 0)
         return;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || followed(fw, &sb) ||
-        !newer(&sb.st_mtim, &fw->saved_at) || in_checkpoint(fw, fd, &sb) ||
+        !not_older(&sb.st_mtim, &fw->saved_at) || in_checkpoint(fw, fd, &sb) ||
         !(c = new_file(fw, path, origin, src, fd, &sb))) {
         close(fd);
         return;
@@ -473,7 +476,8 @@ static void read_unseen(fol_follower *fw, size_t src, const char *origin,
  * written after the checkpoint was saved. Two rotations in one outage
  * leave one: born after the last save, renamed away before the restart
  * (or copytruncate's middle copy). Files rotated and read before the
- * save are older than it, and in no checkpoint: they are left. */
+ * save are older than it (closed 5 s after their last write), and in no
+ * checkpoint: they are left. */
 static void scan_beside(fol_follower *fw, const char *origin, strmap *seen)
 {
     const char *slash = strrchr(origin, '/');
