@@ -1,10 +1,10 @@
 #include "ingest/kubecfg.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/secret.h"
 #include "core/str.h"
 #include "core/ydoc.h"
 
@@ -41,27 +41,13 @@ char *kc_base64(const char *in, size_t *len)
     return out;
 }
 
-/* A small file (a token, a namespace) whole, trimmed. */
-static int read_small(const char *path, char *buf, size_t cap, cs_err *err)
+/* A file's first line (a token, a namespace), as secrets are read. */
+static int read_line(const char *path, char *buf, size_t cap, cs_err *err)
 {
-    FILE *f = fopen(path, "re");
-    size_t n;
+    char src[PATH_MAX + 8];
 
-    if (!f) {
-        cs_err_set(err, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    n = fread(buf, 1, cap - 1, f);
-    if (ferror(f) || (n == cap - 1 && fgetc(f) != EOF)) {
-        cs_err_set(err, "%s: %s", path, ferror(f) ? "cannot read it" : "too long");
-        fclose(f);
-        return -1;
-    }
-    fclose(f);
-    buf[n] = 0;
-    while (n && strchr(" \t\r\n", buf[n - 1]))
-        buf[--n] = 0;
-    return 0;
+    snprintf(src, sizeof src, "file:%s", path);
+    return secret_read(src, buf, cap, err);
 }
 
 int kc_reload(kc_conf *c, cs_err *err)
@@ -71,12 +57,8 @@ int kc_reload(kc_conf *c, cs_err *err)
 
     if (!c->token_file[0])
         return 0;
-    if (read_small(c->token_file, tok, sizeof tok, err))
+    if (read_line(c->token_file, tok, sizeof tok, err))
         return -1;
-    if (!tok[0]) {
-        cs_err_set(err, "%s: the token file is empty", c->token_file);
-        return -1;
-    }
     changed = strcmp(tok, c->token) != 0;
     str_copy(c->token, sizeof c->token, tok);
     explicit_bzero(tok, sizeof tok);
@@ -108,7 +90,7 @@ int kc_in_cluster(kc_conf *c, const char *sa_dir, cs_err *err)
         return -1;
     }
     snprintf(path, sizeof path, "%s/namespace", sa_dir);
-    if (read_small(path, c->ns, sizeof c->ns, err))
+    if (read_line(path, c->ns, sizeof c->ns, err))
         c->ns[0] = 0; /* optional: only a default */
     return 0;
 }
