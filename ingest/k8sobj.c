@@ -228,33 +228,35 @@ static void set_str(json_t *o, const char *k, const char *v)
 }
 
 /* The edge filter over "REASON: MESSAGE" (counted when it drops). */
-static int keep(ko_index *x, json_t *ev, const char *reason)
+static int keep_text(ko_index *x, const char *reason, const char *message)
 {
-    const char *msg = json_string_value(json_object_get(ev, "message"));
     char text[2048];
 
     if (!x->o.keep)
         return 1;
-    if (!msg)
-        msg = json_string_value(json_object_get(ev, "note"));
-    snprintf(text, sizeof text, "%s: %s", reason ? reason : "", msg ? msg : "");
+    snprintf(text, sizeof text, "%s: %s", reason ? reason : "",
+             message ? message : "");
     if (x->o.keep(x->o.keep_arg, text))
         return 1;
     x->st.filtered++;
     return 0;
 }
 
+/* keep_text on an Event object: its message, or note (events.k8s.io). */
+static int keep(ko_index *x, json_t *ev, const char *reason)
+{
+    const char *msg = json_string_value(json_object_get(ev, "message"));
+
+    if (!msg)
+        msg = json_string_value(json_object_get(ev, "note"));
+    return keep_text(x, reason, msg);
+}
+
 int ko_keep_event(ko_index *x, const char *reason, const char *message)
 {
-    char text[2048];
-
-    if (!x->o.keep)
+    if (keep_text(x, reason, message))
         return 1;
-    snprintf(text, sizeof text, "%s: %s", reason, message);
-    if (x->o.keep(x->o.keep_arg, text))
-        return 1;
-    x->st.objects++;
-    x->st.filtered++;
+    x->st.objects++; /* an object applied, and dropped */
     return 0;
 }
 
