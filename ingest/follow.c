@@ -1,6 +1,5 @@
 #include "ingest/follow.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -442,21 +441,29 @@ static int not_older(const struct timespec *a, const struct timespec *b)
            (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
 }
 
+/* What a walk beside one followed path needs. */
+typedef struct unseen_walk {
+    fol_follower *fw;
+    size_t src;
+    const char *origin;
+} unseen_walk;
+
 /* One file beside origin's path the follower never saw: read whole. */
-static void read_unseen(fol_follower *fw, size_t src, const char *origin,
-                        const char *path)
+static int read_unseen(void *arg, const char *path)
 {
+    unseen_walk *u = arg;
+    fol_follower *fw = u->fw;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat sb;
     fol_file *c;
 
     if (fd < 0)
-        return;
+        return 0;
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || followed(fw, &sb) ||
         !not_older(&sb.st_mtim, &fw->saved_at) || in_checkpoint(fw, fd, &sb) ||
-        !(c = new_file(fw, path, origin, src, fd, &sb))) {
+        !(c = new_file(fw, path, u->origin, u->src, fd, &sb))) {
         close(fd);
-        return;
+        return 0;
     }
     c->rotated = 1;
     c->quiet_since = folr_mono_ms();
@@ -466,9 +473,10 @@ static void read_unseen(fol_follower *fw, size_t src, const char *origin,
     fw->st.rotations++;
     log_warn("follow", "%s: %s was written after the last checkpoint and "
              "rotated away while the follower was down: reading it whole",
-             origin, path);
+             u->origin, path);
     watch_file(c);
     folr_read_turn(c, 0);
+    return 0;
 }
 
 /* The files beside origin (its name and more: origin.1, origin-2024...)
@@ -480,28 +488,15 @@ static void read_unseen(fol_follower *fw, size_t src, const char *origin,
  * checkpoint: they are left. */
 static void scan_beside(fol_follower *fw, const char *origin, strmap *seen)
 {
-    const char *slash = strrchr(origin, '/');
-    const char *base = slash ? slash + 1 : origin;
-    char dir[PATH_MAX], path[PATH_MAX];
-    struct dirent *de;
-    size_t src = 0;
-    DIR *d;
+    unseen_walk u = {fw, 0, origin};
 
     if (strmap_get(seen, origin))
         return;
     strmap_put(seen, origin, seen);
-    while (src < fw->o.nsources && !pp_match(fw->pats[src], origin, NULL))
-        src++;
-    fpos_dir_of(origin, dir, sizeof dir);
-    if (src == fw->o.nsources || !(d = opendir(dir)))
-        return;
-    while ((de = readdir(d))) {
-        if (strncmp(de->d_name, base, strlen(base)) || !strcmp(de->d_name, base) ||
-            (size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path)
-            continue;
-        read_unseen(fw, src, origin, path);
-    }
-    closedir(d);
+    while (u.src < fw->o.nsources && !pp_match(fw->pats[u.src], origin, NULL))
+        u.src++;
+    if (u.src < fw->o.nsources)
+        fpos_each_beside(origin, read_unseen, &u);
 }
 
 static void find_unseen(fol_follower *fw)

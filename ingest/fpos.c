@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/hash.h"
+#include "core/str.h"
 
 #define FPOS_HEADER "cascade-follow 1"
 /* A checkpoint bigger than this is not one of ours. */
@@ -293,56 +294,78 @@ uint64_t fpos_count_lines(int fd, uint64_t size)
 /* The entry's file, if it is a regular file (not followed through a
  * link, never a FIFO that would block the open) that matches: by its
  * identity when want_dev/want_ino are given, else by its first bytes. */
-static int try_copy(const char *dir, const char *name, uint64_t want_dev,
-                    uint64_t want_ino, uint32_t fp_len, uint64_t fp_hash,
-                    uint64_t need, char *out, size_t cap, struct stat *sb)
+int fpos_each_beside(const char *path,
+                     int (*fn)(void *arg, const char *copy), void *arg)
 {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t blen = strlen(base);
+    char dir[PATH_MAX], copy[PATH_MAX];
+    struct dirent *de;
+    DIR *d;
+    int rc = 0;
+
+    fpos_dir_of(path, dir, sizeof dir);
+    if (!(d = opendir(dir)))
+        return 0;
+    while (!rc && (de = readdir(d))) {
+        if (strncmp(de->d_name, base, blen) || !de->d_name[blen] ||
+            (size_t)snprintf(copy, sizeof copy, "%s/%s", dir, de->d_name) >= sizeof copy)
+            continue;
+        rc = fn(arg, copy);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* What fpos_find_copy looks for, and what it found. */
+typedef struct copy_want {
+    uint64_t dev, ino, need, fp_hash;
+    uint32_t fp_len;
+    char *out;
+    size_t cap;
+    struct stat *sb;
+    int fd;
+} copy_want;
+
+/* 1 (w->fd open, w->out its path) when copy is the file w wants. */
+static int try_copy(void *arg, const char *copy)
+{
+    copy_want *w = arg;
     int fd;
 
-    if (snprintf(out, cap, "%s/%s", dir, name) >= (int)cap ||
-        lstat(out, sb) || !S_ISREG(sb->st_mode) ||
-        (uint64_t)sb->st_size < need)
-        return -1;
-    if (want_ino && ((uint64_t)sb->st_dev != want_dev ||
-                     (uint64_t)sb->st_ino != want_ino))
-        return -1;
-    if ((fd = open(out, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) < 0)
-        return -1;
-    if (fstat(fd, sb) || !S_ISREG(sb->st_mode) ||
-        !fpos_same_start(fd, fp_len, fp_hash)) {
+    if (strlen(copy) >= w->cap || lstat(copy, w->sb) || !S_ISREG(w->sb->st_mode) ||
+        (uint64_t)w->sb->st_size < w->need)
+        return 0;
+    if (w->ino && ((uint64_t)w->sb->st_dev != w->dev ||
+                   (uint64_t)w->sb->st_ino != w->ino))
+        return 0;
+    if ((fd = open(copy, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) < 0)
+        return 0;
+    if (fstat(fd, w->sb) || !S_ISREG(w->sb->st_mode) ||
+        !fpos_same_start(fd, w->fp_len, w->fp_hash)) {
         close(fd);
-        return -1;
+        return 0;
     }
-    return fd;
+    str_copy(w->out, w->cap, copy);
+    w->fd = fd;
+    return 1;
 }
 
 int fpos_find_copy(const char *path, uint64_t dev, uint64_t ino,
                    uint32_t fp_len, uint64_t fp_hash, uint64_t need, char *out,
                    size_t cap, struct stat *sb)
 {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    char dir[PATH_MAX];
-    struct dirent *de;
-    DIR *d;
-    int fd = -1;
+    copy_want w = {dev, ino, need, fp_hash, fp_len, out, cap, sb, -1};
 
-    fpos_dir_of(path, dir, sizeof dir);
     /* the same file renamed first (exact); then a copy by its first bytes,
      * which an empty fingerprint cannot tell from any other file */
-    for (int pass = 0; pass < 2 && fd < 0; pass++) {
-        if ((pass == 0 && !ino) || (pass == 1 && !fp_len) || !(d = opendir(dir)))
-            continue;
-        while (fd < 0 && (de = readdir(d))) {
-            if (strncmp(de->d_name, base, strlen(base)) ||
-                !strcmp(de->d_name, base))
-                continue;
-            fd = try_copy(dir, de->d_name, dev, pass == 0 ? ino : 0, fp_len,
-                          fp_hash, need, out, cap, sb);
-        }
-        closedir(d);
-    }
-    return fd;
+    if (ino)
+        fpos_each_beside(path, try_copy, &w);
+    w.ino = 0;
+    if (w.fd < 0 && fp_len)
+        fpos_each_beside(path, try_copy, &w);
+    return w.fd;
 }
 
 uint64_t fpos_line_start(int fd, uint64_t size)

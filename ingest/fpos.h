@@ -73,6 +73,12 @@ uint64_t fpos_line_start(int fd, uint64_t size);
 /* Newlines in fd's first size bytes: the line a file read from its end
  * starts at. */
 uint64_t fpos_count_lines(int fd, uint64_t size);
+/* fn(arg, COPY) for each entry beside path whose name begins with
+ * path's name (path itself left out): its rotated copies, kern.log.1,
+ * kern.log-20240501. A nonzero return of fn stops the walk and is
+ * returned; 0 when it went to the end (or the folder cannot be read). */
+int fpos_each_beside(const char *path,
+                     int (*fn)(void *arg, const char *copy), void *arg);
 /* The regular file (not a link) beside path whose name begins with
  * path's name and that holds at least `need` bytes: the one of identity
  * (dev, ino) when there is one (path's file renamed by a rotation; ino 0:
