@@ -37,13 +37,7 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev
 
 python3 "$root/bench/peers/gen_log.py" --lines "$lines" --seed 7 --out "$work/log" > /dev/null
 size=$(stat -c %s "$work/log")
-"$cascade" broker --for 3600 > "$work/broker.out" 2> "$work/broker.err" & pids+=($!)
-for _ in $(seq 1 100); do
-  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$work/broker.out" 2>/dev/null || true)
-  [ -n "$brokers" ] && break
-  sleep 0.05
-done
-[ -n "$brokers" ] || { echo "bench/follow.sh: the broker did not start" >&2; exit 1; }
+start_broker "$work" "$cascade" || exit 1
 
 now_ns() { date +%s%N; }
 results=$work/results.jsonl

@@ -46,13 +46,7 @@ echo "journal: $n entries, $(du -sh "$work/bench.journal" | cut -f1)" >&2
 # journal-remote starts a new file past its size limit: one file is read
 [ "$n" = "$entries" ] || { echo "bench/journal.sh: the journal file holds $n of $entries entries (journal-remote rotated it): fewer --entries" >&2; exit 1; }
 
-"$cascade" broker --for 3600 > "$work/broker.out" 2> "$work/broker.err" & pids+=($!)
-for _ in $(seq 1 100); do
-  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$work/broker.out" 2>/dev/null || true)
-  [ -n "$brokers" ] && break
-  sleep 0.05
-done
-[ -n "$brokers" ] || { echo "bench/journal.sh: the broker did not start" >&2; exit 1; }
+start_broker "$work" "$cascade" || exit 1
 now_ns() { date +%s%N; }
 
 # one_cascade ARGS...: entries/s of one run

@@ -41,13 +41,7 @@ python3 "$root/bench/k8s_stream.py" --generate "$work" "$events"
 total=$((events + events / 4))
 echo "k8s: $events Events and $((events / 4)) Pod updates, $(du -sh "$work/events" | cut -f1) and $(du -sh "$work/pods" | cut -f1)" >&2
 
-"$cascade" broker --for 3600 > "$work/broker.out" 2> "$work/broker.err" & pids+=($!)
-for _ in $(seq 1 100); do
-  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$work/broker.out" 2>/dev/null || true)
-  [ -n "$brokers" ] && break
-  sleep 0.05
-done
-[ -n "$brokers" ] || { echo "bench/k8s.sh: the broker did not start" >&2; exit 1; }
+start_broker "$work" "$cascade" || exit 1
 
 # one CLIENT...: events/s of one run of the client (a command line with
 # @PORT for the server's port)

@@ -55,6 +55,21 @@ start_stack() {
   return 1
 }
 
+# start_broker DIR CASCADE: `cascade broker` alone, over TCP, for the
+# collectors' benches; sets `brokers`.
+start_broker() {
+  local d=$1 cascade=$2
+  brokers=
+  "$cascade" broker --for 3600 > "$d/broker.out" 2> "$d/broker.err" & pids+=($!)
+  for _ in $(seq 1 100); do
+    brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$d/broker.out" 2>/dev/null || true)
+    [ -n "$brokers" ] && return 0
+    sleep 0.05
+  done
+  echo "bench: the broker did not start in $d" >&2
+  return 1
+}
+
 # wait_log FILE PATTERN: up to 30 s for a line of FILE to match
 wait_log() {
   for _ in $(seq 1 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done

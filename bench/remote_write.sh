@@ -42,13 +42,7 @@ mkdir "$work/bodies"
 "$build/bench/bench_rwgen" "$work/bodies" "$requests" "$samples" 8 >&2
 total=$((requests * samples))
 
-"$cascade" broker --for 3600 > "$work/broker.out" 2> "$work/broker.err" & pids+=($!)
-for _ in $(seq 1 100); do
-  brokers=$(sed -n 's/^kafka: embedded broker at \([^ ]*\).*/\1/p' "$work/broker.out" 2>/dev/null || true)
-  [ -n "$brokers" ] && break
-  sleep 0.05
-done
-[ -n "$brokers" ] || { echo "bench/remote_write.sh: the broker did not start" >&2; exit 1; }
+start_broker "$work" "$cascade" || exit 1
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
