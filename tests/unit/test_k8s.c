@@ -563,7 +563,7 @@ static void test_config(const char *dir)
 
 int main(void)
 {
-    char dir[] = "/tmp/test_k8s.XXXXXX";
+    char dir[] = "/tmp/test_k8s.XXXXXX"; /* mkdtemp's template */
 
     REQUIRE(mkdtemp(dir) != NULL);
     test_framer();
