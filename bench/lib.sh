@@ -9,6 +9,10 @@
 pids=()
 kafka_dirs=()
 
+# free_port: a port nothing is bound to, from below the ephemeral range
+# (deploy/free_ports says why).
+free_port() { "$root/deploy/free_ports" 1; }
+
 stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done

@@ -44,9 +44,6 @@ total=$((requests * samples))
 
 start_broker "$work" "$cascade" || exit 1
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 # curl's config for shard K: one transfer a body, in order, to PORT
 curl_config() {
   local first=1

@@ -78,37 +78,6 @@ java_run() { # main class, args...
     -cp "$lib/*" "$@"
 }
 
-# free_base N: a port such that the 3*N ports from it are free on loopback.
-# Below Linux's ephemeral range (32768 up): the JVM binds seconds after
-# this check, and in that time any outgoing connection (or a port-0 bind
-# of a test running beside) may take a port in that range.
-free_base() {
-  python3 - "$1" <<'EOF'
-import random, socket, sys
-n = 3 * int(sys.argv[1])
-lo = 10000
-with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-    hi = int(f.read().split()[0])
-for _ in range(200):
-    base = random.randrange(lo, hi - n)
-    socks = []
-    try:
-        for p in range(base, base + n):
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", p))
-            socks.append(s)
-    except OSError:
-        continue
-    finally:
-        for s in socks:
-            s.close()
-    print(base)
-    sys.exit(0)
-sys.exit("no free port range")
-EOF
-}
-
 port() { echo $((base + 3 * ($1 - 1) + $2)); } # node, 0 internal 1 controller 2 client
 
 # tls DIR: a CA and a server certificate for 127.0.0.1 and localhost, and
@@ -264,7 +233,7 @@ start() {
     running "$i" && die "node $i already runs in $dir (stop it first)"
   done
   rm -rf "$dir"/node-* "$dir/tls"
-  [ -n "$base" ] || base=$(free_base "$nodes")
+  [ -n "$base" ] || base=$("$here/../free_ports" $((3 * nodes)))
   password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
   storepass=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
   (umask 077; printf '%s\n' "$password" > "$dir/cascade.password")

@@ -77,7 +77,7 @@ EOF
 # Alertmanager needs a fixed port; try a few until one binds.
 amurl=
 for _ in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 30000))
+  port=$(free_port)
   "$am" --config.file="$tmp/am.yml" --storage.path="$tmp/amdata" \
     --web.listen-address="127.0.0.1:$port" --cluster.listen-address= \
     --log.level=debug > "$tmp/alertmanager.out" 2> "$tmp/alertmanager.err" &

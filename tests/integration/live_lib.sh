@@ -21,6 +21,13 @@ fail() {
   exit 1
 }
 
+# free_ports N: the first of N consecutive ports nothing is bound to, from
+# below the ephemeral range (deploy/free_ports says why); free_port:
+# one such port.
+live_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+free_ports() { "$live_lib_dir/../../deploy/free_ports" "$1"; }
+free_port() { free_ports 1; }
+
 # start_redis: a redis-server of the test's own, append-only with fsync
 # always, so that what it acknowledged survives its own SIGKILL; its pid
 # in redis_pid.

@@ -37,7 +37,7 @@ sed -n "551,${total}p" "$tmp/stream.jsonl" > "$tmp/part3.jsonl"
 # ---- Redis: a master, its replica, three Sentinels ----
 redis_pw=$(random_hex)
 export CASCADE_TEST_REDIS_PW=$redis_pw
-a=$(free_port) b=$(free_port)
+a=$(free_ports 2); b=$((a + 1))
 redis_up "$a"
 redis_up "$b" --replicaof 127.0.0.1 "$a"
 sentinels=()

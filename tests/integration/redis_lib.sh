@@ -7,11 +7,6 @@
 # random_hex: 32 random hex digits (a password, a token).
 random_hex() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
-# free_port: a TCP port nothing listens on, for now.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # rcli PORT ARGS...: redis-cli as the default user.
 rcli() {
   local p=$1; shift

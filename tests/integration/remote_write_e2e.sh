@@ -35,10 +35,6 @@ wait_for() {
   done
   return 1
 }
-# free_port: a port nothing listens on now.
-free_port() {
-  "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 # prom_metric NAME FILTER: the sum of a Prometheus self-metric's samples
 # whose labels contain FILTER.
 prom_metric() {
@@ -78,11 +74,10 @@ mkdir -p "$tmp/exp"
   echo '# TYPE DCGM_FI_DEV_POWER_USAGE gauge'
   echo 'DCGM_FI_DEV_POWER_USAGE{gpu="0"} 300'
 } > "$tmp/exp/metrics"
-eport=$(free_port)
+eport=$(free_ports 2); rwport=$((eport + 1)) # two: the exporter binds late
 "$py" -m http.server --bind 127.0.0.1 "$eport" --directory "$tmp/exp" \
   > "$tmp/exporter.out" 2> "$tmp/exporter.err" & pids+=($!)
 
-rwport=$(free_port)
 start_rw() {
   CASCADE_REMOTE_WRITE_TOKEN=$token "$bin" ingest remote-write --brokers "$brokers" \
     --port "$rwport" --cluster fallback --for 150 \

@@ -36,7 +36,7 @@ start_slurm() {
   pids+=($!)
   for _ in $(seq 1 100); do [ -S "$d/run/munge.sock" ] && break; sleep 0.05; done
   [ -S "$d/run/munge.sock" ] || fail "munged did not start"
-  base=$((20000 + RANDOM % 20000))
+  base=$(free_ports $((n + 2))) || fail "no $((n + 2)) free ports for SLURM"
   cat > "$d/slurm.conf" <<CONF
 ClusterName=cascade-test
 SlurmctldHost=localhost(127.0.0.1)

@@ -22,19 +22,31 @@
 #include "core/rtarget.h"
 #include "core/str.h"
 
-/* A TCP port nothing listens on, for now. */
+/* A TCP port nothing is bound to, for now, from below the kernel's
+ * ephemeral range (32768 up): a port bind(0) handed out can be taken
+ * again by an outgoing connection of a test running alongside before our
+ * server binds it; below the range only a deliberate bind takes it. */
 static inline int srv_free_port(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct timespec now;
 
-    REQUIRE(fd >= 0);
-    REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    REQUIRE(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-    close(fd);
-    return ntohs(a.sin_port);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)now.tv_nsec;
+    for (int tries = 0; tries < 500; tries++) {
+        int port = 10000 + (int)(rand_r(&seed) % 22000);
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+        REQUIRE(fd >= 0);
+        int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    REQUIRE(!"no free port below 32000");
+    return -1;
 }
 
 /* argv[0] is replaced by the server binary; NULL-terminated. The server
