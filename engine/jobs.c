@@ -525,31 +525,40 @@ static void note_error(engine *e, const sig *s, const fact *f)
     default:
         return;
     }
+    /* An alert that a job failed (KubeJobFailed) is no error line of its
+     * own: it would make every attempt look alike. */
+    if (s->source == SRC_ALERTMANAGER)
+        return;
     if (!f->sig_id || !(j = eng_job_of(e, s->cluster, f->job)) || !strcmp(j->error, f->sig_id))
         return;
     str_copy(j->error, sizeof j->error, f->sig_id);
     eng_persist_job(e, j);
 }
 
-/* A fact about the cluster as a whole (it names no host and no job):
- * the cluster's window ("cluster:NAME", w:node:cluster:NAME in Redis)
- * keeps it for the horizon, so a restart knows it was seen. */
-static void cluster_window(engine *e, const sig *s, const fact *f)
+/* A fact that names no host: the window of its job ("job:NAME") or, when
+ * it names no job either (a fact about the cluster as a whole), the
+ * cluster's ("cluster:NAME"; w:node:cluster:NAME in Redis) keeps it for
+ * the horizon, so a restart knows it was seen and a redelivery of it
+ * (a KubeJobFailed alert, say) changes nothing. */
+static void hostless_window(engine *e, const sig *s, const fact *f)
 {
-    char win[96];
+    char win[300];
 
-    if (f->host[0] || f->job[0] || f->kind == FACT_INVENTORY)
+    if (f->host[0] || f->kind == FACT_INVENTORY)
         return;
-    snprintf(win, sizeof win, "cluster:%.80s", s->cluster);
-    eng_win_add(e, s, win, f->kind, NULL, f->scenario, f->sig_id);
+    if (f->job[0])
+        snprintf(win, sizeof win, "job:%.200s", f->job);
+    else
+        snprintf(win, sizeof win, "cluster:%.80s", s->cluster);
+    eng_win_add(e, s, win, f->kind, f->job[0] ? f->job : NULL, f->scenario,
+                f->sig_id);
 }
 
-/* What one fact means, by its kind. */
-/* Every fact but the rules' own events: the cluster's window for one that
- * names no host and no job, a job's latest error. */
+/* Every fact but the rules' own events: a window for one that names no
+ * host, a job's latest error. */
 static int evidence_on_fact(engine *e, const sig *s, const fact *f)
 {
-    cluster_window(e, s, f);
+    hostless_window(e, s, f);
     note_error(e, s, f);
     return 0;
 }

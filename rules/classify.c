@@ -502,20 +502,35 @@ static int classify_text(classifier *c, const sig *s, const char *text,
 }
 
 /* dcgm-exporter conventions first (Hostname, gpu, err_code), then the
- * labels other exporters use. */
+ * labels other exporters use. kube-state-metrics' alerts (their `job`
+ * label, the scrape job, is "kube-state-metrics") name an object of the
+ * API: their `instance` is the exporter's own address, not a host. */
 static const char *alert_host(json_t *labels, char *buf, size_t len)
 {
     static const char *const keys[] = {"Hostname", "hostname", "node",
                                        "nodename", "host", "instance"};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    const char *scrape = json_string_value(json_object_get(labels, "job"));
+    size_t nkeys = sizeof keys / sizeof *keys;
+
+    if (scrape && !strcmp(scrape, "kube-state-metrics"))
+        nkeys--;
+    for (size_t i = 0; i < nkeys; i++) {
         const char *v = json_string_value(json_object_get(labels, keys[i]));
-        if (v && *v) {
-            snprintf(buf, len, "%s", v);
-            buf[strcspn(buf, ":")] = '\0'; /* instance is host:port */
-            return buf;
+        if (v && *v) { /* instance is HOST:PORT or [IPV6]:PORT */
+            size_t n;
+            const char *h = str_instance_host(v, &n);
+            snprintf(buf, len, "%.*s", (int)n, h);
+            return buf[0] ? buf : NULL;
         }
     }
     return NULL;
+}
+
+/* Facts about a job alone, which an alert may give without a host:
+ * kube-state-metrics' Job alerts name the Job (`job_name`), not a node. */
+static int job_level(fact_kind k)
+{
+    return k == FACT_APP_ERROR || k == FACT_EVENT || k == FACT_JOB_FAULT;
 }
 
 /* One alert's labels: the alertname picks the signature, the labels give
@@ -533,9 +548,15 @@ static int classify_alert(classifier *c, const sig *s, json_t *labels,
     if (!code)
         code = json_string_value(json_object_get(labels, "xid"));
     from_signature(c, g, s, name, f, NULL, 0);
-    if (!alert_host(labels, host, sizeof host))
+    /* `job_name` (kube-state-metrics) is the workload; `job` is the
+     * Prometheus scrape job, never the workload. */
+    if (json_string_value(json_object_get(labels, "job_name")))
+        str_copy(f->job, sizeof f->job,
+                 json_string_value(json_object_get(labels, "job_name")));
+    str_copy(f->host, sizeof f->host,
+             alert_host(labels, host, sizeof host) ? host : "");
+    if (!f->host[0] && (!f->job[0] || !job_level(f->kind)))
         return 0;
-    str_copy(f->host, sizeof f->host, host);
     str_copy(f->gpu, sizeof f->gpu,
              json_string_value(json_object_get(labels, "gpu")));
     if (f->kind == FACT_XID) {

@@ -265,6 +265,38 @@ static void test_alert(void)
     CHECK_STR(f[0].scenario, "thermal.fleet_throttle");
     CHECK_STR(f[0].excerpt, "alert HWThermalThrottle resolved");
     sig_free(&s);
+
+    /* kube-state-metrics' alerts: instance is the exporter, job the
+     * scrape job; the Job is job_name and a Job alert needs no host */
+    line = "{\"ts\":\"2026-03-02T08:30:00Z\",\"source\":\"alertmanager\","
+           "\"payload\":{\"version\":\"4\",\"status\":\"firing\",\"alerts\":["
+           "{\"status\":\"firing\",\"labels\":{\"alertname\":\"KubeJobFailed\","
+           "\"job_name\":\"llama-ft\",\"namespace\":\"ml\",\"job\":"
+           "\"kube-state-metrics\",\"instance\":\"10.2.0.15:8080\"}},"
+           "{\"status\":\"firing\",\"labels\":{\"alertname\":"
+           "\"KubePodCrashLooping\",\"pod\":\"llama-ft-0-x2k9p\",\"job\":"
+           "\"kube-state-metrics\",\"instance\":\"10.2.0.15:8080\"}},"
+           "{\"status\":\"firing\",\"labels\":{\"alertname\":\"KubeNodeNotReady\","
+           "\"node\":\"gpu-012\",\"job\":\"kube-state-metrics\","
+           "\"instance\":\"10.2.0.15:8080\"}},"
+           "{\"status\":\"firing\",\"labels\":{\"alertname\":\"GPUXidError\","
+           "\"job_name\":\"llama-ft\",\"err_code\":\"79\",\"job\":"
+           "\"kube-state-metrics\",\"instance\":\"10.2.0.15:8080\"}},"
+           "{\"status\":\"firing\",\"labels\":{\"alertname\":\"GPUXidError\","
+           "\"instance\":\"[fd00::12]:9400\",\"err_code\":\"79\"}}]}}";
+    CHECK_INT(sig_parse_json(&s, line, strlen(line), &err), 0);
+    /* the pod alert names neither a Job nor a node; the Xid alert with a
+     * Job and no host is no GPU fault of anywhere */
+    CHECK_INT(cls_classify(c, &s, f), 3);
+    CHECK_INT(f[0].kind, FACT_APP_ERROR);
+    CHECK_STR(f[0].sig_id, "alert.job_failed");
+    CHECK_STR(f[0].job, "llama-ft");
+    CHECK_STR(f[0].host, "");
+    CHECK_INT(f[1].kind, FACT_NODE_DOWN);
+    CHECK_STR(f[1].host, "gpu-012");
+    CHECK_STR(f[2].host, "fd00::12"); /* [IPV6]:PORT */
+    CHECK_STR(f[2].scenario, "hw.gpu_off_bus");
+    sig_free(&s);
 }
 
 /* Classifies the signal o (released here); returns the number of facts. */
