@@ -38,15 +38,16 @@ static void ingest_slurm_help(FILE *f)
         "usage: cascade ingest slurm [--brokers LIST] [--config FILE]\n"
         "                            [--cluster NAME] [--poll SECONDS]\n"
         "                            [--state FILE] [--slurm-bin DIR]\n"
-        "                            [--canary-feature NAME] [--for SECONDS]\n\n"
+        "                            [--canary-feature NAME] [--canary-nodes LIST]\n"
+        "                            [--for SECONDS]\n\n"
         "The SLURM collector: polls the controller (squeue --json, sinfo\n"
         "--json; SLURM 22.05 or later) and publishes what changed to\n"
         "cascade.signals: a job signal on each job's change of state (with\n"
         "nodes, dependencies, account as team, attempt, GPUs, and the launch\n"
         "config read from its batch script), a slurm line on each node's\n"
         "(not responding, back, drained, down, with the reason), and an\n"
-        "inventory signal per node (rack from a rack feature, GPUs from its\n"
-        "GRES, canary from a feature). A controller that does not answer is\n"
+        "inventory signal per node (rack, GPUs from its GRES, canary from a\n"
+        "feature or a list). A controller that does not answer is\n"
         "retried with back-off; nothing is published for that poll. Runs as\n"
         "SlurmUser or root (batch scripts are theirs to read), once per\n"
         "cluster. SIGINT/SIGTERM: waits for delivery, saves the state, stops.\n\n"
@@ -60,9 +61,13 @@ static void ingest_slurm_help(FILE *f)
         "  --slurm-bin DIR       where squeue, sinfo, scontrol are (default\n"
         "                        PATH)\n"
         "  --canary-feature NAME the node feature of canary nodes (canary)\n"
+        "  --canary-nodes LIST   canary nodes by name, a hostlist\n"
+        "                        (gpu-[001-002]), besides the feature\n"
         "  --for SECONDS         stop after this long\n\n"
         "The config's collect section gives the same (collect.cluster,\n"
-        "collect.slurm: poll, state, bin, canary_feature); flags win.\n\n"
+        "collect.slurm: poll, state, bin, canary_feature, canary_nodes);\n"
+        "flags win. A node's rack is its rack feature (rack-N, rack=N),\n"
+        "else its leaf switch in `scontrol show topology` (topology.conf).\n\n"
         "exit: 0 stopped cleanly, 2 failure\n");
 }
 
@@ -73,6 +78,7 @@ int cmd_ingest_slurm(int argc, char **argv)
         {"cluster", required_argument, 0, 'c'}, {"poll", required_argument, 0, 'p'},
         {"state", required_argument, 0, 's'},   {"slurm-bin", required_argument, 0, 'B'},
         {"canary-feature", required_argument, 0, 'f'},
+        {"canary-nodes", required_argument, 0, 'n'},
         {"for", required_argument, 0, 't'},     {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *brokers = NULL, *config = NULL;
@@ -94,6 +100,7 @@ int cmd_ingest_slurm(int argc, char **argv)
         case 's': o.state = optarg; break;
         case 'B': o.bindir = optarg; break;
         case 'f': o.canary_feature = optarg; break;
+        case 'n': o.canary_nodes = optarg; break;
         case 'p':
             if (colrun_int("cascade ingest slurm: --poll", optarg, 1, 3600, &poll))
                 return 2;
@@ -129,6 +136,8 @@ int cmd_ingest_slurm(int argc, char **argv)
         o.bindir = cc.slurm.bindir;
     if (!o.canary_feature && cc.slurm.canary_feature[0])
         o.canary_feature = cc.slurm.canary_feature;
+    if (!o.canary_nodes && cc.slurm.canary_nodes[0])
+        o.canary_nodes = cc.slurm.canary_nodes;
     if (!poll_given && cc.slurm.poll_ms) {
         o.poll_ms = cc.slurm.poll_ms;
         poll = o.poll_ms / 1000;

@@ -9,6 +9,7 @@
 #include "core/str.h"
 #include "core/ydoc.h"
 #include "ingest/pathpat.h"
+#include "rules/hostlist.h"
 
 void ccf_defaults(ccf_conf *c)
 {
@@ -126,6 +127,28 @@ static int read_poll(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
         return -1;
     }
     ((ccf_conf *)obj)->slurm.poll_ms = (int)ms;
+    return 0;
+}
+
+/* collect.slurm.canary_nodes: a SLURM hostlist, checked here so that a
+ * typo is a FILE:LINE error, not a collector that starts and marks no
+ * canary. */
+static int read_canary_nodes(yd_doc *d, const yd_key *k, yaml_node_t *v,
+                             void *obj)
+{
+    ccf_conf *c = obj;
+    const char *s = yd_scalar(v);
+    char (*names)[128] = malloc(4096 * sizeof *names);
+    int n = names && s ? hostlist_expand(s, names, 4096) : -1;
+
+    (void)k;
+    free(names);
+    if (!s || n < 0 || strlen(s) >= sizeof c->slurm.canary_nodes) {
+        yd_problem(d, v, "collect.slurm.canary_nodes: a SLURM hostlist "
+                   "(\"gpu-[001-004],gpu-010\"), not '%s'", s ? s : "");
+        return -1;
+    }
+    str_copy(c->slurm.canary_nodes, sizeof c->slurm.canary_nodes, s);
     return 0;
 }
 
@@ -268,6 +291,7 @@ static const yd_key slurm_keys[] = {
     BUF("state", slurm.state),
     BUF("bin", slurm.bindir),
     BUF("canary_feature", slurm.canary_feature),
+    {"canary_nodes", YD_SCALAR, 0, 0, 0, 0, 0, 0, 0, read_canary_nodes},
 };
 static const yd_key rw_keys[] = {
     BUF("listen", remote_write.listen),

@@ -23,6 +23,7 @@
  *       state: /var/lib/cascade/slurm.state
  *       bin: /usr/bin
  *       canary_feature: canary
+ *       canary_nodes: "gpu-[001-002]"   # canary too, besides the feature
  *     remote_write:                 # cascade ingest remote-write
  *       listen: 127.0.0.1
  *       port: 9097
@@ -100,6 +101,7 @@ typedef struct ccf_conf {
         char state[PATH_MAX];
         char bindir[PATH_MAX];
         char canary_feature[64];
+        char canary_nodes[4096]; /* a hostlist; "": none */
     } slurm;
     struct {
         char listen[64];

@@ -20,6 +20,7 @@
 #include "ingest/fpos.h"
 #include "ingest/jobconf.h"
 #include "ingest/slurmjson.h"
+#include "ingest/slurmtopo.h"
 #include "rules/hostlist.h"
 
 /* squeue --json of a big controller: about 5 KiB a job. */
@@ -77,6 +78,10 @@ struct sc_collector {
     int resend;       /* a signal went undelivered: tell everything again */
     int stopping, failures;
     int64_t last_inventory;
+    strmap *rack_of;  /* node -> its leaf switch (scontrol show topology) */
+    strmap *canary;   /* the canary_nodes hostlist's nodes */
+    int64_t last_topology; /* 0: read it before the next poll */
+    int topology_said;     /* its absence logged once */
     sc_stats st;
 };
 
@@ -523,6 +528,11 @@ static void inventory(sc_collector *c, const sj_node *n, sc_node *r, int force)
             str_copy(rack, sizeof rack,
                      f[4] == '=' || f[4] == ':' ? f + 5 : f);
     }
+    /* a rack feature is the site's own word; else the leaf switch */
+    if (!rack[0] && strmap_get(c->rack_of, n->name))
+        str_copy(rack, sizeof rack, strmap_get(c->rack_of, n->name));
+    if (c->canary && strmap_get(c->canary, n->name))
+        canary = 1;
     snprintf(text, sizeof text, "%s|%d|%d", rack, n->gpus, canary);
     if (!force && !strcmp(text, r->inventory))
         return;
@@ -778,7 +788,8 @@ static void poll_done(sc_collector *c)
     schedule(c, c->o.poll_ms > 0 ? c->o.poll_ms : 10000);
 }
 
-static void run_cmd(sc_collector *c, const char *name, proc_done_fn fn);
+static void run_cmd(sc_collector *c, const char *name, char *arg1,
+                    char *arg2, proc_done_fn fn);
 
 static void on_sinfo(void *arg, const proc_result *r)
 {
@@ -831,13 +842,15 @@ static void on_squeue(void *arg, const proc_result *r)
     }
     memcpy(c->squeue_out, r->out, r->outlen + 1);
     c->squeue_len = r->outlen;
-    run_cmd(c, "sinfo", on_sinfo);
+    run_cmd(c, "sinfo", "--json", NULL, on_sinfo);
 }
 
-static void run_cmd(sc_collector *c, const char *name, proc_done_fn fn)
+/* name with arg1 (and arg2 when given): `squeue --json`, ... */
+static void run_cmd(sc_collector *c, const char *name, char *arg1,
+                    char *arg2, proc_done_fn fn)
 {
     char exe[PATH_MAX];
-    char *argv[] = {exe, "--json", NULL};
+    char *argv[] = {exe, arg1, arg2, NULL};
     cs_err err;
 
     cmd_path(c, name, exe, sizeof exe);
@@ -848,11 +861,50 @@ static void run_cmd(sc_collector *c, const char *name, proc_done_fn fn)
     proc_max_output(c->cmd, SC_MAX_OUTPUT);
 }
 
+/* The leaf switches, read at start and with each inventory round: a
+ * controller without topology/tree (no topology.conf) answers with an
+ * error or no switch, and the racks then come from features alone. */
+static void on_topology(void *arg, const proc_result *r)
+{
+    sc_collector *c = arg;
+    strmap *m = NULL;
+    cs_err err = {{0}};
+
+    c->cmd = NULL;
+    if (r->status == 0 && !r->out_cut)
+        m = stopo_racks(r->out, r->outlen, &err);
+    if (m && strmap_len(m)) {
+        strmap_free(c->rack_of, free);
+        c->rack_of = m;
+        c->topology_said = 0;
+    } else {
+        /* without topology/tree, scontrol exits 0 and says on stderr
+         * "No topology information available" */
+        const char *why = err.msg[0] ? err.msg : r->errlen ? r->err
+                          : r->status ? "scontrol failed" : "no leaf switch";
+        if (!c->topology_said)
+            log_info("slurm", "no racks from the topology (%.*s): racks from "
+                     "node features only", (int)strcspn(why, "\n"), why);
+        c->topology_said = 1;
+        if (m)
+            strmap_free(m, free);
+    }
+    run_cmd(c, "squeue", "--json", NULL, on_squeue);
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
+    sc_collector *c = arg;
+    int64_t every = c->o.inventory_ms > 0 ? c->o.inventory_ms : 600000;
+
     (void)fd;
     (void)what;
-    run_cmd(arg, "squeue", on_squeue);
+    if (!c->last_topology || mono_ms() - c->last_topology >= every) {
+        c->last_topology = mono_ms(); /* a failed start is not retried at once */
+        run_cmd(c, "scontrol", "show", "topology", on_topology);
+    } else {
+        run_cmd(c, "squeue", "--json", NULL, on_squeue);
+    }
 }
 
 /* ---- the collector ------------------------------------------------------ */
@@ -863,6 +915,7 @@ sc_collector *sc_start(struct event_base *base, const sc_opts *o,
     sc_collector *c = calloc(1, sizeof *c);
 
     if (!c || !(c->jobs = strmap_new()) || !(c->nodes = strmap_new()) ||
+        !(c->rack_of = strmap_new()) ||
         !(c->names = malloc(SC_MAX_NODES * sizeof *c->names)) ||
         !(c->t = kfk_tracker_new()) ||
         !(c->timer = evtimer_new(base, on_timer, c))) {
@@ -874,7 +927,11 @@ sc_collector *sc_start(struct event_base *base, const sc_opts *o,
     c->o = *o;
     c->p = p;
     kfk_tracker_on_done(c->t, on_acked, c);
-    if (load_state(c, err)) {
+    if (o->canary_nodes && o->canary_nodes[0] &&
+        !(c->canary = stopo_set(o->canary_nodes, err)))
+        cs_err_prefix(err, "canary nodes ");
+    if ((o->canary_nodes && o->canary_nodes[0] && !c->canary) ||
+        load_state(c, err)) {
         sc_free(c);
         return NULL;
     }
@@ -932,6 +989,10 @@ void sc_free(sc_collector *c)
         strmap_free(c->jobs, free_job);
     if (c->nodes)
         strmap_free(c->nodes, free);
+    if (c->rack_of)
+        strmap_free(c->rack_of, free);
+    if (c->canary)
+        strmap_free(c->canary, NULL);
     free(c->squeue_out);
     sj_free_jobs(c->snap, c->nsnap);
     free(c->nsnapv);

@@ -19,9 +19,10 @@
  *   "Node X now responding" when it is back, and otherwise the node as
  *   scontrol prints it (NodeName=X State=DOWN+DRAIN Reason=...), except
  *   for reasons cascade's own actions set;
- * - an `inventory` signal per node (rack from a rack feature, GPUs from
- *   its GRES, canary from a feature) at start, on change, and every
- *   inventory_ms.
+ * - an `inventory` signal per node (rack from a rack feature, else its
+ *   leaf switch in `scontrol show topology`; GPUs from its GRES; canary
+ *   from a feature or canary_nodes) at start, on change, and every
+ *   inventory_ms (the topology is read again then).
  *
  * Each signal's id derives from what it tells (a job's id, attempt and
  * state), so a restart that tells it again is harmless. The state file
@@ -44,6 +45,7 @@ typedef struct sc_opts {
     int poll_ms;          /* default 10000 */
     int inventory_ms;     /* default 600000 */
     const char *canary_feature; /* default "canary" */
+    const char *canary_nodes;   /* a hostlist of canary nodes; NULL: none */
 } sc_opts;
 
 typedef struct sc_stats {

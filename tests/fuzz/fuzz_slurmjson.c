@@ -1,13 +1,24 @@
-/* libFuzzer target: the SLURM controller's JSON (ingest/slurmjson.c) and
- * a job's batch script (ingest/jobconf.c), both written by others: the
- * first byte picks the reader. Whatever a reader keeps must be
- * NUL-terminated within its fields, and a config must be an object. */
+/* libFuzzer target: the SLURM controller's JSON (ingest/slurmjson.c), a
+ * job's batch script (ingest/jobconf.c) and `scontrol show topology`
+ * (ingest/slurmtopo.c), all written by others: the first byte picks the
+ * reader ('T': the topology). Whatever a reader keeps must be
+ * NUL-terminated within its fields, a config must be an object, a rack a
+ * name. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ingest/jobconf.h"
 #include "ingest/slurmjson.h"
+#include "ingest/slurmtopo.h"
+
+static void rack(void *arg, const char *node, const char *sw)
+{
+    (void)arg;
+    if (!node[0] || strnlen(node, 128) == 128 || !sw[0] ||
+        strnlen(sw, 128) == 128)
+        abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -18,7 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (!size)
         return 0;
-    if (data[0] % 3 == 0) {
+    if (data[0] == 'T') { /* one byte value, so the corpus keeps its meaning */
+        if (stopo_parse(text, len, rack, NULL, &err) < -1)
+            abort();
+    } else if (data[0] % 3 == 0) {
         sj_job *v;
         size_t n;
         if (sj_parse_jobs(text, len, &v, &n, &err) == 0) {

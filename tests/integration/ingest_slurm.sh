@@ -12,7 +12,9 @@
 #    record with its reason;
 #  - the dependent job PENDING with DependencyNeverSatisfied, depending on
 #    the failed one;
-#  - an inventory signal per node (rack feature, GPUs);
+#  - an inventory signal per node (its leaf switch in topology.conf as
+#    its rack, GPUs, canary from --canary-nodes), and again when a rack
+#    feature is added, which wins;
 #  - a controller that goes away publishes nothing (no job "gone"), and
 #    the collector carries on when it is back;
 #  - killed with SIGKILL and restarted on its state file, nothing already
@@ -24,7 +26,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/slurm_lib.sh"
 command -v kcat >/dev/null || fail "kcat not installed (deploy/setup.sh installs it)"
 start_broker 300
-SLURM_TEST_CPUS=4 SLURM_TEST_GPUS=4 SLURM_TEST_FEATURES=rack-7 start_slurm 3
+# two leaf switches under a spine: the racks of nodes without a rack
+# feature
+SLURM_TEST_CPUS=4 SLURM_TEST_GPUS=4 SLURM_TEST_TOPOLOGY='SwitchName=leaf1 Nodes=gpu-[001-002]
+SwitchName=leaf2 Nodes=gpu-003
+SwitchName=spine Switches=leaf[1-2]' start_slurm 3
 
 signals() {
   kcat -b "$brokers" -C -t "$t_signals" -o beginning -e -q -f '%S:%s' 2>> "$tmp/kcat.err" |
@@ -41,7 +47,8 @@ wait_for() {
 }
 collect() {
   "$bin" ingest slurm --brokers "$brokers" --cluster c1 --poll 1 \
-    --state "$tmp/slurm.state" > "$tmp/collector$1.out" 2> "$tmp/collector$1.err" &
+    --canary-nodes gpu-002 --state "$tmp/slurm.state" \
+    > "$tmp/collector$1.out" 2> "$tmp/collector$1.err" &
   cpid=$!
   pids+=($cpid)
 }
@@ -68,8 +75,13 @@ got=$(jq -cS "select(.source == \"job\" and .job == \"$a\" and .state == \"RUNNI
 want=$(echo '{"job_name":"llama-7b-ft","team":"llm","nodes":["gpu-001"],"gpus":2,"attempt":1,"cluster":"c1","config":{"batch_size":64,"seq_len":2048,"precision":"bf16","num_workers":8,"env":{"NCCL_DEBUG":"INFO"}}}' | jq -cS .)
 [ "$got" = "$want" ] || fail "job $a RUNNING: $got, want $want"
 got=$(jq -c "select(.source == \"inventory\") | {host, rack, gpus, canary}" "$tmp/signals.json" | sort -u | tr '\n' ' ')
-want='{"host":"gpu-001","rack":"rack-7","gpus":4,"canary":false} {"host":"gpu-002","rack":"rack-7","gpus":4,"canary":false} {"host":"gpu-003","rack":"rack-7","gpus":4,"canary":false} '
+want='{"host":"gpu-001","rack":"leaf1","gpus":4,"canary":false} {"host":"gpu-002","rack":"leaf1","gpus":4,"canary":true} {"host":"gpu-003","rack":"leaf2","gpus":4,"canary":false} '
 [ "$got" = "$want" ] || fail "inventory: $got"
+# A rack feature is the site's own word: it wins over the leaf switch,
+# and the changed node is told again.
+scontrol update NodeName=gpu-003 AvailableFeatures=rack-7 ActiveFeatures=rack-7 ||
+  fail "scontrol update features"
+wait_for '.source == "inventory" and .host == "gpu-003" and .rack == "rack-7"' "gpu-003 in rack-7"
 
 # The controller goes away (squeue --json then exits 0 with errors) and
 # comes back with its state: the collector says so and carries on.
@@ -123,4 +135,9 @@ printf '{"version":1,"jobs":{"1":{"sho' > "$tmp/slurm.state"
 grep -q "set aside as .*slurm.state.bad; telling every job and node again" "$tmp/collector2.err" ||
   fail "a cut state file: $(grep -v ' debug ' "$tmp/collector2.err" | head -n 3)"
 jq -e '.version == 1' "$tmp/slurm.state" > /dev/null || fail "no new state file after a cut one"
+# A canary list that is no hostlist: refused, named, exit 2
+out=$("$bin" ingest slurm --brokers "$brokers" --canary-nodes 'gpu-[001-' --for 3 2>&1)
+rc=$?
+[ "$rc" = 2 ] && grep -qF "canary nodes 'gpu-[001-': not a hostlist" <<< "$out" ||
+  fail "a bad --canary-nodes: exit $rc: $out"
 echo "ingest slurm: $before signals ($n job signals), the restart told none again: ok"

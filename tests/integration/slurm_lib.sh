@@ -21,7 +21,8 @@ slurm_steps_cleanup() {
 # start_slurm N: N nodes in partition gpu; waits until every node is idle.
 # SLURM_TEST_CPUS (1): CPUs a node (jobs a node at once); SLURM_TEST_GPUS
 # (none): GPUs a node, as GRES on empty files for devices;
-# SLURM_TEST_FEATURES (none): the nodes' features.
+# SLURM_TEST_FEATURES (none): the nodes' features; SLURM_TEST_TOPOLOGY
+# (none): topology.conf's lines.
 start_slurm() {
   local n=$1 d="$tmp/slurm" base i name
   command -v slurmctld >/dev/null || fail "slurmctld not installed (deploy/setup.sh)"
@@ -68,6 +69,11 @@ ${SLURM_TEST_GPUS:+GresTypes=gpu}
 NodeName=gpu-[001-$(printf %03d "$n")] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$((base + 2))-$((base + 1 + n))] CPUs=${SLURM_TEST_CPUS:-1} RealMemory=100 State=UNKNOWN${SLURM_TEST_GPUS:+ Gres=gpu:$SLURM_TEST_GPUS}${SLURM_TEST_FEATURES:+ Features=$SLURM_TEST_FEATURES}
 PartitionName=gpu Nodes=gpu-[001-$(printf %03d "$n")] Default=YES MaxTime=INFINITE State=UP
 CONF
+  # SLURM_TEST_TOPOLOGY: topology.conf's lines (topology/tree)
+  if [ -n "${SLURM_TEST_TOPOLOGY:-}" ]; then
+    printf '%s\n' "$SLURM_TEST_TOPOLOGY" > "$d/topology.conf"
+    echo "TopologyPlugin=topology/tree" >> "$d/slurm.conf"
+  fi
   # more CPUs and GPUs than the machine has: taken as configured
   if [ -n "${SLURM_TEST_CPUS:-}${SLURM_TEST_GPUS:-}" ]; then
     echo "SlurmdParameters=config_overrides" >> "$d/slurm.conf"
@@ -79,12 +85,16 @@ CONF
   fi
   export SLURM_CONF="$d/slurm.conf"
   slurmctld -D -c -i 2>> "$tmp/slurmctld.err" & pids+=($!)
+  local ctld=$!
   for i in $(seq 1 "$n"); do
     name=$(printf gpu-%03d "$i")
     mkdir -p "$d/spool/$name"
     slurmd -D -N "$name" 2>> "$tmp/slurmd.err" & pids+=($!)
   done
   for _ in $(seq 1 200); do
+    # a slurmctld that refused its config: say so now, not after sinfo's
+    # timeouts
+    kill -0 "$ctld" 2>/dev/null || fail "slurmctld exited: $(grep -E 'fatal|error' "$tmp/slurmctld.err" | tail -n 2)"
     [ "$(sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l)" -eq "$n" ] && return 0
     sleep 0.1
   done

@@ -279,7 +279,8 @@ static void test_config(void)
                  "      - {path: '/j/{job}/rank{rank}.log', format: plain, "
                  "source: ray, host: h1}\n"
                  "  journal: {kernel: false, units: [slurmd, fm.service]}\n"
-                 "  slurm: {poll: 30s, state: /s, canary_feature: canary-ok}\n",
+                 "  slurm: {poll: 30s, state: /s, canary_feature: canary-ok,\n"
+                 "          canary_nodes: 'gpu-[001-002],gpu-9'}\n",
                  &c, &why) == 0);
     CHECK_STR(c.cluster, "prod-a");
     CHECK_STR(c.log.checkpoint, "/var/lib/cascade/f.pos");
@@ -296,6 +297,7 @@ static void test_config(void)
     CHECK_INT(c.slurm.poll_ms, 30000);
     CHECK_STR(c.slurm.state, "/s");
     CHECK_STR(c.slurm.canary_feature, "canary-ok");
+    CHECK_STR(c.slurm.canary_nodes, "gpu-[001-002],gpu-9");
     CHECK_INT(c.remote_write.port, -1);
 
     setenv("CASCADE_TEST_RW_TOKEN", "rw-secret", 1);
@@ -330,6 +332,8 @@ static void test_config(void)
          ":4:9: collect.log.files: "},
         {"collect:\n  slurm: {poll: 0s}\n", ":2:17: collect.slurm.poll: a "
          "duration from 1s to 1h"},
+        {"collect:\n  slurm:\n    canary_nodes: gpu-[001-\n", ":3:19: "
+         "collect.slurm.canary_nodes: a SLURM hostlist"},
         {"collect: [1]\n", ":1:10: section 'collect' must be a mapping"},
         {"collect:\n  logs: {}\n", ":2:3: unknown key 'logs'"},
         {"collect:\n  journal: {units: [\"a=b\"]}\n", ":2:21: collect.journal.units: "

@@ -2,7 +2,9 @@
  * 22.05.8 printed them for the test cluster (tests/data/slurm, captured
  * from slurm_lib.sh's slurmctld: running, a node failed under a job, the
  * controller stopped), later shapes written after the 23.x API reference,
- * and batch scripts read for a job's config (ingest/jobconf.h). */
+ * batch scripts read for a job's config (ingest/jobconf.h), and the
+ * leaf switches of `scontrol show topology` (ingest/slurmtopo.h), as
+ * 22.05.8 printed them with and without topology.conf. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "check.h"
 #include "ingest/jobconf.h"
 #include "ingest/slurmjson.h"
+#include "ingest/slurmtopo.h"
 
 static const char *dir;
 
@@ -231,6 +234,56 @@ static void test_jobconf(void)
     check_config("", "{}");
 }
 
+typedef struct racks {
+    char seen[1024];
+    int n;
+} racks;
+
+static void add_rack(void *arg, const char *node, const char *sw)
+{
+    racks *r = arg;
+    size_t at = strlen(r->seen);
+
+    snprintf(r->seen + at, sizeof r->seen - at, "%s%s=%s", at ? " " : "",
+             node, sw);
+    r->n++;
+}
+
+static void test_topology(void)
+{
+    size_t len;
+    char *text = slurp("topology.tree.txt", &len);
+    racks r = {"", 0};
+    cs_err err = {{0}};
+
+    /* two leaf switches under a spine: the spine's Nodes are no rack */
+    CHECK_INT(stopo_parse(text, len, add_rack, &r, &err), 2);
+    CHECK_STR(r.seen, "gpu-001=leaf1 gpu-002=leaf1 gpu-003=leaf2");
+    free(text);
+
+    text = slurp("topology.none.txt", &len);
+    r.seen[0] = '\0';
+    r.n = 0;
+    CHECK_INT(stopo_parse(text, len, add_rack, &r, &err), 0);
+    CHECK_INT(r.n, 0);
+    free(text);
+
+    /* what is malformed is named, with its line */
+    const char *bad = "SwitchName=s0 Level=0 Nodes=gpu-001\n"
+                      "SwitchName=s1 Level=0 Nodes=gpu-[003-\n";
+    CHECK_INT(stopo_parse(bad, strlen(bad), add_rack, &r, &err), -1);
+    CHECK(strstr(err.msg, "line 2: switch s1: Nodes=gpu-[003- is not a "
+                          "hostlist") != NULL);
+    bad = "SwitchName=s0 Level=zero Nodes=gpu-001";
+    CHECK_INT(stopo_parse(bad, strlen(bad), add_rack, &r, &err), -1);
+    CHECK(strstr(err.msg, "line 1: Level is not a number") != NULL);
+    /* no trailing newline, tabs, unknown keys: read */
+    r.seen[0] = '\0';
+    bad = "SwitchName=t9\tLevel=0 Foo LinkSpeed=1 Nodes=n[1-2]";
+    CHECK_INT(stopo_parse(bad, strlen(bad), add_rack, &r, &err), 1);
+    CHECK_STR(r.seen, "n1=t9 n2=t9");
+}
+
 int main(int argc, char **argv)
 {
     REQUIRE(argc == 2);
@@ -239,6 +292,7 @@ int main(int argc, char **argv)
     test_recorded_nodes();
     test_later_shapes();
     test_jobconf();
+    test_topology();
     printf("%d passed, %d failed\n", check_passed, check_failed);
     return check_failed != 0;
 }
