@@ -17,7 +17,7 @@
 #include "core/ts.h"
 #include "ingest/fpos.h"
 #include "ingest/k8sframe.h"
-#include "ingest/k8sscan.h"
+#include "ingest/jsonscan.h"
 #include "ingest/logline.h"
 
 #define KW_MAX_LIST (256u << 20) /* one LIST page's answer */
@@ -226,26 +226,26 @@ static int watch_doc(kw_res *r, json_t *doc)
 }
 
 /* A string field unescaped into out; 0 when it is not one. */
-static int str_of(const ks_val *f, char *out, size_t cap)
+static int str_of(const jsc_val *f, char *out, size_t cap)
 {
-    return f->kind == 1 && ks_unescape(f->v, f->len, out, cap) == 0;
+    return f->kind == 1 && jsc_unescape(f->v, f->len, out, cap) == 0;
 }
 
 /* An object field's fields, in one pass; 0 when it is not an object. */
-static int fields_of(const ks_val *f, const char *const *keys, size_t n,
-                     ks_val *out)
+static int fields_of(const jsc_val *f, const char *const *keys, size_t n,
+                     jsc_val *out)
 {
-    return f->kind == 2 && f->v[0] == '{' && ks_fields(f->v, f->len, keys, n, out) == 0;
+    return f->kind == 2 && f->v[0] == '{' && jsc_fields(f->v, f->len, keys, n, out) == 0;
 }
 
 /* A watch document's type (as text) and object; 0 when not read so. */
 static int scan_doc(const char *doc, size_t len, char *type, size_t cap,
-                    ks_val *obj)
+                    jsc_val *obj)
 {
     static const char *const top[] = {"type", "object"};
-    ks_val f[2];
+    jsc_val f[2];
 
-    if (ks_fields(doc, len, top, 2, f) || !str_of(&f[0], type, cap) ||
+    if (jsc_fields(doc, len, top, 2, f) || !str_of(&f[0], type, cap) ||
         f[1].kind != 2 || f[1].v[0] != '{')
         return 0;
     *obj = f[1];
@@ -260,12 +260,12 @@ static int dropped_unbuilt(kw_res *r, const char *doc, size_t len)
     static const char *const keys[] = {"reason", "message", "note", "metadata"};
     static const char *const rv[] = {"resourceVersion"};
     char t[16], why[256], msg[2048], ver[128];
-    ks_val obj, f[4], m;
+    jsc_val obj, f[4], m;
 
     if (r->kind != KO_EVENTS || !r->c->o.obj.keep ||
         !scan_doc(doc, len, t, sizeof t, &obj) ||
         (strcmp(t, "ADDED") && strcmp(t, "MODIFIED")) ||
-        ks_fields(obj.v, obj.len, keys, 4, f) || !str_of(&f[0], why, sizeof why) ||
+        jsc_fields(obj.v, obj.len, keys, 4, f) || !str_of(&f[0], why, sizeof why) ||
         !fields_of(&f[3], rv, 1, &m) || !str_of(&m, ver, sizeof ver) || !ver[0])
         return 0;
     if (!str_of(&f[1], msg, sizeof msg) && !str_of(&f[2], msg, sizeof msg))
@@ -290,12 +290,12 @@ static int pod_unbuilt(kw_res *r, const char *doc, size_t len)
     static const char *const nkey[] = {"nodeName"};
     static const char *const rkey[] = {"reason"};
     char t[16], n[254], p[254], j[254], h[254], ver[128];
-    ks_val obj, o[3], m[4], l[2], sp, st;
+    jsc_val obj, o[3], m[4], l[2], sp, st;
 
     if (r->kind != KO_PODS || memmem(doc, len, "OOMKilled", 9) ||
         !scan_doc(doc, len, t, sizeof t, &obj) ||
         (strcmp(t, "ADDED") && strcmp(t, "MODIFIED") && strcmp(t, "DELETED")) ||
-        ks_fields(obj.v, obj.len, okeys, 3, o) || !fields_of(&o[0], mkeys, 4, m) ||
+        jsc_fields(obj.v, obj.len, okeys, 3, o) || !fields_of(&o[0], mkeys, 4, m) ||
         !str_of(&m[0], n, sizeof n) || !str_of(&m[1], p, sizeof p) ||
         !str_of(&m[2], ver, sizeof ver) || !ver[0] || !fields_of(&m[3], lkeys, 2, l) ||
         (!str_of(&l[0], j, sizeof j) && !str_of(&l[1], j, sizeof j)))

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingest/k8sscan.h"
+#include "ingest/jsonscan.h"
 
 struct kf_framer {
     char *buf;
@@ -104,7 +104,7 @@ int kf_next_raw(kf_framer *f, const char **doc, size_t *len, cs_err *err)
      * came since: it would want more again. */
     if (f->tried && !f->newline && f->len < 2 * f->tried)
         return 0;
-    end = ks_object_end(f->buf + f->off, f->len - f->off, &bad);
+    end = jsc_object_end(f->buf + f->off, f->len - f->off, &bad);
     if (end == 0) {
         f->tried = f->len;
         f->newline = 0;

@@ -29,7 +29,7 @@ int kf_feed(kf_framer *f, const char *p, size_t n, cs_err *err);
  * 0 when none is whole yet, -1 (err: what and at which byte of the
  * stream) when the stream is not JSON objects: the watch must be started
  * again. Only the document's nesting and strings are checked
- * (ingest/k8sscan.h). */
+ * (ingest/jsonscan.h). */
 int kf_next_raw(kf_framer *f, const char **doc, size_t *len, cs_err *err);
 /* kf_next_raw, parsed: the document in *out (the caller's). */
 int kf_next(kf_framer *f, json_t **out, cs_err *err);

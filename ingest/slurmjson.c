@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "core/str.h"
+#include "ingest/jsonscan.h"
 
 static const char *const base_states[] = {
     "PENDING",   "RUNNING",   "SUSPENDED", "COMPLETED", "CANCELLED",
@@ -266,73 +267,177 @@ static int read_node(json_t *o, sj_node *n, cs_err *err)
     return 0;
 }
 
-/* The document, checked: an object with no errors and the list. */
-static json_t *open_doc(const char *text_, size_t len, const char *list,
-                        cs_err *err)
-{
-    json_error_t je;
-    json_t *doc = NULL, *errors, *e;
-    char *copy;
+/* The fields read of a job and of a node: the rest of each record (some
+ * eighty fields of a job) is skipped, not built. */
+static const char *const job_keys[] = {
+    "job_id", "name", "account", "partition", "qos", "cluster",
+    "state_reason", "nodes", "dependency", "command",
+    "current_working_directory", "job_state", "restart_cnt", "batch_flag",
+    "exit_code", "gres_detail", "tres_alloc_str", "tres_req_str",
+    "submit_time", "start_time", "end_time", "preempt_time"};
+static const char *const node_keys[] = {
+    "name", "state", "state_flags", "reason", "reason_set_by_user", "gres",
+    "features", "reason_changed_at", "boot_time"};
+#define SJ_MAX_KEYS 22
 
-    if (!str_utf8_valid(text_, len) && (copy = malloc(len ? len : 1))) {
-        memcpy(copy, text_, len);
-        utf8_scrub(copy, len);
-        doc = json_loadb(copy, len, 0, &je);
-        free(copy);
-    } else {
-        doc = json_loadb(text_, len, 0, &je);
-    }
-    if (!doc) {
-        cs_err_set(err, "not JSON: line %d column %d: %s", je.line,
-                   je.column, je.text);
+/* One scanned value as jansson's: a string unescaped, another value
+ * parsed (it is small: a number, a flag list, {"set", "number"}). */
+static json_t *value_of(const jsc_val *v)
+{
+    json_t *j;
+    char *buf;
+
+    if (v->kind != 1)
+        return json_loadb(v->v, v->len, JSON_DECODE_ANY, NULL);
+    if (!(buf = malloc(v->len + 1)))
         return NULL;
-    }
-    errors = json_object_get(doc, "errors");
-    if (json_array_size(errors)) {
-        e = json_array_get(errors, 0);
-        const char *what = json_string_value(json_object_get(e, "description"));
-        const char *why = json_string_value(json_object_get(e, "error"));
-        cs_err_set(err, "the controller answered with an error: %s%s%s",
-                   what ? what : "", what && why ? ": " : "", why ? why : "");
-        json_decref(doc);
+    j = jsc_unescape(v->v, v->len, buf, v->len + 1) < 0 ? NULL
+                                                       : json_string(buf);
+    free(buf);
+    return j;
+}
+
+/* The record at p (len bytes) as an object of the keys' values only.
+ * NULL when its bytes are not JSON. */
+static json_t *record(const char *p, size_t len, const char *const *keys,
+                      size_t nkeys)
+{
+    jsc_val v[SJ_MAX_KEYS];
+    json_t *o;
+
+    if (jsc_fields(p, len, keys, nkeys, v) || !(o = json_object()))
         return NULL;
+    for (size_t i = 0; i < nkeys; i++) {
+        json_t *j;
+        if (!v[i].kind)
+            continue;
+        if (!(j = value_of(&v[i])) || json_object_set_new(o, keys[i], j)) {
+            json_decref(o);
+            return NULL;
+        }
     }
-    if (!json_is_array(json_object_get(doc, list))) {
-        cs_err_set(err, "no \"%s\" list in the answer", list);
-        json_decref(doc);
-        return NULL;
+    return o;
+}
+
+static size_t skip_ws(const char *p, size_t i, size_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\t' ||
+                     p[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The controller's "errors": a failed answer, said in its words. */
+static int answer_error(const jsc_val *e, cs_err *err)
+{
+    json_t *errors = e->kind == 2 ? value_of(e) : NULL, *first;
+    const char *what, *why;
+
+    if (!json_array_size(errors)) {
+        json_decref(errors);
+        return 0;
     }
-    return doc;
+    first = json_array_get(errors, 0);
+    what = json_string_value(json_object_get(first, "description"));
+    why = json_string_value(json_object_get(first, "error"));
+    cs_err_set(err, "the controller answered with an error: %s%s%s",
+               what ? what : "", what && why ? ": " : "", why ? why : "");
+    json_decref(errors);
+    return -1;
 }
 
 /* Each object of the document's list read into an array of elem-byte
- * items; one that cannot be read is left out. */
-static int parse_list(const char *text_, size_t len, const char *list_name,
-                      size_t elem, int (*read)(json_t *, void *, cs_err *),
-                      void **out, size_t *n, cs_err *err)
+ * items (one that cannot be read is left out); the document an object
+ * with no errors and the list. Read from the bytes: the list's records
+ * are found by where they end and only their keys' values are built. */
+static int scan_list(const char *text_, size_t len, const char *list_name,
+                     const char *const *keys, size_t nkeys, size_t elem,
+                     int (*read)(json_t *, void *, cs_err *), void **out,
+                     size_t *n, cs_err *err)
 {
-    json_t *doc = open_doc(text_, len, list_name, err), *list, *o;
+    const char *const top[] = {"errors", list_name};
+    jsc_val tv[2];
+    size_t i, cap = 0, bad = 0;
     char *v = NULL;
-    size_t i;
     cs_err why;
 
     *out = NULL;
     *n = 0;
-    if (!doc)
-        return -1;
-    list = json_object_get(doc, list_name);
-    if (json_array_size(list) && !(v = calloc(json_array_size(list), elem))) {
-        cs_err_set(err, "out of memory");
-        json_decref(doc);
+    i = skip_ws(text_, 0, len);
+    long whole = i < len && text_[i] == '{'
+                     ? jsc_object_end(text_ + i, len - i, &bad) : -1;
+    if (whole == 0) {
+        cs_err_set(err, "not JSON: the answer ends inside its object, after "
+                   "%zu bytes", len);
         return -1;
     }
-    json_array_foreach(list, i, o) {
+    if (whole < 0) {
+        cs_err_set(err, "not JSON: no object at byte %zu", i);
+        return -1;
+    }
+    if (jsc_fields(text_ + i, (size_t)whole, top, 2, tv)) {
+        cs_err_set(err, "not JSON: its object's keys and values do not read");
+        return -1;
+    }
+    if (answer_error(&tv[0], err))
+        return -1;
+    if (tv[1].kind != 2 || tv[1].v[0] != '[') {
+        cs_err_set(err, "no \"%s\" list in the answer", list_name);
+        return -1;
+    }
+    const char *p = tv[1].v;
+    size_t plen = tv[1].len;
+    for (i = skip_ws(p, 1, plen); i < plen && p[i] != ']';) {
+        long end = p[i] == '{' ? jsc_object_end(p + i, plen - i, &bad) : -1;
+        json_t *o = end > 0 ? record(p + i, (size_t)end, keys, nkeys) : NULL;
+        if (!o) {
+            cs_err_set(err, "not JSON: record %zu of \"%s\"", *n + 1,
+                       list_name);
+            goto fail;
+        }
+        if (*n == cap) {
+            char *w = realloc(v, (cap = cap ? 2 * cap : 64) * elem);
+            if (!w) {
+                json_decref(o);
+                cs_err_set(err, "out of memory");
+                goto fail;
+            }
+            v = w;
+        }
         if (read(o, v + *n * elem, &why) == 0)
             (*n)++;
+        json_decref(o);
+        i = skip_ws(p, i + (size_t)end, plen);
+        if (i < plen && p[i] == ',')
+            i = skip_ws(p, i + 1, plen);
     }
-    json_decref(doc);
     *out = v;
     return 0;
+fail:
+    *out = v; /* the caller frees what was read */
+    return -1;
+}
+
+static int parse_list(const char *text_, size_t len, const char *list_name,
+                      const char *const *keys, size_t nkeys, size_t elem,
+                      int (*read)(json_t *, void *, cs_err *), void **out,
+                      size_t *n, cs_err *err)
+{
+    char *copy;
+    int rc;
+
+    if (str_utf8_valid(text_, len))
+        return scan_list(text_, len, list_name, keys, nkeys, elem, read, out,
+                         n, err);
+    if (!(copy = malloc(len ? len : 1))) {
+        cs_err_set(err, "out of memory");
+        return -1;
+    }
+    memcpy(copy, text_, len);
+    utf8_scrub(copy, len);
+    rc = scan_list(copy, len, list_name, keys, nkeys, elem, read, out, n, err);
+    free(copy);
+    return rc;
 }
 
 static int read_job_v(json_t *o, void *dst, cs_err *err)
@@ -349,9 +454,15 @@ int sj_parse_jobs(const char *text_, size_t len, sj_job **jobs, size_t *n,
                   cs_err *err)
 {
     void *v;
-    int rc = parse_list(text_, len, "jobs", sizeof **jobs, read_job_v, &v, n,
-                        err);
+    int rc = parse_list(text_, len, "jobs", job_keys,
+                        sizeof job_keys / sizeof *job_keys, sizeof **jobs,
+                        read_job_v, &v, n, err);
 
+    if (rc) { /* nothing of a failed answer is kept */
+        sj_free_jobs(v, *n);
+        v = NULL;
+        *n = 0;
+    }
     *jobs = v;
     return rc;
 }
@@ -360,9 +471,15 @@ int sj_parse_nodes(const char *text_, size_t len, sj_node **nodes, size_t *n,
                    cs_err *err)
 {
     void *v;
-    int rc = parse_list(text_, len, "nodes", sizeof **nodes, read_node_v, &v,
-                        n, err);
+    int rc = parse_list(text_, len, "nodes", node_keys,
+                        sizeof node_keys / sizeof *node_keys, sizeof **nodes,
+                        read_node_v, &v, n, err);
 
+    if (rc) {
+        free(v);
+        v = NULL;
+        *n = 0;
+    }
     *nodes = v;
     return rc;
 }

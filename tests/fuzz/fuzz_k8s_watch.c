@@ -3,7 +3,7 @@
  * and every document applied as the object kind the first byte picks
  * (ingest/k8sobj.c). Every signal the collector would publish must be
  * one cascade itself accepts (sig_adopt_json), and what the scanner
- * (ingest/k8sscan.c) reads of a document without building it must be
+ * (ingest/jsonscan.c) reads of a document without building it must be
  * what jansson reads when it builds it. */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "core/signal.h"
 #include "ingest/k8sframe.h"
 #include "ingest/k8sobj.h"
-#include "ingest/k8sscan.h"
+#include "ingest/jsonscan.h"
 
 static int check_signal(void *arg, json_t *o)
 {
@@ -45,13 +45,13 @@ static void same_string(const char *raw, size_t len, json_t *doc,
         v = json_is_object(v) ? json_object_get(v, *k) : NULL;
     /* Not finding one is safe (the collector builds the document then:
      * a key written with escapes is one); finding another is not. */
-    rc = ks_get(raw, len, path, &s, &vlen);
+    rc = jsc_get(raw, len, path, &s, &vlen);
     if (rc != 1)
         return;
     if (!json_is_string(v))
         abort(); /* the scanner found a string jansson did not */
     if (json_string_length(v) < 4096 &&
-        (ks_unescape(s, vlen, out, sizeof out) ||
+        (jsc_unescape(s, vlen, out, sizeof out) ||
          strcmp(out, json_string_value(v))))
         abort(); /* read otherwise */
 }

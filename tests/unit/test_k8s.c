@@ -11,7 +11,7 @@
 #include "ingest/colcfg.h"
 #include "ingest/k8sframe.h"
 #include "ingest/k8sobj.h"
-#include "ingest/k8sscan.h"
+#include "ingest/jsonscan.h"
 #include "ingest/kubecfg.h"
 
 /* ---- the framer ---------------------------------------------------------- */
@@ -105,28 +105,28 @@ static void test_scanner(void)
     size_t n, bad;
     char out[64];
 
-    CHECK_INT(ks_object_end(doc, strlen(doc), &bad), (long)strlen(doc));
-    CHECK_INT(ks_object_end(doc, strlen(doc) - 1, &bad), 0);
-    CHECK_INT(ks_object_end("[1]", 3, &bad), -1);
-    CHECK_INT(ks_object_end("{\"a\\\\\":1}", 9, &bad), 9);
-    CHECK_INT(ks_object_end("{\"a\\\":1}", 8, &bad), 0);
-    CHECK_INT(ks_get(doc, strlen(doc), type, &v, &n), 1);
+    CHECK_INT(jsc_object_end(doc, strlen(doc), &bad), (long)strlen(doc));
+    CHECK_INT(jsc_object_end(doc, strlen(doc) - 1, &bad), 0);
+    CHECK_INT(jsc_object_end("[1]", 3, &bad), -1);
+    CHECK_INT(jsc_object_end("{\"a\\\\\":1}", 9, &bad), 9);
+    CHECK_INT(jsc_object_end("{\"a\\\":1}", 8, &bad), 0);
+    CHECK_INT(jsc_get(doc, strlen(doc), type, &v, &n), 1);
     CHECK(n == 5 && !memcmp(v, "ADDED", 5));
-    CHECK_INT(ks_get(doc, strlen(doc), rv, &v, &n), 1);
+    CHECK_INT(jsc_get(doc, strlen(doc), rv, &v, &n), 1);
     CHECK(n == 2 && !memcmp(v, "42", 2));
-    CHECK_INT(ks_get(doc, strlen(doc), count, &v, &n), 2);
+    CHECK_INT(jsc_get(doc, strlen(doc), count, &v, &n), 2);
     CHECK(n == 1 && v[0] == '3');
-    CHECK_INT(ks_get(doc, strlen(doc), none, &v, &n), 0);
-    CHECK_INT(ks_get(doc, strlen(doc), deep, &v, &n), 0);
-    REQUIRE(ks_get(doc, strlen(doc), msg, &v, &n) == 1);
-    CHECK_INT(ks_unescape(v, n, out, sizeof out), 0);
+    CHECK_INT(jsc_get(doc, strlen(doc), none, &v, &n), 0);
+    CHECK_INT(jsc_get(doc, strlen(doc), deep, &v, &n), 0);
+    REQUIRE(jsc_get(doc, strlen(doc), msg, &v, &n) == 1);
+    CHECK_INT(jsc_unescape(v, n, out, sizeof out), 0);
     CHECK_STR(out, "image \"nvcr.io/x\" caf\xc3\xa9 \xf0\x9f\x98\x80\n");
     /* cut at a character's boundary, never inside */
-    CHECK_INT(ks_unescape(v, n, out, 23), 0);
+    CHECK_INT(jsc_unescape(v, n, out, 23), 0);
     CHECK_STR(out, "image \"nvcr.io/x\" caf");
-    CHECK_INT(ks_unescape("a\\q", 3, out, sizeof out), -1);
-    CHECK_INT(ks_unescape("\\udc00", 6, out, sizeof out), -1);
-    CHECK_INT(ks_get("{\"a\" 1}", 7, type, &v, &n), -1);
+    CHECK_INT(jsc_unescape("a\\q", 3, out, sizeof out), -1);
+    CHECK_INT(jsc_unescape("\\udc00", 6, out, sizeof out), -1);
+    CHECK_INT(jsc_get("{\"a\" 1}", 7, type, &v, &n), -1);
 }
 
 /* ---- objects -------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-#include "ingest/k8sscan.h"
+#include "ingest/jsonscan.h"
 
 #include <string.h>
 
@@ -56,7 +56,7 @@ static long nested_end(const char *p, size_t n, size_t *bad)
     return 0;
 }
 
-long ks_object_end(const char *p, size_t n, size_t *bad)
+long jsc_object_end(const char *p, size_t n, size_t *bad)
 {
     *bad = 0;
     if (!n)
@@ -88,8 +88,8 @@ static long value_end(const char *p, size_t n)
     return e > 0 ? e : -1;
 }
 
-int ks_fields(const char *p, size_t n, const char *const *keys,
-              size_t nkeys, ks_val *out)
+int jsc_fields(const char *p, size_t n, const char *const *keys,
+              size_t nkeys, jsc_val *out)
 {
     size_t i = 0, found = 0;
 
@@ -142,17 +142,17 @@ int ks_fields(const char *p, size_t n, const char *const *keys,
     }
 }
 
-int ks_get(const char *p, size_t n, const char *const *path, const char **v,
+int jsc_get(const char *p, size_t n, const char *const *path, const char **v,
            size_t *vlen)
 {
-    ks_val f;
+    jsc_val f;
 
-    if (ks_fields(p, n, path, 1, &f))
+    if (jsc_fields(p, n, path, 1, &f))
         return -1;
     if (!f.kind)
         return 0;
     if (path[1])
-        return f.kind == 2 && f.v[0] == '{' ? ks_get(f.v, f.len, path + 1, v, vlen) : 0;
+        return f.kind == 2 && f.v[0] == '{' ? jsc_get(f.v, f.len, path + 1, v, vlen) : 0;
     *v = f.v;
     *vlen = f.len;
     return f.kind;
@@ -238,7 +238,7 @@ static int escape(const char *raw, size_t len, size_t *i, unsigned *cp)
     return 0;
 }
 
-int ks_unescape(const char *raw, size_t len, char *out, size_t cap)
+int jsc_unescape(const char *raw, size_t len, char *out, size_t cap)
 {
     size_t i = 0, o = 0;
 
