@@ -26,11 +26,8 @@ done
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath "${1:-$root/build}")
 cascade=$build/cascade
-# Debian's interpreter: python3-confluent-kafka is installed for it
-py=/usr/bin/python3
-$py -c 'import confluent_kafka' 2>/dev/null ||
-  { echo "bench/follow.sh: python3-confluent-kafka is not installed (deploy/setup.sh)" >&2; exit 1; }
 . "$root/bench/lib.sh"
+bench_py bench/follow.sh
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"' EXIT

@@ -26,12 +26,10 @@ done
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath "${1:-$root/build}")
 cascade=$build/cascade
-py=/usr/bin/python3
-$py -c 'import confluent_kafka' 2>/dev/null ||
-  { echo "bench/journal.sh: python3-confluent-kafka is not installed (deploy/setup.sh)" >&2; exit 1; }
+. "$root/bench/lib.sh"
+bench_py bench/journal.sh
 jr=$(command -v systemd-journal-remote || echo /lib/systemd/systemd-journal-remote)
 [ -x "$jr" ] || { echo "bench/journal.sh: systemd-journal-remote is not installed (deploy/setup.sh)" >&2; exit 1; }
-. "$root/bench/lib.sh"
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"' EXIT

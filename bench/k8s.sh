@@ -30,10 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath "${1:-$root/build}")
 cascade=$build/cascade
 . "$root/bench/lib.sh"
-# Debian's interpreter: python3-confluent-kafka is installed for it
-py=/usr/bin/python3
-$py -c 'import confluent_kafka' 2> /dev/null ||
-  { echo "bench/k8s.sh: python3-confluent-kafka is not installed (deploy/setup.sh)" >&2; exit 1; }
+bench_py bench/k8s.sh
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"' EXIT

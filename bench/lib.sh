@@ -9,6 +9,14 @@
 pids=()
 kafka_dirs=()
 
+# bench_py SCRIPT: Debian's python3 in `py` (python3-confluent-kafka, the
+# peers' Kafka client, is installed for it), or SCRIPT exits saying so.
+bench_py() {
+  py=/usr/bin/python3
+  $py -c 'import confluent_kafka' 2>/dev/null ||
+    { echo "$1: python3-confluent-kafka is not installed (deploy/setup.sh)" >&2; exit 1; }
+}
+
 # free_port: a port nothing is bound to, from below the ephemeral range
 # (deploy/free_ports says why).
 free_port() { "$root/deploy/free_ports" 1; }
