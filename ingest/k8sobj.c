@@ -321,8 +321,10 @@ static int apply_event(ko_index *x, const char *type, json_t *obj,
     json_int_t n;
     ko_pod *p;
 
-    if (!strcmp(type, "DELETED") || !reason)
-        return 0; /* an Event expiring tells nothing */
+    /* an Event expiring tells nothing; nor does one without a reason (a
+     * k8s signal is named by it: cascade's format refuses it empty) */
+    if (!strcmp(type, "DELETED") || !reason || !*reason)
+        return 0;
     /* the edge filter first: most Events are Normal ones no rule reads,
      * and everything below costs */
     if (!keep(x, obj, reason))

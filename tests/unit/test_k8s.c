@@ -251,6 +251,11 @@ static void test_events(void)
           "\"lastTimestamp\":\"2026-08-29T07:00:00Z\"}", &s);
     apply(x, KO_EVENTS, "DELETED", legacy, &s);
     apply(x, KO_EVENTS, "ADDED", "{\"metadata\":{\"uid\":\"u6\"}}", &s);
+    /* an empty reason, which the filter would keep (found by fuzzing: the
+     * signal was one cascade's format refuses) */
+    apply(x, KO_EVENTS, "ADDED",
+          "{\"metadata\":{\"uid\":\"u8\"},\"reason\":\"\",\"message\":\"x\","
+          "\"eventTime\":\"2026-08-29T10:05:00.000000Z\"}", &s);
     CHECK_INT(json_array_size(s.all), 3);
     ko_get_stats(x, &st);
     CHECK_INT(st.filtered, 1);
