@@ -9,7 +9,7 @@
 #include "core/str.h"
 #include "core/ydoc.h"
 #include "ingest/pathpat.h"
-#include "rules/hostlist.h"
+#include "ingest/slurmtopo.h"
 
 void ccf_defaults(ccf_conf *c)
 {
@@ -138,12 +138,12 @@ static int read_canary_nodes(yd_doc *d, const yd_key *k, yaml_node_t *v,
 {
     ccf_conf *c = obj;
     const char *s = yd_scalar(v);
-    char (*names)[128] = malloc(4096 * sizeof *names);
-    int n = names && s ? hostlist_expand(s, names, 4096) : -1;
+    cs_err why;
+    strmap *set = s ? stopo_set(s, &why) : NULL;
 
     (void)k;
-    free(names);
-    if (!s || n < 0 || strlen(s) >= sizeof c->slurm.canary_nodes) {
+    strmap_free(set, NULL);
+    if (!set || strlen(s) >= sizeof c->slurm.canary_nodes) {
         yd_problem(d, v, "collect.slurm.canary_nodes: a SLURM hostlist "
                    "(\"gpu-[001-004],gpu-010\"), not '%s'", s ? s : "");
         return -1;

@@ -278,7 +278,9 @@ static const char *const job_keys[] = {
 static const char *const node_keys[] = {
     "name", "state", "state_flags", "reason", "reason_set_by_user", "gres",
     "features", "reason_changed_at", "boot_time"};
-#define SJ_MAX_KEYS 22
+#define SJ_MAX_KEYS (sizeof job_keys / sizeof *job_keys)
+_Static_assert(sizeof node_keys / sizeof *node_keys <= SJ_MAX_KEYS,
+               "record() holds at most SJ_MAX_KEYS values");
 
 /* One scanned value as jansson's: a string unescaped, another value
  * parsed (it is small: a number, a flag list, {"set", "number"}). */

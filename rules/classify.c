@@ -540,6 +540,7 @@ static int classify_alert(classifier *c, const sig *s, json_t *labels,
 {
     const char *name = json_string_value(json_object_get(labels, "alertname"));
     const char *code = json_string_value(json_object_get(labels, "err_code"));
+    const char *workload;
     const pb_signature *g;
     char host[128];
 
@@ -550,9 +551,8 @@ static int classify_alert(classifier *c, const sig *s, json_t *labels,
     from_signature(c, g, s, name, f, NULL, 0);
     /* `job_name` (kube-state-metrics) is the workload; `job` is the
      * Prometheus scrape job, never the workload. */
-    if (json_string_value(json_object_get(labels, "job_name")))
-        str_copy(f->job, sizeof f->job,
-                 json_string_value(json_object_get(labels, "job_name")));
+    if ((workload = json_string_value(json_object_get(labels, "job_name"))))
+        str_copy(f->job, sizeof f->job, workload);
     str_copy(f->host, sizeof f->host,
              alert_host(labels, host, sizeof host) ? host : "");
     if (!f->host[0] && (!f->job[0] || !job_level(f->kind)))
