@@ -16,6 +16,25 @@
 #include "rules/playbooks.h"
 
 static void on_job_preempted(engine *e, const sig *s, job *j);
+static const char *marked_cause(engine *e, const job *j, const char *host,
+                                const char *only);
+
+/* A job of several nodes that failed, with no hang line, after NCCL chose
+ * loopback or a bridge, or could not reach a peer over its bootstrap
+ * socket: the interface, whatever exception the ranks printed. */
+static int failed_on_bootstrap(engine *e, const sig *s, job *j)
+{
+    fact f;
+
+    if (!marked_cause(e, j, NULL, "nccl.iface_mismatch"))
+        return 0;
+    eng_rule_fact(&f, FACT_JOB_FAULT, "nccl.iface_mismatch",
+                  json_string_value(json_array_get(j->nodes, 0)), j->id);
+    eng_on_job_fault(e, s, &f);
+    eng_add_child(strmap_get(eng_cs(e, j->cluster)->open_job, j->id), j->id,
+                  j->state, s->ts);
+    return 1;
+}
 
 /* A job failed. Explained by its own incident (OOM, ...), by a node fault
  * on one of its nodes, or, when two or more jobs fall on one node within
@@ -83,6 +102,8 @@ static void on_job_failed(engine *e, const sig *s, job *j)
             return;
         }
     }
+    if (failed_on_bootstrap(e, s, j))
+        return;
     eng_tell_job(e, s, j, ENG_JOB_UNEXPLAINED);
 }
 
@@ -327,9 +348,25 @@ static void on_context(engine *e, const sig *s, const fact *f)
     }
 }
 
+/* Whether a mark of this scenario can explain this job's failure. NCCL's
+ * own lines are judged with the job's topology (SCENARIOS.md): loopback
+ * or a bridge between the nodes of one job explains its hang only when
+ * it has several nodes; on one node NCCL needs no network at all. A node
+ * without IB is judged against its peers (marks.c), never by a hang. */
+static int mark_explains(const job *j, const char *scenario)
+{
+    if (!strcmp(scenario, "net.ib_down"))
+        return 0;
+    if (!strcmp(scenario, "nccl.iface_mismatch"))
+        return json_array_size(j->nodes) >= 2;
+    return 1;
+}
+
 /* The scenario a mark in this job's windows gives its collective timeouts:
- * NCCL that bootstrapped on loopback explains every later hang. */
-static const char *marked_cause(engine *e, const job *j, const char *host)
+ * NCCL that bootstrapped on loopback explains every later hang. `only`
+ * limits it to one scenario (NULL: any). */
+static const char *marked_cause(engine *e, const job *j, const char *host,
+                                const char *only)
 {
     size_t i;
     const char *best = NULL;
@@ -342,7 +379,9 @@ static const char *marked_cause(engine *e, const job *j, const char *host)
         for (size_t k = 0; w && k < w->n; k++) {
             const entry *en = &w->v[k];
             if (en->kind != FACT_MARK || !en->scenario ||
-                strcmp(en->job, j->id) || (best && en->ts >= best_ts))
+                strcmp(en->job, j->id) || (best && en->ts >= best_ts) ||
+                (only && strcmp(en->scenario, only)) ||
+                !mark_explains(j, en->scenario))
                 continue;
             best = en->scenario;
             best_ts = en->ts;
@@ -356,7 +395,7 @@ static const char *marked_cause(engine *e, const job *j, const char *host)
 static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
 {
     const char *cause =
-        marked_cause(e, eng_job_of(e, s->cluster, f->job), f->host);
+        marked_cause(e, eng_job_of(e, s->cluster, f->job), f->host, NULL);
 
     if (cause && pb_find(e->cat, cause)) {
         fact g = *f;
@@ -568,11 +607,68 @@ const eng_detector eng_det_evidence = {
     .on_fact = evidence_on_fact,
 };
 
+/* A node's fault told by a job's own text ("CUDA error: uncorrectable
+ * ECC error encountered") is the fault of the node the job ran on
+ * (SCENARIOS.md, "Reading the catalog"): the line's host, else the job's
+ * one node. A job on several nodes whose line names no host leaves it
+ * unknown: draining a guess is worse than waiting for the kernel's line. */
+static const fact *on_jobs_node(engine *e, const sig *s, const fact *f,
+                                fact *buf)
+{
+    const job *j;
+
+    if (f->host[0] || !f->job[0] ||
+        (f->kind != FACT_NODE_FAULT && f->kind != FACT_XID))
+        return f;
+    j = eng_job_of(e, s->cluster, f->job);
+    if (!j || json_array_size(j->nodes) != 1)
+        return f;
+    *buf = *f;
+    str_copy(buf->host, sizeof buf->host,
+             json_string_value(json_array_get(j->nodes, 0)));
+    return buf;
+}
+
+/* A node-down line in a job's own output (slurmstepd's cancel banner
+ * names the node that reports it, the batch host) when the job already
+ * has a node down: srun named the node that failed first ("Node failure
+ * on X"). The banner is then evidence for that node's incident, never a
+ * second node down (SCENARIOS.md: the node named as failed, never the
+ * host that printed the line). */
+static int told_by_peer(engine *e, const sig *s, const fact *f)
+{
+    const job *j;
+    size_t i;
+    json_t *n;
+
+    if (!f->job[0] || (s->source != SRC_APP && s->source != SRC_SLURM) ||
+        !(j = eng_job_of(e, s->cluster, f->job)) ||
+        json_array_size(j->nodes) < 2)
+        return 0;
+    json_array_foreach(j->nodes, i, n) {
+        const char *h = json_string_value(n);
+        incident *inc = strmap_get(eng_cs(e, s->cluster)->open_node, h);
+        if (!strcmp(h, f->host) || !eng_fresh(e, inc) ||
+            strcmp(inc->root_scenario, "node.down") ||
+            s->ts - inc->opened > CRASH_WINDOW)
+            continue;
+        /* kept as the reporter's error line: a restart knows it was seen */
+        eng_win_add(e, s, f->host, FACT_APP_ERROR, j->id, NULL, f->sig_id);
+        eng_touch(inc, s);
+        eng_add_child(inc, j->id, NULL, s->ts);
+        return 1;
+    }
+    return 0;
+}
+
 /* What one fact means, by its kind (the facts no detector before it in
  * the table took). */
 static int jobs_on_fact(engine *e, const sig *s, const fact *f)
 {
     const char *same_gpu, *same_job;
+    fact placed;
+
+    f = on_jobs_node(e, s, f, &placed);
 
     switch (f->kind) {
     case FACT_INVENTORY:
@@ -589,6 +685,8 @@ static int jobs_on_fact(engine *e, const sig *s, const fact *f)
         }
         /* fall through */
     case FACT_NODE_DOWN:
+        if (told_by_peer(e, s, f))
+            break;
         if (pb_find(e->cat, f->scenario))
             eng_on_node_fault(e, s, f, f->host);
         else if (f->host[0])

@@ -14,6 +14,14 @@
  *   mig.config_lost incident (the node's MIG layout was lost).
  * - ray.serve_model_oom: a Serve replica that failed to start, with a CUDA
  *   OOM of the same job close to it: the model does not fit the replica.
+ * - net.ib_down: NCCL on one node of a job found no InfiniBand device or
+ *   no verbs library and fell back to sockets, while another node of the
+ *   same job runs over IB: that node's IB is down (SCENARIOS.md, "Reading
+ *   the catalog"). Alone, or with every node on sockets, it is a cluster
+ *   without IB: information.
+ * - oom.dataloader_host: a DataLoader worker that exited unexpectedly,
+ *   with the kernel's or slurmstepd's OOM kill on its job's node within
+ *   OOM_NEAR (either first): the worker was killed for memory.
  * - capacity.peak_demand: a team's jobs held back by queue limits (SLURM
  *   QOS/association limits, Kubernetes ResourceQuota, Kueue quota) or by
  *   a full cluster (sched.capacity_exhausted) at the same hour of day on
@@ -34,6 +42,7 @@
 #define IDLE_FOR (5 * TS_MIN)
 #define NEAR (10 * TS_MIN) /* a Serve failure and an OOM this close: one */
 #define PEAK_DAYS 3
+#define OOM_NEAR (5 * TS_MIN) /* a worker's death and an OOM kill: one */
 #define DAY (24 * TS_HOUR)
 
 /* The job's marks of one scenario: how many, the first and the last, over
@@ -241,6 +250,72 @@ static void eng_peak_hit(engine *e, const sig *s, const char *jobid)
         str_copy(inc->team, sizeof inc->team, j->team);
 }
 
+/* Whether one window holds an entry of this kind (and scenario, unless
+ * NULL) of job j, or of no job, within `near` of ts. */
+static int win_has_near(engine *e, const job *j, const char *win,
+                        fact_kind kind, const char *scen, int64_t ts,
+                        int64_t near)
+{
+    node_win *w = win && *win ? eng_win_find(e, j->cluster, win) : NULL;
+
+    for (size_t m = 0; w && m < w->n; m++) {
+        const entry *en = &w->v[m];
+        if (en->kind == kind && en->ts >= ts - near && en->ts <= ts + near &&
+            (!scen || (en->scenario && !strcmp(en->scenario, scen))) &&
+            (!en->job[0] || !strcmp(en->job, j->id)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The same over every window of job j: its own, host's, its nodes'. */
+static int job_has_near(engine *e, const job *j, const char *host,
+                        fact_kind kind, const char *scen, int64_t ts,
+                        int64_t near)
+{
+    char own[96];
+    size_t i;
+    json_t *n;
+
+    snprintf(own, sizeof own, "job:%.80s", j->id);
+    if (win_has_near(e, j, own, kind, scen, ts, near) ||
+        win_has_near(e, j, host, kind, scen, ts, near))
+        return 1;
+    json_array_foreach(j->nodes, i, n)
+        if (win_has_near(e, j, json_string_value(n), kind, scen, ts, near))
+            return 1;
+    return 0;
+}
+
+static void dataloader_mark(engine *e, const sig *s, const fact *f, job *j)
+{
+    incident *inc = strmap_get(eng_cs(e, s->cluster)->open_job, j->id);
+
+    if (eng_fresh(e, inc))
+        return;
+    if (job_has_near(e, j, f->host, FACT_HOST_OOM, NULL, s->ts, OOM_NEAR))
+        job_fault(e, s, f, "oom.dataloader_host");
+}
+
+static void dataloader_oom(engine *e, const sig *s, const fact *f)
+{
+    const char *scen = "oom.dataloader_host";
+    job *j = f->job[0] ? eng_job_of(e, s->cluster, f->job)
+                       : f->host[0] ? eng_job_on(e, s->cluster, f->host) : NULL;
+    incident *inc;
+    fact g;
+
+    if (!j || !pb_find(e->cat, scen) ||
+        !job_has_near(e, j, f->host, FACT_MARK, scen, s->ts, OOM_NEAR))
+        return;
+    inc = strmap_get(eng_cs(e, s->cluster)->open_job, j->id);
+    if (eng_fresh(e, inc))
+        return;
+    eng_rule_fact(&g, FACT_JOB_FAULT, scen, f->host, j->id);
+    str_copy(g.excerpt, sizeof g.excerpt, f->excerpt);
+    eng_on_job_fault(e, s, &g);
+}
+
 static void eng_on_mark(engine *e, const sig *s, const fact *f)
 {
     job *j = eng_job_of(e, s->cluster, f->job);
@@ -270,6 +345,57 @@ static void eng_on_mark(engine *e, const sig *s, const fact *f)
         job_fault(e, s, f, scen);
     } else if (!strcmp(scen, "capacity.peak_demand")) {
         eng_peak_hit(e, s, f->job);
+    } else if (!strcmp(scen, "oom.dataloader_host") && j) {
+        dataloader_mark(e, s, f, j);
+    }
+}
+
+/* Whether host's window holds an entry of kind and scenario for job j. */
+static int host_has(engine *e, const job *j, const char *host, fact_kind kind,
+                    const char *scen)
+{
+    node_win *w = eng_win_find(e, j->cluster, host);
+
+    for (size_t i = 0; w && i < w->n; i++)
+        if (w->v[i].kind == kind && w->v[i].scenario &&
+            !strcmp(w->v[i].scenario, scen) && !strcmp(w->v[i].job, j->id) &&
+            w->v[i].ts >= e->now - NAME_WINDOW)
+            return 1;
+    return 0;
+}
+
+/* NCCL's own account of one job's nodes: a node on sockets (a mark) among
+ * peers on IB (the same scenario as a recovery: IB works there). Judged
+ * when either line arrives, since ranks print in any order. */
+static void ib_peers(engine *e, const sig *s, const char *jobid)
+{
+    const char *scen = "net.ib_down";
+    job *j = eng_job_of(e, s->cluster, jobid);
+    size_t i, k;
+    json_t *n;
+    int peer_ib = 0;
+
+    if (!j || json_array_size(j->nodes) < 2 || !pb_find(e->cat, scen))
+        return;
+    json_array_foreach(j->nodes, i, n)
+        peer_ib |= host_has(e, j, json_string_value(n), FACT_RECOVERY, scen);
+    if (!peer_ib)
+        return;
+    json_array_foreach(j->nodes, k, n) {
+        const char *host = json_string_value(n);
+        incident *inc = strmap_get(eng_cs(e, s->cluster)->open_node, host);
+        fact f;
+        if (!host_has(e, j, host, FACT_MARK, scen) ||
+            host_has(e, j, host, FACT_RECOVERY, scen) ||
+            (eng_fresh(e, inc) && !strcmp(inc->sc->id, scen)))
+            continue;
+        eng_rule_fact(&f, FACT_NODE_FAULT, scen, host, j->id);
+        snprintf(f.excerpt, sizeof f.excerpt, "NCCL on %.*s fell back to "
+                 "sockets while other nodes of job %.*s use InfiniBand",
+                 str_utf8_max(host, 64), host, str_utf8_max(j->id, 64), j->id);
+        eng_on_node_fault(e, s, &f, host);
+        if ((inc = strmap_get(eng_cs(e, s->cluster)->open_node, host)))
+            eng_add_child(inc, j->id, NULL, s->ts);
     }
 }
 
@@ -318,13 +444,23 @@ static int marks_on_fact(engine *e, const sig *s, const fact *f)
 {
     if (f->kind == FACT_MARK)
         eng_on_mark(e, s, f);
+    if (f->kind == FACT_HOST_OOM)
+        dataloader_oom(e, s, f);
+    /* NCCL's word that a node runs over IB, for its peers' marks */
+    if (f->kind == FACT_RECOVERY && f->job[0] && f->host[0] && f->scenario &&
+        !strcmp(f->scenario, "net.ib_down"))
+        eng_win_add(e, s, f->host, f->kind, f->job, f->scenario, f->sig_id);
+    if ((f->kind == FACT_MARK || f->kind == FACT_RECOVERY) && f->job[0] &&
+        f->scenario && !strcmp(f->scenario, "net.ib_down"))
+        ib_peers(e, s, f->job);
     return 0;
 }
 
 static const char *const marks_scenarios[] = {
     "hw.driver_dstate", "fabric.nic_flaky", "mig.config_lost",
     "ray.serve_model_oom", "ray.job_pending", "ray.data_backpressure",
-    "heartbeat.false_positive", "capacity.peak_demand", NULL};
+    "heartbeat.false_positive", "capacity.peak_demand", "net.ib_down",
+    "oom.dataloader_host", NULL};
 
 const eng_detector eng_det_marks = {
     .name = "marks",

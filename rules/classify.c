@@ -92,7 +92,8 @@ void cls_take_state(classifier *to, classifier *from)
 }
 
 /* Fills by_src: the prefilter answers for all signatures, but a line is
- * tried only against its own source's. */
+ * tried only against its own source's, in catalog order, the fallbacks
+ * after all the others. */
 static int by_source(classifier *c)
 {
     size_t n;
@@ -103,9 +104,10 @@ static int by_source(classifier *c)
     for (int s = 0; s < SRC__COUNT; s++) {
         if (!(c->by_src[s] = malloc((n ? n : 1) * sizeof *c->by_src[s])))
             return -1;
-        for (size_t i = 0; i < n; i++)
-            if (g[i].sources & (1u << s))
-                c->by_src[s][c->nby_src[s]++] = i;
+        for (int last = 0; last <= 1; last++)
+            for (size_t i = 0; i < n; i++)
+                if ((g[i].sources & (1u << s)) && !g[i].fallback == !last)
+                    c->by_src[s][c->nby_src[s]++] = i;
     }
     return 0;
 }
@@ -362,6 +364,14 @@ static const pb_signature *first_match(const classifier *c, int source,
     return NULL;
 }
 
+/* Ray's and SLURM's lines carry a job's own text too (a worker's
+ * traceback, srun's stderr): what their own signatures do not take is
+ * read as an app line (SCENARIOS.md, "Reading the catalog"). */
+static int reads_app(int source)
+{
+    return source == SRC_RAY || source == SRC_SLURM;
+}
+
 int cls_edge_keep(const classifier *c, int source, const char *line)
 {
     const char *t = line;
@@ -371,9 +381,11 @@ int cls_edge_keep(const classifier *c, int source, const char *line)
         return 1;
     if (source == SRC_KERNEL)
         return ln_kmsg_part(line) != NULL;
-    if (source != SRC_APP)
+    if (source != SRC_APP && !reads_app(source))
         return 0;
-    t += ln_rank_prefix(t, &rank);
+    t += ln_launcher_prefix(t, &rank);
+    if (reads_app(source) && first_match(c, SRC_APP, t, -1))
+        return 1;
     return ln_is_frame(t) ||
            strncmp(t, "Traceback (most recent call last)", 33) == 0;
 }
@@ -470,14 +482,25 @@ static const char *oom_scenario(const fact *f)
 }
 
 /* One signal's text through its source's signatures; *gp gets the one
- * that matched. A (?<nodes>) hostlist makes one fact per node. */
+ * that matched. A (?<nodes>) hostlist makes one fact per node. A Ray or
+ * SLURM line its own source's signatures do not take is tried as the
+ * job's text: app's signatures on `text`, its launcher tags stripped. */
 static int classify_sig(classifier *c, const sig *s, const char *text,
                         fact *out, const pb_signature **gp)
 {
     char nodes[512] = "", names[CLS_MAX_FACTS][128];
-    const pb_signature *g = first_match(c, s->source, text, -1);
+    const pb_signature *g;
     int k;
 
+    if (reads_app(s->source)) {
+        g = first_match(c, s->source, s->line, -1);
+        if (g)
+            text = s->line;
+        else
+            g = first_match(c, SRC_APP, text, -1);
+    } else {
+        g = first_match(c, s->source, text, -1);
+    }
     if (!(*gp = g))
         return 0;
     from_signature(c, g, s, text, out, nodes, sizeof nodes);
@@ -625,12 +648,12 @@ static void frame_pass(struct traceback *tb, const char *l)
         tb->forward = 1;
 }
 
-/* An app line without torchrun's rank prefix ("[rank3]: ..."); *rank
+/* An app line without its launchers' tags ("[rank3]: ...", "(pid=9) ..."); *rank
  * gets the prefix's rank, else the signal's. */
 static const char *app_line(const sig *s, int *rank)
 {
     *rank = s->rank;
-    return s->line + ln_rank_prefix(s->line, rank);
+    return s->line + ln_launcher_prefix(s->line, rank);
 }
 
 /* Appends src to key[*at..len), truncating; keeps key terminated. */
@@ -728,6 +751,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
     const char *line = app_line(s, &rank);
     const pb_signature *g;
     struct traceback *tb = NULL;
+    int n;
 
     /* Most lines arrive with no assembly open anywhere: no key to build. */
     if (asb_may_be_open(c->asb, s->host) ||
@@ -768,8 +792,9 @@ static int classify_app(classifier *c, const sig *s, fact *out)
             tb->dirty = 1;
         return 0;
     }
-    if (classify_sig(c, s, line, out, &g)) {
-        out->rank = rank;
+    if ((n = classify_sig(c, s, line, out, &g)) > 0) {
+        for (int i = 0; i < n; i++) /* a hostlist gives a fact a node */
+            out[i].rank = rank;
         if (out->kind == FACT_CUDA_OOM) {
             if (tb)
                 out->pass = tb->backward ? OOM_PASS_BACKWARD
@@ -784,12 +809,10 @@ static int classify_app(classifier *c, const sig *s, fact *out)
             report_open(c, key, s);
             return 0;
         }
-    } else {
-        out = NULL;
     }
     if (tb)
         asb_end(c->asb, key); /* the exception line ends it */
-    return out ? 1 : 0;
+    return n > 0 ? n : 0;
 }
 
 /* The fact a finished report gives: its head's, with the lines it read as
@@ -842,7 +865,7 @@ int cls_report_next(classifier *c, const sig *s, const char *cluster,
 
     if (!asb_reports(c->asb))
         return 0;
-    if (s && s->source == SRC_APP && s->line)
+    if (s && (s->source == SRC_APP || reads_app(s->source)) && s->line)
         line = app_key(s, key, sizeof key, &rank);
     while (asb_next(c->asb, &pos, &k, &tb)) {
         if (tb->kind != TB_REPORT)
@@ -941,7 +964,7 @@ int cls_classify(classifier *c, const sig *s, fact *out)
         return classify_app(c, s, out);
     case SRC_RAY:
     case SRC_SLURM:
-        return s->line ? classify_text(c, s, s->line, out) : 0;
+        return s->line ? classify_app(c, s, out) : 0;
     case SRC_K8S:
         return classify_text(c, s, cls_text(s, buf, sizeof buf), out);
     case SRC_ALERTMANAGER:

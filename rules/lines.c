@@ -32,6 +32,137 @@ size_t ln_rank_prefix(const char *l, int *rank)
     return (size_t)(p - l);
 }
 
+/* Digits at p: their value in *v (capped), the first byte after them. */
+static const char *digits(const char *p, long *v)
+{
+    *v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (*v < 100000000)
+            *v = *v * 10 + (*p - '0');
+    return p;
+}
+
+/* torchrun's --tee/--redirects tag "[default3]:" (role, local rank). */
+static size_t role_prefix(const char *l, int *rank)
+{
+    const char *p;
+    long r;
+
+    if (strncmp(l, "[default", 8) || l[8] < '0' || l[8] > '9')
+        return 0;
+    p = digits(l + 8, &r);
+    if (p[0] != ']' || p[1] != ':')
+        return 0;
+    p += 2;
+    *rank = (int)r;
+    return (size_t)(p - l + (*p == ' '));
+}
+
+/* mpirun --tag-output: "[1,3]<stderr>:" (job, rank; stdout or stderr). */
+static size_t mpi_prefix(const char *l, int *rank)
+{
+    const char *p;
+    long job, r;
+
+    if (l[0] != '[' || l[1] < '0' || l[1] > '9')
+        return 0;
+    p = digits(l + 1, &job);
+    if (*p != ',' || p[1] < '0' || p[1] > '9')
+        return 0;
+    p = digits(p + 1, &r);
+    if (strncmp(p, "]<stderr>:", 10) && strncmp(p, "]<stdout>:", 10))
+        return 0;
+    *rank = (int)r;
+    return (size_t)(p + 10 - l);
+}
+
+/* srun --label: "3: " (the task id, right-aligned by srun). */
+static size_t task_prefix(const char *l, int *rank)
+{
+    const char *p = l;
+    long r;
+
+    while (*p == ' ' && p - l < 6)
+        p++;
+    if (*p < '0' || *p > '9')
+        return 0;
+    p = digits(p, &r);
+    if (p[0] != ':' || p[1] != ' ' || p - l > 8)
+        return 0;
+    *rank = (int)r;
+    return (size_t)(p + 2 - l);
+}
+
+/* Ray's tag on a worker's or a daemon's line as the driver prints it:
+ * "(pid=123) ", "(RayTrainWorker pid=123, ip=10.0.0.5) ", "(raylet) ",
+ * "(raylet, ip=10.0.0.5) ", "(gcs_server) ", "(autoscaler +1m2s) ". */
+static size_t ray_prefix(const char *l)
+{
+    static const char *const daemons[] = {"raylet", "gcs_server",
+                                          "autoscaler", "monitor",
+                                          "dashboard", NULL};
+    const char *close = l[0] == '(' ? strchr(l, ')') : NULL;
+    size_t n;
+
+    if (!close || close - l > 160 || close[1] != ' ')
+        return 0;
+    n = (size_t)(close - l);
+    for (const char *p = l + 1; p + 4 <= close; p++)
+        if (!strncmp(p, "pid=", 4) && p[4] >= '0' && p[4] <= '9')
+            return n + 2;
+    for (int i = 0; daemons[i]; i++) {
+        size_t k = strlen(daemons[i]);
+        if (!strncmp(l + 1, daemons[i], k) &&
+            (l[1 + k] == ')' || l[1 + k] == ',' || l[1 + k] == ' '))
+            return n + 2;
+    }
+    return 0;
+}
+
+/* pdsh's "HOST: " (DeepSpeed's multi-node launcher), read only where it
+ * hides what the classifier looks at: an indented frame, a traceback's
+ * head or a rank prefix. A host name has a digit, which no exception
+ * class ("RuntimeError: ") has. */
+static size_t host_prefix(const char *l)
+{
+    const char *p = l;
+    int digit = 0;
+
+    for (; isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_'; p++)
+        digit |= *p >= '0' && *p <= '9';
+    if (!digit || p == l || p - l > 64 || p[0] != ':' || p[1] != ' ')
+        return 0;
+    p += 2;
+    if (*p == ' ' || *p == '\t' || *p == '[' ||
+        !strncmp(p, "Traceback (most recent call last)", 33))
+        return (size_t)(p - l);
+    return 0;
+}
+
+size_t ln_launcher_prefix(const char *l, int *rank)
+{
+    size_t at = 0;
+
+    for (int round = 0; round < 4; round++) {
+        const char *p = l + at;
+        size_t n = ln_rank_prefix(p, rank);
+        if (!n)
+            n = role_prefix(p, rank);
+        if (!n)
+            n = mpi_prefix(p, rank);
+        if (!n)
+            n = ray_prefix(p);
+        if (!n)
+            n = task_prefix(p, rank);
+        if (!n)
+            n = host_prefix(p);
+        if (!n)
+            break;
+        at += n;
+    }
+    return at;
+}
+
 /* The text after "NVRM: " when the kernel line may be a piece of a driver
  * message printed over several lines, else NULL. An Xid report is one
  * line of its own: it neither starts nor continues such a message. */

@@ -9,6 +9,11 @@
 /* The rank prefix torchrun puts on a line ("[rank3]: ", "[RANK 3] "):
  * its length, 0 when there is none; *rank gets the number. */
 size_t ln_rank_prefix(const char *l, int *rank);
+/* Every tag a launcher puts before a job's line, in any order: torchrun's
+ * rank or role tag, mpirun's "[1,3]<stderr>:", srun --label's "3: ", Ray's
+ * "(pid=..., ip=...)" and daemon tags, pdsh's "HOST: " before a frame.
+ * Their length, 0 when there is none; *rank gets the rank a tag names. */
+size_t ln_launcher_prefix(const char *l, int *rank);
 /* The text after "NVRM: " when the kernel line may be a piece of a driver
  * message printed over several lines, else NULL (an Xid report is one
  * line of its own). */

@@ -298,7 +298,7 @@ static unsigned read_sources(yd_doc *d, yaml_node_t *v, const char *id,
 
 typedef struct signature_in {
     const char *id, *fact, *scenario, *match;
-    int report;
+    int report, fallback;
     yaml_node_t *source, *examples;
 } signature_in;
 
@@ -310,6 +310,8 @@ static const yd_key signature_keys[] = {
     {"match", YD_TEXT, YD_REQUIRED, AT(signature_in, match)},
     {"report", YD_BOOL, 0, AT(signature_in, report),
      .bad = "report is true or false, not '%s'"},
+    {"fallback", YD_BOOL, 0, AT(signature_in, fallback),
+     .bad = "fallback is true or false, not '%s'"},
     {"examples", YD_LIST, YD_REQUIRED, AT(signature_in, examples),
      .bad = "'examples' must list at least one line and what it produces"},
 };
@@ -386,6 +388,7 @@ static void read_signature(yd_doc *d, pb_catalog *c, yaml_node_t *n)
     g.scenario = in.scenario ? xstrdup(in.scenario) : NULL;
     g.match = xstrdup(in.match);
     g.report = in.report;
+    g.fallback = in.fallback;
     g.file = xstrdup(yd_name(d));
     g.line = yd_line(n);
     cat_push_signature(c, &g);

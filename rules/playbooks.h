@@ -108,6 +108,10 @@ typedef struct pb_signature {
     /* The line heads a report: its fact waits for the indented lines that
      * follow from the same rank and carries them as its detail. */
     int report;
+    /* Tried after every signature of its sources that is not one: a
+     * catch-all ("CUDA error: ") that the specific ones, in any file,
+     * come before. */
+    int fallback;
     const char *file;
     int line;
     pb_example *examples;

@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "rules/classify.h"
+#include "rules/lines.h"
 #include "rules/hostlist.h"
 #include "rules/playbooks.h"
 
@@ -206,6 +207,98 @@ static void test_rank_prefix(void)
             "access was encountered", "2026-03-02T08:10:08Z");
     CHECK_INT(cls_classify(c, &s, f), 1);
     CHECK_INT(f[0].rank, 5);
+    sig_free(&s);
+}
+
+/* A line of a given source (ray, slurm) of job 9 on g1. */
+static sig line_of(const char *source, const char *line, const char *ts)
+{
+    sig s;
+    cs_err err;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", ts, "source",
+                          source, "host", "g1", "job", "9", "line", line);
+
+    if (sig_from_json(&s, o, &err))
+        fprintf(stderr, "bad test signal: %s\n", err.msg);
+    json_decref(o);
+    return s;
+}
+
+/* Every launcher's tag comes off before the signatures read the line,
+ * and the rank it names is the fact's. */
+static void test_launcher_tags(void)
+{
+    static const struct {
+        const char *line;
+        size_t len;
+        int rank;
+    } tags[] = {
+        {"[rank3]: x", 9, 3},
+        {"[default0]:[rank12]:[E817 ProcessGroupNCCL.cpp:1515] x", 20, 12},
+        {"[1,3]<stderr>:  File \"a.py\", line 1", 14, 3},
+        {"[0,17]<stdout>:x", 15, 17},
+        {"  3: srun: error: x", 5, 3},
+        {"(pid=1234) x", 11, -1},
+        {"(RayTrainWorker pid=1193, ip=10.244.4.193) x", 43, -1},
+        {"(raylet) [2025-12-07 09:57:19,206 E 393463 393463] x", 9, -1},
+        {"(raylet, ip=10.0.0.5) x", 22, -1},
+        {"worker-5: [rank22]:   File \"m.py\", line 307", 20, 22},
+        {"gpu-001: Traceback (most recent call last):", 9, -1},
+        /* no tags: an exception class, a ratio, a paren that is text */
+        {"RuntimeError: CUDA error: x", 0, -1},
+        {"gpu-001: step 12 done", 0, -1},
+        {"(most recent call first): x", 0, -1},
+        {"12/100: loss 0.3", 0, -1},
+    };
+
+    for (size_t i = 0; i < sizeof tags / sizeof *tags; i++) {
+        int rank = -1;
+        size_t n = ln_launcher_prefix(tags[i].line, &rank);
+        CHECK_INT((int)n, (int)tags[i].len);
+        CHECK_INT(rank, tags[i].rank);
+    }
+}
+
+/* Ray's and SLURM's lines that their own signatures do not take are read
+ * as the job's text, tags and tracebacks included. */
+static void test_text_sources(void)
+{
+    fact f[CLS_MAX_FACTS];
+    sig s = line_of("ray", "(RayTrainWorker pid=1193, ip=10.244.4.193) "
+                    "RuntimeError: CUDA error: uncorrectable ECC error "
+                    "encountered", "2026-03-02T08:11:00Z");
+
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_INT(f[0].kind, FACT_NODE_FAULT);
+    CHECK_STR(f[0].scenario, "hw.ecc_uncorrectable");
+    CHECK_STR(f[0].host, "g1");
+    sig_free(&s);
+    /* a worker's traceback: the backward frame decides the OOM kind */
+    s = line_of("ray", "(pid=77) Traceback (most recent call last):",
+                "2026-03-02T08:11:01Z");
+    CHECK_INT(cls_classify(c, &s, f), 0);
+    sig_free(&s);
+    s = line_of("ray", "(pid=77)     loss.backward()", "2026-03-02T08:11:01Z");
+    CHECK_INT(cls_classify(c, &s, f), 0);
+    sig_free(&s);
+    s = line_of("ray", "(pid=77) torch.OutOfMemoryError: CUDA out of memory. "
+                "Tried to allocate 2.00 GiB.", "2026-03-02T08:11:02Z");
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_STR(f[0].scenario, "oom.activation");
+    sig_free(&s);
+    /* slurmctld's own line keeps its own signature and hostlist */
+    s = line_of("slurm", "[2026-03-02T09:02:13.640] Node gpu-[201-203] now "
+                "responding", "2026-03-02T08:11:03Z");
+    CHECK_INT(cls_classify(c, &s, f), 3);
+    CHECK_INT(f[2].kind, FACT_RECOVERY);
+    CHECK_STR(f[2].host, "gpu-203");
+    sig_free(&s);
+    /* srun's line in a SLURM log: the node it names, not the signal's */
+    s = line_of("slurm", "srun: error: Node failure on gpu-044",
+                "2026-03-02T08:11:04Z");
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_INT(f[0].kind, FACT_NODE_DOWN);
+    CHECK_STR(f[0].host, "gpu-044");
     sig_free(&s);
 }
 
@@ -720,6 +813,8 @@ int main(void)
     test_oom_generations();
     test_traceback_pass();
     test_rank_prefix();
+    test_launcher_tags();
+    test_text_sources();
     test_hostlist();
     test_alert();
     test_k8s_event_versions();
