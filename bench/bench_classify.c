@@ -4,10 +4,13 @@
  * each run classifies every line with a fresh classifier (no traceback
  * state carried over) and the median of the runs is reported.
  *
- *   bench_classify [--runs N] [--repeat K] [--no-prefilter] FILE.jsonl...
+ *   bench_classify [--runs N] [--repeat K] [--no-prefilter] [--rules DIR]
+ *                  FILE.jsonl...
  *
  * --no-prefilter tries every signature in turn (the Hyperscan prefilter
- * off), to show what it is worth.
+ * off), to show what it is worth. --rules DIR classifies with that
+ * folder's rules instead of the built-in ones (bench/rules_scaled writes
+ * the built-in set grown N times, for the cost of a larger catalog).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +78,8 @@ int main(int argc, char **argv)
     sig *v = NULL;
     size_t n = 0, cap = 0, nsig, facts = 0;
     double t[64];
-    pb_catalog *cat = pb_catalog_embedded();
+    pb_catalog *cat = NULL;
+    const char *dir = NULL;
     cs_err err;
 
     for (; first < argc && argv[first][0] == '-'; first++) {
@@ -85,15 +89,24 @@ int main(int argc, char **argv)
             repeat = atoi(argv[++first]);
         else if (!strcmp(argv[first], "--no-prefilter"))
             prefilter = 0;
+        else if (!strcmp(argv[first], "--rules") && first + 1 < argc)
+            dir = argv[++first];
         else {
             fprintf(stderr, "usage: bench_classify [--runs N] [--repeat K] [--no-prefilter] "
-                            "FILE.jsonl...\n");
+                            "[--rules DIR] FILE.jsonl...\n");
             return strcmp(argv[first], "--help") ? 2 : 0;
         }
     }
     if (first == argc || runs < 1 || runs > 64 || repeat < 1) {
         fprintf(stderr, "usage: bench_classify [--runs N<=64] [--repeat K] [--no-prefilter] "
-                        "FILE.jsonl...\n");
+                        "[--rules DIR] FILE.jsonl...\n");
+        return 2;
+    }
+    cat = dir ? pb_catalog_new() : pb_catalog_embedded();
+    if (dir && pb_catalog_load_dir(cat, dir, NULL, NULL) != 0) {
+        fprintf(stderr, "bench_classify: %s: the rules do not load; run "
+                        "`cascade rules check %s`\n", dir, dir);
+        pb_catalog_free(cat);
         return 2;
     }
     for (int i = first; i < argc; i++)

@@ -355,3 +355,52 @@ void asb_set_reports(assemblies *a, int n)
 {
     a->reports = n;
 }
+
+/* Appends src to key[*at..len), truncating; keeps key terminated. */
+static void key_put(char *key, size_t len, size_t *at, const char *src)
+{
+    size_t n = strlen(src);
+
+    if (*at + n >= len)
+        n = len - 1 - *at;
+    memcpy(key + *at, src, n);
+    *at += n;
+    key[*at] = '\0';
+}
+
+/* Built on every app line that may touch an assembly, so by hand rather
+ * than through snprintf. */
+void asb_key_app(const char *cluster, const char *host, const char *job,
+                 int rank, char *key, size_t len)
+{
+    char num[16], *p = num + sizeof num;
+    unsigned v = rank < 0 ? 0u - (unsigned)rank : (unsigned)rank;
+    size_t at = 0;
+
+    *--p = '\0';
+    do
+        *--p = (char)('0' + v % 10);
+    while ((v /= 10) && p > num + 1);
+    if (rank < 0)
+        *--p = '-';
+    key[0] = '\0';
+    key_put(key, len, &at, cluster);
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, host ? host : "");
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, job ? job : "");
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, p);
+}
+
+void asb_key_kernel(const char *cluster, const char *host, char *key,
+                    size_t len)
+{
+    size_t at = 0;
+
+    key[0] = '\0';
+    key_put(key, len, &at, cluster);
+    key_put(key, len, &at, "|");
+    key_put(key, len, &at, host);
+    key_put(key, len, &at, "|kernel");
+}

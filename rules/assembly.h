@@ -57,6 +57,13 @@ typedef struct assemblies assemblies;
 
 assemblies *asb_new(void);
 void asb_free(assemblies *a);
+/* An app line's key, "CLUSTER|HOST|JOB|RANK" (host and job may be NULL),
+ * and a host's wrapped kernel message's, "CLUSTER|HOST|kernel", in key
+ * (len bytes, cut to fit). */
+void asb_key_app(const char *cluster, const char *host, const char *job,
+                 int rank, char *key, size_t len);
+void asb_key_kernel(const char *cluster, const char *host, char *key,
+                    size_t len);
 /* The assembly under key, or NULL. */
 struct traceback *asb_get(const assemblies *a, const char *key);
 /* Walks the assemblies; start with *pos 0. */

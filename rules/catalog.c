@@ -337,6 +337,11 @@ static int link_prefilter(pb_catalog *c)
     for (size_t i = 0; i < c->nsigs; i++) {
         pats[i] = c->sigs[i].match;
         sources[i] = c->sigs[i].sources;
+        /* Ray's and SLURM's lines are read with the app patterns too
+         * (classify.c): their databases hold them, so that one scan of
+         * such a line answers for both. */
+        if (sources[i] & (1u << SRC_APP))
+            sources[i] |= (1u << SRC_RAY) | (1u << SRC_SLURM);
     }
     pfl_free(c->pf);
     c->pf = pfl_new(pats, sources, c->nsigs, pfl_embedded(), &err);

@@ -339,19 +339,26 @@ static int gave_up(int rc)
            rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT;
 }
 
-static const pb_signature *first_match(const classifier *c, int source,
-                                       const char *text, int only)
+/* The prefilter's answer for a line of a source: which signatures may
+ * match (NULL: try them all). */
+static const unsigned char *scan(const classifier *c, int source,
+                                 const char *text, size_t len)
 {
-    size_t n, len = strlen(text);
-    const pb_signature *g = pb_signatures(c->cat, &n);
-    const unsigned char *may = NULL;
+    return c->pf && !c->no_prefilter ? pfl_scan(c->pf, source, text, len)
+                                     : NULL;
+}
 
-    if (source < 0 || source >= SRC__COUNT)
-        return NULL;
-    if (c->pf && !c->no_prefilter)
-        may = pfl_scan(c->pf, source, text, len);
-    for (size_t k = 0; k < c->nby_src[source]; k++) {
-        size_t i = c->by_src[source][k];
+/* The first signature of list's source that matches text, among those
+ * the prefilter's answer `may` leaves (NULL: all). */
+static const pb_signature *try_list(const classifier *c, int list,
+                                    const unsigned char *may,
+                                    const char *text, size_t len, int only)
+{
+    size_t n;
+    const pb_signature *g = pb_signatures(c->cat, &n);
+
+    for (size_t k = 0; k < c->nby_src[list]; k++) {
+        size_t i = c->by_src[list][k];
         if ((may && !may[i]) || (only >= 0 && g[i].kind != only))
             continue;
         int rc = pcre2_match(g[i].re, (PCRE2_SPTR)text, len, 0, 0, c->md,
@@ -362,6 +369,16 @@ static const pb_signature *first_match(const classifier *c, int source,
             limit_hit(c, i, rc, len);
     }
     return NULL;
+}
+
+static const pb_signature *first_match(const classifier *c, int source,
+                                       const char *text, int only)
+{
+    size_t len = strlen(text);
+
+    if (source < 0 || source >= SRC__COUNT)
+        return NULL;
+    return try_list(c, source, scan(c, source, text, len), text, len, only);
 }
 
 /* Ray's and SLURM's lines carry a job's own text too (a worker's
@@ -493,9 +510,15 @@ static int classify_sig(classifier *c, const sig *s, const char *text,
     int k;
 
     if (reads_app(s->source)) {
-        g = first_match(c, s->source, s->line, -1);
+        /* one scan answers for both lists while no tag was cut off: the
+         * source's database holds the app patterns too (catalog.c) */
+        size_t len = strlen(s->line);
+        const unsigned char *may = scan(c, s->source, s->line, len);
+        g = try_list(c, s->source, may, s->line, len, -1);
         if (g)
             text = s->line;
+        else if (text == s->line)
+            g = try_list(c, SRC_APP, may, text, len, -1);
         else
             g = first_match(c, SRC_APP, text, -1);
     } else {
@@ -640,8 +663,7 @@ int cls_classify_labels(classifier *c, const char *labels_json, fact *out)
  * .backward() call means backward; module __call__/forward means forward. */
 static void frame_pass(struct traceback *tb, const char *l)
 {
-    if (strstr(l, "backward(") || strstr(l, "torch/autograd/") ||
-        strstr(l, "_engine_run_backward") || strstr(l, "in backward"))
+    if (ln_backward_frame(l))
         tb->backward = 1;
     else if (strstr(l, "in forward") || strstr(l, "_call_impl") ||
              strstr(l, "model(") || strstr(l, "forward("))
@@ -656,48 +678,12 @@ static const char *app_line(const sig *s, int *rank)
     return s->line + ln_launcher_prefix(s->line, rank);
 }
 
-/* Appends src to key[*at..len), truncating; keeps key terminated. */
-static void key_put(char *key, size_t len, size_t *at, const char *src)
-{
-    size_t n = strlen(src);
-
-    if (*at + n >= len)
-        n = len - 1 - *at;
-    memcpy(key + *at, src, n);
-    *at += n;
-    key[*at] = '\0';
-}
-
-/* "CLUSTER|HOST|JOB|RANK": built on every app line that may touch an
- * assembly, so by hand rather than through snprintf. */
-static void app_key_of(const sig *s, int rank, char *key, size_t len)
-{
-    char num[16], *p = num + sizeof num;
-    unsigned v = rank < 0 ? 0u - (unsigned)rank : (unsigned)rank;
-    size_t at = 0;
-
-    *--p = '\0';
-    do
-        *--p = (char)('0' + v % 10);
-    while ((v /= 10) && p > num + 1);
-    if (rank < 0)
-        *--p = '-';
-    key[0] = '\0';
-    key_put(key, len, &at, s->cluster);
-    key_put(key, len, &at, "|");
-    key_put(key, len, &at, s->host ? s->host : "");
-    key_put(key, len, &at, "|");
-    key_put(key, len, &at, s->job ? s->job : "");
-    key_put(key, len, &at, "|");
-    key_put(key, len, &at, p);
-}
-
 /* app_line, and the line's assembly key. */
 static const char *app_key(const sig *s, char *key, size_t len, int *rank)
 {
     const char *line = app_line(s, rank);
 
-    app_key_of(s, *rank, key, len);
+    asb_key_app(s->cluster, s->host, s->job, *rank, key, len);
     return line;
 }
 
@@ -754,9 +740,9 @@ static int classify_app(classifier *c, const sig *s, fact *out)
     int n;
 
     /* Most lines arrive with no assembly open anywhere: no key to build. */
-    if (asb_may_be_open(c->asb, s->host) ||
-        strncmp(line, "Traceback (most recent call last)", 33) == 0) {
-        app_key_of(s, rank, key, sizeof key);
+    if (asb_may_be_open(c->asb, s->host) || ln_trace_head(line) ||
+        ln_loose_frame(line)) {
+        asb_key_app(s->cluster, s->host, s->job, rank, key, sizeof key);
         tb = asb_get(c->asb, key);
     } else {
         key[0] = '\0';
@@ -781,10 +767,12 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         asb_end(c->asb, key);
         tb = NULL;
     }
-    if (strncmp(line, "Traceback (most recent call last)", 33) == 0) {
+    if (ln_trace_head(line)) {
         asb_open(c->asb, key, s->host, s->ts);
         return 0;
     }
+    if (!tb && ln_loose_frame(line))
+        tb = asb_open(c->asb, key, s->host, s->ts);
     if (tb && ln_is_frame(line)) {
         int f = tb->forward, b = tb->backward;
         frame_pass(tb, line);
@@ -805,7 +793,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         }
         if (g->report) {
             if (!key[0])
-                app_key_of(s, rank, key, sizeof key);
+                asb_key_app(s->cluster, s->host, s->job, rank, key, sizeof key);
             report_open(c, key, s);
             return 0;
         }
@@ -891,18 +879,6 @@ int cls_report_next(classifier *c, const sig *s, const char *cluster,
     return 0;
 }
 
-/* "CLUSTER|HOST|kernel": a host's wrapped driver message. */
-static void kernel_key(const sig *s, char *key, size_t len)
-{
-    size_t at = 0;
-
-    key[0] = '\0';
-    key_put(key, len, &at, s->cluster);
-    key_put(key, len, &at, "|");
-    key_put(key, len, &at, s->host);
-    key_put(key, len, &at, "|kernel");
-}
-
 /* A kernel line alone first; when it says nothing, it may continue (or
  * begin) a driver message the kernel wrapped over several lines. */
 static int classify_kernel(classifier *c, const sig *s, fact *out)
@@ -920,7 +896,7 @@ static int classify_kernel(classifier *c, const sig *s, fact *out)
      * when this line opens one */
     open = asb_may_be_open(c->asb, s->host);
     if (open || nv)
-        kernel_key(s, key, sizeof key);
+        asb_key_kernel(s->cluster, s->host, key, sizeof key);
     if (open)
         tb = asb_get(c->asb, key);
     if (tb && (s->ts - tb->started > KMSG_MAX_AGE || s->ts < tb->started)) {

@@ -13,7 +13,8 @@ size_t ln_rank_prefix(const char *l, int *rank)
     const char *p = l + 5;
     long r = 0;
 
-    if (l[0] != '[' || (strncmp(l + 1, "rank", 4) && strncmp(l + 1, "RANK", 4)))
+    if (l[0] != '[' || !((l[1] == 'r' && l[2] == 'a' && l[3] == 'n' && l[4] == 'k') ||
+                         (l[1] == 'R' && l[2] == 'A' && l[3] == 'N' && l[4] == 'K')))
         return 0;
     if (*p == ' ')
         p++;
@@ -128,9 +129,15 @@ static size_t host_prefix(const char *l)
     const char *p = l;
     int digit = 0;
 
-    for (; isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_'; p++)
-        digit |= *p >= '0' && *p <= '9';
-    if (!digit || p == l || p - l > 64 || p[0] != ':' || p[1] != ' ')
+    for (;; p++) {
+        char ch = *p;
+        if (ch >= '0' && ch <= '9')
+            digit = 1;
+        else if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                   ch == '-' || ch == '.' || ch == '_'))
+            break;
+    }
+    if (!digit || p[0] != ':' || p[1] != ' ' || p - l > 64)
         return 0;
     p += 2;
     if (*p == ' ' || *p == '\t' || *p == '[' ||
@@ -141,23 +148,29 @@ static size_t host_prefix(const char *l)
 
 size_t ln_launcher_prefix(const char *l, int *rank)
 {
-    size_t at = 0;
+    size_t at = 0, n = 1;
 
-    for (int round = 0; round < 4; round++) {
+    /* Tried on every app line: dispatched on the first byte, so a line
+     * with no tag costs a switch and, when it starts with a word, one
+     * short scan of that word. */
+    for (int round = 0; round < 4 && n; round++) {
         const char *p = l + at;
-        size_t n = ln_rank_prefix(p, rank);
-        if (!n)
-            n = role_prefix(p, rank);
-        if (!n)
-            n = mpi_prefix(p, rank);
-        if (!n)
-            n = ray_prefix(p);
-        if (!n)
-            n = task_prefix(p, rank);
-        if (!n)
-            n = host_prefix(p);
-        if (!n)
+        switch (*p) {
+        case '[':
+            if (!(n = ln_rank_prefix(p, rank)) && !(n = role_prefix(p, rank)))
+                n = mpi_prefix(p, rank);
             break;
+        case '(':
+            n = ray_prefix(p);
+            break;
+        case ' ':
+            n = task_prefix(p, rank);
+            break;
+        default:
+            if (*p >= '0' && *p <= '9' && (n = task_prefix(p, rank)))
+                break;
+            n = host_prefix(p);
+        }
         at += n;
     }
     return at;
@@ -221,4 +234,30 @@ int ln_ends_sentence(const char *l)
     while (n && isspace((unsigned char)l[n - 1]))
         n--;
     return n && strchr(".!?", l[n - 1]);
+}
+
+int ln_backward_frame(const char *l)
+{
+    return strstr(l, "backward(") || strstr(l, "torch/autograd/") ||
+           strstr(l, "_engine_run_backward") || strstr(l, "in backward");
+}
+
+/* A Python frame line ("  File \"x.py\", line 3, in f"). */
+static int py_frame(const char *l)
+{
+    const char *p = l;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p != l && strncmp(p, "File \"", 6) == 0;
+}
+
+int ln_loose_frame(const char *l)
+{
+    return ln_is_frame(l) && (py_frame(l) || ln_backward_frame(l));
+}
+
+int ln_trace_head(const char *l)
+{
+    return strncmp(l, "Traceback (most recent call last)", 33) == 0;
 }

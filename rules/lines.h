@@ -22,6 +22,14 @@ const char *ln_kmsg_part(const char *line);
 double ln_to_bytes(const char *num, const char *unit);
 /* A traceback's frame line: indented. */
 int ln_is_frame(const char *l);
+/* A frame line that shows the backward pass (autograd, .backward()). */
+int ln_backward_frame(const char *l);
+/* A frame line with no traceback open: its head (and maybe the frames
+ * before it) were lost. One that names a file ("  File \"x.py\", line
+ * 3"), or the backward pass in its code, starts a traceback. */
+int ln_loose_frame(const char *l);
+/* A Python traceback's head line. */
+int ln_trace_head(const char *l);
 /* One report line as the detail keeps it: no indent, no "- " bullet. */
 const char *ln_report_piece(const char *line);
 /* The line, trailing blanks aside, ends with ':' / with . ! or ?. */

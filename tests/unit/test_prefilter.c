@@ -201,7 +201,9 @@ static void compiled(void)
     CHECK(p != NULL);
     if (!p || n != 5)
         goto out;
-    CHECK_INT(pfl_databases(p), 1);
+    /* the app patterns' database, and Ray's and SLURM's, which hold the
+     * app patterns too (their lines are read with them) */
+    CHECK_INT(pfl_databases(p), 3);
     CHECK_INT(pfl_reused(p), 0);
     CHECK_INT(pfl_always(p), 1);
     x = pfl_ctx_new(p, &err);
