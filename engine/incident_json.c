@@ -617,11 +617,11 @@ static void summary_open(const incident *inc, char *buf, size_t len)
     }
     if (!inc->sc->node_level && inc->job[0]) {
         char root[160] = "";
-        if (inc->root_scenario != inc->sc->id && inc->root_job[0])
+        if (strcmp(inc->root_scenario, inc->sc->id) && inc->root_job[0])
             snprintf(root, sizeof root, " (root cause %s of job %.*s)",
                      inc->root_scenario, str_utf8_max(inc->root_job, 64),
                      inc->root_job);
-        else if (inc->root_scenario != inc->sc->id)
+        else if (strcmp(inc->root_scenario, inc->sc->id))
             snprintf(root, sizeof root, " (root cause %s on %.*s)",
                      inc->root_scenario, str_utf8_max(inc->root_node, 64),
                      inc->root_node);
@@ -636,7 +636,7 @@ static void summary_open(const incident *inc, char *buf, size_t len)
     for (size_t i = 0; i < inc->nchildren; i++)
         n += inc->children[i].state[0] != 0;
     off = (size_t)snprintf(buf, len, "%s: %s", where, inc->sc->what);
-    if (inc->root_scenario != inc->sc->id && off < len)
+    if (strcmp(inc->root_scenario, inc->sc->id) && off < len)
         off += (size_t)snprintf(buf + off, len - off, " (root cause %s)",
                                 inc->root_scenario);
     if (n && off < len)

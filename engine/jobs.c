@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/mem.h"
 #include "core/str.h"
 #include "core/strmap.h"
@@ -34,6 +35,30 @@ static int failed_on_bootstrap(engine *e, const sig *s, job *j)
     eng_add_child(strmap_get(eng_cs(e, j->cluster)->open_job, j->id), j->id,
                   j->state, s->ts);
     return 1;
+}
+
+/* Several jobs failing on one node within CRASH_WINDOW, none explained,
+ * with different errors (SCENARIOS.md): the node. Jobs that all died of
+ * the same error line (one library's bug, one bad input) are that error,
+ * not the node; a job that printed none counts as different. */
+static int crashed_node(engine *e, cstate *cs, const char *host)
+{
+    node_win *w = strmap_get(cs->nodes, host);
+    const char *error = NULL;
+    int failed = 0, same = 1;
+
+    for (size_t k = 0; w && k < w->n; k++) {
+        job *o = strmap_get(cs->jobs, w->v[k].job);
+        if (w->v[k].kind != FACT_JOB_STATE ||
+            w->v[k].ts < e->now - CRASH_WINDOW || !o || o->incident[0] ||
+            !eng_is_failure(o->state))
+            continue;
+        failed++;
+        if (!o->error[0] || (error && strcmp(error, o->error)))
+            same = 0;
+        error = o->error;
+    }
+    return failed >= 2 && !same;
 }
 
 /* A job failed. Explained by its own incident (OOM, ...), by a node fault
@@ -82,16 +107,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
     }
     json_array_foreach(j->nodes, i, n) {
         const char *host = json_string_value(n);
-        node_win *w = strmap_get(cs->nodes, host);
-        int failed = 0;
-        for (size_t k = 0; w && k < w->n; k++) {
-            job *o = strmap_get(cs->jobs, w->v[k].job);
-            if (w->v[k].kind == FACT_JOB_STATE &&
-                w->v[k].ts >= e->now - CRASH_WINDOW && o && !o->incident[0] &&
-                eng_is_failure(o->state))
-                failed++;
-        }
-        if (failed >= 2 && pb_find(e->cat, "cascade.node_crash")) {
+        if (crashed_node(e, cs, host) && pb_find(e->cat, "cascade.node_crash")) {
             const entry *nf =
                 eng_earliest_node_fault(e, j->cluster, host, e->now - CRASH_WINDOW);
             inc = eng_open_node_incident(e, s, host, "cascade.node_crash", NULL);
@@ -550,8 +566,26 @@ static void on_tracked_xid(engine *e, const sig *s, const fact *f,
 
 /* A job's latest error line, by signature: its attempts are told apart
  * by it (cascade.shifting_symptoms). Kept with the job record. */
+/* What tells two error lines apart: the signature, and for a plain fatal
+ * error (app_error: "CUDA error: ...", whatever follows) the words of the
+ * line too, numbers left out (pids, addresses, sizes). */
+static void error_key(const fact *f, char *key, size_t len)
+{
+    uint64_t h = HASH_FNV_SEED;
+
+    if (f->kind != FACT_APP_ERROR) {
+        str_copy(key, len, f->sig_id);
+        return;
+    }
+    for (const char *p = f->excerpt; *p; p++)
+        if (!(*p >= '0' && *p <= '9'))
+            h = hash_fnv1a(h, p, 1);
+    snprintf(key, len, "%.40s#%08x", f->sig_id, (unsigned)(h & 0xffffffffu));
+}
+
 static void note_error(engine *e, const sig *s, const fact *f)
 {
+    char key[64];
     job *j;
 
     switch (f->kind) {
@@ -568,9 +602,12 @@ static void note_error(engine *e, const sig *s, const fact *f)
      * own: it would make every attempt look alike. */
     if (s->source == SRC_ALERTMANAGER)
         return;
-    if (!f->sig_id || !(j = eng_job_of(e, s->cluster, f->job)) || !strcmp(j->error, f->sig_id))
+    if (!f->sig_id || !(j = eng_job_of(e, s->cluster, f->job)))
         return;
-    str_copy(j->error, sizeof j->error, f->sig_id);
+    error_key(f, key, sizeof key);
+    if (!strcmp(j->error, key))
+        return;
+    str_copy(j->error, sizeof j->error, key);
     eng_persist_job(e, j);
 }
 

@@ -17,7 +17,7 @@
 /* Windows (event time). Seed 000: a node crash takes several jobs down
  * "within minutes"; ten minutes of look-back catches the slow scheduler
  * reports without joining unrelated failures of the same node. */
-#define CRASH_WINDOW (10 * TS_MIN)
+#define CRASH_WINDOW (30 * TS_MIN)
 /* An incident keeps absorbing related signals this long after its last. */
 #define FOLD_WINDOW (30 * TS_MIN)
 /* Faults that follow a logical job (spot reclaims, one program faulting
