@@ -10,7 +10,9 @@ score=$(dirname "$0")/../tools/score
 jobs=$(nproc 2>/dev/null || echo 2)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-files=("$fixtures"/*.jsonl "$fixtures"/base/*.jsonl)
+shopt -s nullglob
+files=("$fixtures"/*.jsonl "$fixtures"/base/*.jsonl "$fixtures"/catalog/*.jsonl)
+shopt -u nullglob
 [ "${#files[@]}" -ge 100 ] || { echo "only ${#files[@]} fixtures"; exit 1; }
 "$score" --replay "$bin replay" --twice -j "$jobs" "${files[@]}"
 # Lifecycle: the node crash resolves when the node is back, reopens when
