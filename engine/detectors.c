@@ -14,7 +14,7 @@
 extern const eng_detector eng_det_corr, eng_det_evidence, eng_det_serve,
     eng_det_hostmem, eng_det_progress, eng_det_jobs, eng_det_capacity,
     eng_det_peak, eng_det_thermal, eng_det_marks, eng_det_metrics,
-    eng_det_cascades, eng_det_storms;
+    eng_det_cascades, eng_det_storms, eng_det_lemon;
 
 const eng_detector *const eng_detectors[] = {
     &eng_det_corr,     /* correlation rules of the rule files (corr.c) */
@@ -30,6 +30,7 @@ const eng_detector *const eng_detectors[] = {
     &eng_det_metrics,  /* metric series and the rules read from them (metrics.c) */
     &eng_det_cascades, /* a logical job's attempts (cascades.c) */
     &eng_det_storms,   /* one fault on many nodes of a rack (storms.c) */
+    &eng_det_lemon,    /* a node that keeps failing across weeks (lemon.c) */
     NULL,
 };
 

@@ -231,6 +231,8 @@ static int64_t win_horizon(const char *host)
 {
     if (strncmp(host, "peak:", 5) == 0)
         return PEAK_HISTORY;
+    if (strncmp(host, "lemon:", 6) == 0)
+        return LEMON_HISTORY;
     return strncmp(host, "hist:", 5) == 0 ? NAME_WINDOW : HORIZON;
 }
 
@@ -270,6 +272,9 @@ int64_t eng_fold_window(const incident *inc)
     /* a team's peak hours recur daily: one incident while they do */
     if (strncmp(inc->key, "peak:", 5) == 0)
         return PEAK_HISTORY;
+    /* a lemon stays one incident while its faults keep coming */
+    if (strncmp(inc->key, "lemon:", 6) == 0)
+        return LEMON_HISTORY;
     return strncmp(inc->key, "name:", 5) == 0 || strncmp(inc->key, "gpu:", 4) == 0
                ? NAME_WINDOW : FOLD_WINDOW;
 }
@@ -477,7 +482,7 @@ int eng_is_storm(const incident *inc)
 int eng_own_key(const char *key)
 {
     static const char *const own[] = {"rack:", "ghost:", "gap:", "driver:",
-                                      "nic:", "storm:", "corr:"};
+                                      "nic:", "storm:", "corr:", "lemon:"};
     /* (job-scoped keys, "perf:", "cost:", "alloc:", live in open_job) */
 
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)

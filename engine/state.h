@@ -28,6 +28,8 @@
 /* A team's queue-limit hits by hour of day ("peak:TEAM" windows), kept for
  * a week to find the hours they recur (capacity.peak_demand). */
 #define PEAK_HISTORY (7 * 24 * TS_HOUR)
+/* A node's faults, for its time between failures (lemon.c). */
+#define LEMON_HISTORY (30 * 24 * TS_HOUR)
 /* A resolved incident takes a related signal this long after it was
  * resolved, and is open again (a node that flaps, a fix that did not
  * hold) instead of a new incident opening. */
