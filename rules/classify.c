@@ -348,25 +348,43 @@ static const unsigned char *scan(const classifier *c, int source,
                                      : NULL;
 }
 
+static int try_one(const classifier *c, const pb_signature *g, size_t i,
+                   const char *text, size_t len)
+{
+    int rc = pcre2_match(g[i].re, (PCRE2_SPTR)text, len, 0, 0, c->md, NULL);
+
+    if (gave_up(rc))
+        limit_hit(c, i, rc, len);
+    return rc >= 0;
+}
+
 /* The first signature of list's source that matches text, among those
  * the prefilter's answer `may` leaves (NULL: all). */
 static const pb_signature *try_list(const classifier *c, int list,
                                     const unsigned char *may,
                                     const char *text, size_t len, int only)
 {
-    size_t n;
+    size_t n, nh;
     const pb_signature *g = pb_signatures(c->cat, &n);
+    const unsigned *hits = may ? pfl_hits(c->pf, &nh) : NULL;
 
-    for (size_t k = 0; k < c->nby_src[list]; k++) {
+    /* The scan's few candidates, in by_src's order: a line most patterns
+     * cannot match costs them, not the catalog's size. */
+    for (int last = 0; hits && last <= 1; last++)
+        for (size_t k = 0; k < nh; k++) {
+            size_t i = hits[k];
+            if (!g[i].fallback != !last || !(g[i].sources & (1u << list)) ||
+                (only >= 0 && g[i].kind != only))
+                continue;
+            if (try_one(c, g, i, text, len))
+                return &g[i];
+        }
+    for (size_t k = 0; !hits && k < c->nby_src[list]; k++) {
         size_t i = c->by_src[list][k];
         if ((may && !may[i]) || (only >= 0 && g[i].kind != only))
             continue;
-        int rc = pcre2_match(g[i].re, (PCRE2_SPTR)text, len, 0, 0, c->md,
-                             NULL);
-        if (rc >= 0)
+        if (try_one(c, g, i, text, len))
             return &g[i];
-        if (gave_up(rc))
-            limit_hit(c, i, rc, len);
     }
     return NULL;
 }

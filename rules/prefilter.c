@@ -17,12 +17,21 @@ struct pfl {
      * patterns that its database does not hold (always tried), 0 for the
      * rest. */
     unsigned char *base[SRC__COUNT];
+    /* The same as a list: the 1s of base[s], nalways[s] of them. */
+    unsigned *always_ids[SRC__COUNT];
+    size_t nalways[SRC__COUNT];
 };
 
 struct pfl_ctx {
     const pfl *p;
     hs_scratch_t *scratch;
     unsigned char *may;
+    /* The patterns marked in may by the last scan, so that the next one
+     * clears only those, and the classifier tries only those: a line
+     * most patterns cannot match costs its few candidates, not the
+     * catalog's size. nhits > n: every pattern (a scan error). */
+    unsigned *hits;
+    size_t nhits;
 };
 
 /* Copies a "(?<name>" / "(?P<name>" / "(?'name'" group opener's name and
@@ -135,13 +144,21 @@ const char *pfl_rewrite(const char *pat, char *buf, size_t len)
     return buf;
 }
 
+static void mark(pfl_ctx *x, unsigned id)
+{
+    if (!x->may[id]) {
+        x->may[id] = 1;
+        x->hits[x->nhits++] = id;
+    }
+}
+
 static int on_match(unsigned id, unsigned long long from,
                     unsigned long long to, unsigned flags, void *ctx)
 {
     (void)from;
     (void)to;
     (void)flags;
-    ((unsigned char *)ctx)[id] = 1;
+    mark(ctx, id);
     return 0;
 }
 
@@ -319,6 +336,13 @@ pfl *pfl_new(const char *const *pats, const unsigned *sources, size_t n,
             any |= p->base[s][i];
         p->always += (size_t)any;
     }
+    for (int s = 0; s < SRC__COUNT; s++) {
+        if (!(p->always_ids[s] = calloc(n ? n : 1, sizeof *p->always_ids[s])))
+            goto oom;
+        for (size_t i = 0; i < n; i++)
+            if (p->base[s][i])
+                p->always_ids[s][p->nalways[s]++] = (unsigned)i;
+    }
     return p;
 oom:
     cs_err_set(err, "prefilter: out of memory");
@@ -333,6 +357,7 @@ void pfl_free(pfl *p)
     for (int s = 0; s < SRC__COUNT; s++) {
         hs_free_database(p->db[s]);
         free(p->base[s]);
+        free(p->always_ids[s]);
     }
     free(p);
 }
@@ -412,7 +437,8 @@ pfl_ctx *pfl_ctx_new(const pfl *p, cs_err *err)
 {
     pfl_ctx *x = calloc(1, sizeof *x);
 
-    if (!x || !(x->may = calloc(p->n ? p->n : 1, 1)))
+    if (!x || !(x->may = calloc(p->n ? p->n : 1, 1)) ||
+        !(x->hits = calloc(p->n ? p->n : 1, sizeof *x->hits)))
         goto fail;
     x->p = p;
     for (int s = 0; s < SRC__COUNT; s++)
@@ -431,6 +457,7 @@ void pfl_ctx_free(pfl_ctx *x)
         return;
     hs_free_scratch(x->scratch);
     free(x->may);
+    free(x->hits);
     free(x);
 }
 
@@ -439,14 +466,36 @@ const unsigned char *pfl_scan(pfl_ctx *x, int source, const char *text,
 {
     const pfl *p = x->p;
 
-    if (source < 0 || source >= SRC__COUNT) {
+    if (x->nhits > p->n)
         memset(x->may, 0, p->n);
+    else
+        for (size_t i = 0; i < x->nhits; i++)
+            x->may[x->hits[i]] = 0;
+    x->nhits = 0;
+    if (source < 0 || source >= SRC__COUNT)
         return x->may;
-    }
-    memcpy(x->may, p->base[source], p->n);
+    for (size_t i = 0; i < p->nalways[source]; i++)
+        mark(x, p->always_ids[source][i]);
     if (p->db[source] &&
         hs_scan(p->db[source], text, (unsigned)len, 0, x->scratch, on_match,
-                x->may) != HS_SUCCESS)
+                x) != HS_SUCCESS) {
         memset(x->may, 1, p->n);
+        x->nhits = p->n + 1;
+    }
     return x->may;
+}
+
+const unsigned *pfl_hits(pfl_ctx *x, size_t *n)
+{
+    if (x->nhits > x->p->n)
+        return NULL;
+    for (size_t k = 1; k < x->nhits; k++) { /* insertion sort: k is small */
+        unsigned v = x->hits[k];
+        size_t j = k;
+        for (; j > 0 && x->hits[j - 1] > v; j--)
+            x->hits[j] = x->hits[j - 1];
+        x->hits[j] = v;
+    }
+    *n = x->nhits;
+    return x->hits;
 }

@@ -78,6 +78,9 @@ void pfl_ctx_free(pfl_ctx *x);
  * error marks every pattern. */
 const unsigned char *pfl_scan(pfl_ctx *x, int source, const char *text,
                               size_t len);
+/* The patterns the last scan marked, in their order, *n of them; NULL
+ * when it marked every pattern. */
+const unsigned *pfl_hits(pfl_ctx *x, size_t *n);
 
 /* The pattern as handed to Hyperscan (named groups unnamed, a leading
  * (?J) dropped), into buf; NULL when it does not fit. */
