@@ -69,23 +69,32 @@ static void missing_scenario(void *arg, const char *detector, const char *id)
                    "catalog lacks", detector, id);
 }
 
-engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
+static void cat_release(engine *e)
+{
+    if (!e->cat_shared)
+        pb_catalog_free(e->cat);
+}
+
+/* An engine over cat (its own when shared is 0). */
+static engine *engine_over(const eng_store_ops *ops, void *ctx,
+                           pb_catalog *cat, int shared, cs_err *err)
 {
     engine *e = xcalloc(1, sizeof *e);
 
     e->ops = ops;
     e->ctx = ctx;
-    e->cat = pb_catalog_embedded();
+    e->cat = cat;
+    e->cat_shared = shared;
     e->cls = cls_new(e->cat, err);
     if (!e->cls) {
-        pb_catalog_free(e->cat);
+        cat_release(e);
         free(e);
         return NULL;
     }
     err->msg[0] = '\0';
     if (eng_check_scenarios(e->cat, missing_scenario, err)) {
         cls_free(e->cls);
-        pb_catalog_free(e->cat);
+        cat_release(e);
         free(e);
         return NULL;
     }
@@ -94,12 +103,24 @@ engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
     return e;
 }
 
+engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err)
+{
+    return engine_over(ops, ctx, pb_catalog_embedded(), 0, err);
+}
+
+engine *eng_new_shared(const eng_store_ops *ops, void *ctx,
+                       const pb_catalog *cat, cs_err *err)
+{
+    /* never freed or changed through e: cat_shared */
+    return engine_over(ops, ctx, (pb_catalog *)cat, 1, err);
+}
+
 void eng_free(engine *e)
 {
     if (!e)
         return;
     cls_free(e->cls);
-    pb_catalog_free(e->cat);
+    cat_release(e);
     for (size_t i = 0; i < e->nold; i++)
         pb_catalog_free(e->old_cats[i]);
     free(e->old_cats);
@@ -145,9 +166,12 @@ int eng_set_catalog(engine *e, pb_catalog *cat, cs_err *err)
         inc->root_scenario = same ? inc->sc->id : root ? root->id
                                                        : inc->root_scenario;
     }
-    e->old_cats = xrealloc(e->old_cats, (e->nold + 1) * sizeof *e->old_cats);
-    e->old_cats[e->nold++] = e->cat;
+    if (!e->cat_shared) {
+        e->old_cats = xrealloc(e->old_cats, (e->nold + 1) * sizeof *e->old_cats);
+        e->old_cats[e->nold++] = e->cat;
+    }
     e->cat = cat;
+    e->cat_shared = 0;
     return 0;
 }
 

@@ -33,6 +33,10 @@ struct pb_catalog;
 
 /* Starts on the rule set built into the binary. */
 engine *eng_new(const eng_store_ops *ops, void *ctx, cs_err *err);
+/* The same over a catalog the caller owns and keeps until the engine is
+ * freed (a test making thousands of engines loads the rules once). */
+engine *eng_new_shared(const eng_store_ops *ops, void *ctx,
+                       const struct pb_catalog *cat, cs_err *err);
 void eng_free(engine *e);
 
 /* Swaps the whole rule set (a catalog that loaded without a problem) and

@@ -172,6 +172,7 @@ struct engine {
     void *ctx;
     classifier *cls;
     pb_catalog *cat;   /* responses per scenario (the rule files) */
+    int cat_shared;    /* cat belongs to the caller (eng_new_shared) */
     strmap *clusters;  /* cluster -> cstate */
     cstate *cs_last;   /* the last one asked for: a batch is mostly one */
     incident **incs;

@@ -79,14 +79,23 @@ static void m_hdel(void *ctx, const char *key, const char *f)
 
 static const eng_store_ops mem_ops = {m_zadd, m_trim, m_hset, m_hdel};
 
+/* Every engine of the run reads one built-in catalog, loaded once:
+ * thousands of engines each parsing and compiling the rules would be
+ * most of the test's time. A --rules folder (a few correlations, not a
+ * whole catalog) replaces it per engine, as the correlator does. */
+static pb_catalog *cat;
+
 static engine *new_engine(mem *m)
 {
     cs_err err;
-    engine *e = eng_new(&mem_ops, m, &err);
+    engine *e;
     pb_catalog *c;
 
+    if (!cat)
+        cat = pb_catalog_embedded();
+    e = eng_new_shared(&mem_ops, m, cat, &err);
     CHECK(e != NULL);
-    if (!rules_dir)
+    if (!rules_dir || !e)
         return e;
     c = pb_catalog_new();
     CHECK_INT(pb_catalog_load_dir(c, rules_dir, NULL, NULL), 0);
@@ -300,5 +309,6 @@ int main(int argc, char **argv)
     }
     CHECK(streams >= min);
     printf("%d streams, each restarted at up to 40 points\n", streams);
+    pb_catalog_free(cat);
     return check_report();
 }
