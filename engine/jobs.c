@@ -20,21 +20,29 @@ static void on_job_preempted(engine *e, const sig *s, job *j);
 static const char *marked_cause(engine *e, const job *j, const char *host,
                                 const char *only);
 
-/* A job of several nodes that failed, with no hang line, after NCCL chose
- * loopback or a bridge, or could not reach a peer over its bootstrap
- * socket: the interface, whatever exception the ranks printed. */
-static int failed_on_bootstrap(engine *e, const sig *s, job *j)
+/* A failure nothing else explained, told by a mark of the job's: a job
+ * of several nodes after NCCL chose loopback or a bridge, or could not
+ * reach a peer over its bootstrap socket (the interface, whatever the
+ * ranks printed); a Ray actor that died, when no cause printed after it
+ * (the memory monitor's kill, say) opened an incident of its own. */
+static int failed_on_mark(engine *e, const sig *s, job *j)
 {
+    static const char *const explain[] = {"nccl.iface_mismatch",
+                                          "ray.actor_died"};
     fact f;
 
-    if (!marked_cause(e, j, NULL, "nccl.iface_mismatch"))
-        return 0;
-    eng_rule_fact(&f, FACT_JOB_FAULT, "nccl.iface_mismatch",
-                  json_string_value(json_array_get(j->nodes, 0)), j->id);
-    eng_on_job_fault(e, s, &f);
-    eng_add_child(strmap_get(eng_cs(e, j->cluster)->open_job, j->id), j->id,
-                  j->state, s->ts);
-    return 1;
+    for (size_t i = 0; i < sizeof explain / sizeof *explain; i++) {
+        if (!pb_find(e->cat, explain[i]) ||
+            !marked_cause(e, j, NULL, explain[i]))
+            continue;
+        eng_rule_fact(&f, FACT_JOB_FAULT, explain[i],
+                      json_string_value(json_array_get(j->nodes, 0)), j->id);
+        eng_on_job_fault(e, s, &f);
+        eng_add_child(strmap_get(eng_cs(e, j->cluster)->open_job, j->id),
+                      j->id, j->state, s->ts);
+        return 1;
+    }
+    return 0;
 }
 
 /* Several jobs failing on one node within CRASH_WINDOW, none explained,
@@ -118,7 +126,7 @@ static void on_job_failed(engine *e, const sig *s, job *j)
             return;
         }
     }
-    if (failed_on_bootstrap(e, s, j))
+    if (failed_on_mark(e, s, j))
         return;
     eng_tell_job(e, s, j, ENG_JOB_UNEXPLAINED);
 }
