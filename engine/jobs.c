@@ -572,8 +572,6 @@ static void on_tracked_xid(engine *e, const sig *s, const fact *f,
     }
 }
 
-/* A job's latest error line, by signature: its attempts are told apart
- * by it (cascade.shifting_symptoms). Kept with the job record. */
 /* What tells two error lines apart: the signature, and for a plain fatal
  * error (app_error: "CUDA error: ...", whatever follows) the words of the
  * line too, numbers left out (pids, addresses, sizes). */
@@ -591,6 +589,9 @@ static void error_key(const fact *f, char *key, size_t len)
     snprintf(key, len, "%.40s#%08x", f->sig_id, (unsigned)(h & 0xffffffffu));
 }
 
+/* A job's latest error line, by error_key: its attempts are told apart
+ * by it (cascade.shifting_symptoms), and jobs that all died of one error
+ * are no node's crash (crashed_node). Kept with the job record. */
 static void note_error(engine *e, const sig *s, const fact *f)
 {
     char key[64];

@@ -251,10 +251,11 @@ static void eng_peak_hit(engine *e, const sig *s, const char *jobid)
 }
 
 /* Whether one window holds an entry of this kind (and scenario, unless
- * NULL) of job j, or of no job, within `near` of ts. */
+ * NULL) of job j (or of no job, when jobless: a kernel line names none)
+ * within `near` of ts. */
 static int win_has_near(engine *e, const job *j, const char *win,
                         fact_kind kind, const char *scen, int64_t ts,
-                        int64_t near)
+                        int64_t near, int jobless)
 {
     node_win *w = win && *win ? eng_win_find(e, j->cluster, win) : NULL;
 
@@ -262,7 +263,7 @@ static int win_has_near(engine *e, const job *j, const char *win,
         const entry *en = &w->v[m];
         if (en->kind == kind && en->ts >= ts - near && en->ts <= ts + near &&
             (!scen || (en->scenario && !strcmp(en->scenario, scen))) &&
-            (!en->job[0] || !strcmp(en->job, j->id)))
+            ((jobless && !en->job[0]) || !strcmp(en->job, j->id)))
             return 1;
     }
     return 0;
@@ -278,11 +279,11 @@ static int job_has_near(engine *e, const job *j, const char *host,
     json_t *n;
 
     snprintf(own, sizeof own, "job:%.80s", j->id);
-    if (win_has_near(e, j, own, kind, scen, ts, near) ||
-        win_has_near(e, j, host, kind, scen, ts, near))
+    if (win_has_near(e, j, own, kind, scen, ts, near, 1) ||
+        win_has_near(e, j, host, kind, scen, ts, near, 1))
         return 1;
     json_array_foreach(j->nodes, i, n)
-        if (win_has_near(e, j, json_string_value(n), kind, scen, ts, near))
+        if (win_has_near(e, j, json_string_value(n), kind, scen, ts, near, 1))
             return 1;
     return 0;
 }
@@ -350,18 +351,12 @@ static void eng_on_mark(engine *e, const sig *s, const fact *f)
     }
 }
 
-/* Whether host's window holds an entry of kind and scenario for job j. */
+/* Whether host's window holds an entry of kind and scenario for job j
+ * within the day. */
 static int host_has(engine *e, const job *j, const char *host, fact_kind kind,
                     const char *scen)
 {
-    node_win *w = eng_win_find(e, j->cluster, host);
-
-    for (size_t i = 0; w && i < w->n; i++)
-        if (w->v[i].kind == kind && w->v[i].scenario &&
-            !strcmp(w->v[i].scenario, scen) && !strcmp(w->v[i].job, j->id) &&
-            w->v[i].ts >= e->now - NAME_WINDOW)
-            return 1;
-    return 0;
+    return win_has_near(e, j, host, kind, scen, e->now, NAME_WINDOW, 0);
 }
 
 /* NCCL's own account of one job's nodes: a node on sockets (a mark) among
@@ -446,13 +441,13 @@ static int marks_on_fact(engine *e, const sig *s, const fact *f)
         eng_on_mark(e, s, f);
     if (f->kind == FACT_HOST_OOM)
         dataloader_oom(e, s, f);
-    /* NCCL's word that a node runs over IB, for its peers' marks */
-    if (f->kind == FACT_RECOVERY && f->job[0] && f->host[0] && f->scenario &&
-        !strcmp(f->scenario, "net.ib_down"))
-        eng_win_add(e, s, f->host, f->kind, f->job, f->scenario, f->sig_id);
     if ((f->kind == FACT_MARK || f->kind == FACT_RECOVERY) && f->job[0] &&
-        f->scenario && !strcmp(f->scenario, "net.ib_down"))
+        f->scenario && !strcmp(f->scenario, "net.ib_down")) {
+        /* NCCL's word that a node runs over IB, for its peers' marks */
+        if (f->kind == FACT_RECOVERY && f->host[0])
+            eng_win_add(e, s, f->host, f->kind, f->job, f->scenario, f->sig_id);
         ib_peers(e, s, f->job);
+    }
     return 0;
 }
 

@@ -407,22 +407,46 @@ static int reads_app(int source)
     return source == SRC_RAY || source == SRC_SLURM;
 }
 
+/* A line of a text source through its signatures: its own on the whole
+ * line, then, for Ray's and SLURM's, app's on `text` (the line without
+ * its launcher tags). One prefilter scan answers for both while no tag
+ * was cut off: the source's database holds the app patterns too
+ * (catalog.c). *matched gets the text the signature matched. */
+static const pb_signature *match_line(const classifier *c, int source,
+                                      const char *line, const char *text,
+                                      const char **matched)
+{
+    const unsigned char *may;
+    const pb_signature *g;
+    size_t len;
+
+    *matched = text;
+    if (!reads_app(source))
+        return first_match(c, source, text, -1);
+    len = strlen(line);
+    may = scan(c, source, line, len);
+    if ((g = try_list(c, source, may, line, len, -1))) {
+        *matched = line;
+        return g;
+    }
+    return text == line ? try_list(c, SRC_APP, may, text, len, -1)
+                        : first_match(c, SRC_APP, text, -1);
+}
+
 int cls_edge_keep(const classifier *c, int source, const char *line)
 {
-    const char *t = line;
+    const char *t = line, *matched;
     int rank;
 
-    if (first_match(c, source, line, -1))
+    if (source == SRC_APP || reads_app(source))
+        t += ln_launcher_prefix(t, &rank);
+    if (match_line(c, source, line, reads_app(source) ? t : line, &matched))
         return 1;
     if (source == SRC_KERNEL)
         return ln_kmsg_part(line) != NULL;
     if (source != SRC_APP && !reads_app(source))
         return 0;
-    t += ln_launcher_prefix(t, &rank);
-    if (reads_app(source) && first_match(c, SRC_APP, t, -1))
-        return 1;
-    return ln_is_frame(t) ||
-           strncmp(t, "Traceback (most recent call last)", 33) == 0;
+    return ln_is_frame(t) || ln_trace_head(t);
 }
 
 const char *cls_text(const sig *s, char *buf, size_t len)
@@ -524,24 +548,9 @@ static int classify_sig(classifier *c, const sig *s, const char *text,
                         fact *out, const pb_signature **gp)
 {
     char nodes[512] = "", names[CLS_MAX_FACTS][128];
-    const pb_signature *g;
+    const pb_signature *g = match_line(c, s->source, s->line, text, &text);
     int k;
 
-    if (reads_app(s->source)) {
-        /* one scan answers for both lists while no tag was cut off: the
-         * source's database holds the app patterns too (catalog.c) */
-        size_t len = strlen(s->line);
-        const unsigned char *may = scan(c, s->source, s->line, len);
-        g = try_list(c, s->source, may, s->line, len, -1);
-        if (g)
-            text = s->line;
-        else if (text == s->line)
-            g = try_list(c, SRC_APP, may, text, len, -1);
-        else
-            g = first_match(c, SRC_APP, text, -1);
-    } else {
-        g = first_match(c, s->source, text, -1);
-    }
     if (!(*gp = g))
         return 0;
     from_signature(c, g, s, text, out, nodes, sizeof nodes);

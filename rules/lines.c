@@ -8,7 +8,7 @@
 /* The rank prefix torchrun puts on a line ("[rank3]: ", "[RANK 3] "):
  * its length, 0 when there is none; *rank gets the number. Read by hand
  * since it is tried on every app line. */
-size_t ln_rank_prefix(const char *l, int *rank)
+static size_t rank_prefix(const char *l, int *rank)
 {
     const char *p = l + 5;
     long r = 0;
@@ -157,7 +157,7 @@ size_t ln_launcher_prefix(const char *l, int *rank)
         const char *p = l + at;
         switch (*p) {
         case '[':
-            if (!(n = ln_rank_prefix(p, rank)) && !(n = role_prefix(p, rank)))
+            if (!(n = rank_prefix(p, rank)) && !(n = role_prefix(p, rank)))
                 n = mpi_prefix(p, rank);
             break;
         case '(':

@@ -6,9 +6,6 @@
 
 #include <stddef.h>
 
-/* The rank prefix torchrun puts on a line ("[rank3]: ", "[RANK 3] "):
- * its length, 0 when there is none; *rank gets the number. */
-size_t ln_rank_prefix(const char *l, int *rank);
 /* Every tag a launcher puts before a job's line, in any order: torchrun's
  * rank or role tag, mpirun's "[1,3]<stderr>:", srun --label's "3: ", Ray's
  * "(pid=..., ip=...)" and daemon tags, pdsh's "HOST: " before a frame.
