@@ -61,25 +61,29 @@ static int req_str(json_t *o, const char *key, const char **out, cs_err *err)
     return 0;
 }
 
-static int parse_ts(json_t *o, int64_t *ts, cs_err *err)
+int sig_time(json_t *v, const char *field, int64_t *ts, cs_err *err)
 {
-    json_t *v = json_object_get(o, "ts");
-
     if (!v) {
-        cs_err_set(err, "field 'ts' is required");
+        cs_err_set(err, "field '%s' is required", field);
         return -1;
     }
     if (json_is_string(v)) {
         if (ts_parse_rfc3339(json_string_value(v), ts) == 0)
             return 0;
-        cs_err_set(err, "field 'ts': \"%.40s\" is not an RFC 3339 time",
-                   json_string_value(v));
+        cs_err_set(err, "field '%s': \"%.40s\" is not an RFC 3339 time",
+                   field, json_string_value(v));
         return -1;
     }
     if (json_is_number(v) && ts_from_epoch(json_number_value(v), ts) == 0)
         return 0;
-    cs_err_set(err, "field 'ts' must be an RFC 3339 string or epoch seconds");
+    cs_err_set(err, "field '%s' must be an RFC 3339 string or epoch seconds",
+               field);
     return -1;
+}
+
+static int parse_ts(json_t *o, int64_t *ts, cs_err *err)
+{
+    return sig_time(json_object_get(o, "ts"), "ts", ts, err);
 }
 
 /* Scheduler job ids are sometimes numbers in hand-written captures; the
@@ -263,6 +267,37 @@ static int body_job(sig *s, cs_err *err)
     return 0;
 }
 
+/* A planned-maintenance window of the node (docs/FORMATS.md): an object
+ * with start and end (end after start), an optional id and reason; null
+ * clears it. */
+static int body_maintenance(json_t *m, cs_err *err)
+{
+    int64_t start, end;
+    json_t *v;
+
+    if (!m || json_is_null(m))
+        return 0;
+    if (!json_is_object(m)) {
+        cs_err_set(err, "field 'maintenance' must be an object or null");
+        return -1;
+    }
+    if (sig_time(json_object_get(m, "start"), "maintenance.start", &start,
+                 err) ||
+        sig_time(json_object_get(m, "end"), "maintenance.end", &end, err))
+        return -1;
+    if (end <= start) {
+        cs_err_set(err, "field 'maintenance.end' must be after its start");
+        return -1;
+    }
+    if (((v = json_object_get(m, "id")) && !json_is_string(v)) ||
+        ((v = json_object_get(m, "reason")) && !json_is_string(v))) {
+        cs_err_set(err, "fields 'maintenance.id' and 'maintenance.reason' "
+                        "must be strings");
+        return -1;
+    }
+    return 0;
+}
+
 static int body_inventory(sig *s, cs_err *err)
 {
     json_t *v;
@@ -281,7 +316,12 @@ static int body_inventory(sig *s, cs_err *err)
         cs_err_set(err, "field 'gpus' must be a count");
         return -1;
     }
-    return 0;
+    v = json_object_get(s->obj, "nvlink_domain");
+    if (v && !json_is_string(v)) {
+        cs_err_set(err, "field 'nvlink_domain' must be a string");
+        return -1;
+    }
+    return body_maintenance(json_object_get(s->obj, "maintenance"), err);
 }
 
 static int parse_body(sig *s, cs_err *err)

@@ -60,6 +60,9 @@ typedef struct sig {
 #define SIG_MAX_BYTES (KFK_MESSAGE_MAX_BYTES - KFK_RECORD_OVERHEAD)
 
 const char *sig_source_name(sig_source s);
+/* A time field (v, named `field` in errors): an RFC 3339 string or epoch
+ * seconds, into us since epoch. -1 with err set when absent or bad. */
+int sig_time(json_t *v, const char *field, int64_t *ts, cs_err *err);
 int sig_source_parse(const char *name, sig_source *out);
 
 /* Validates and normalises a decoded object (takes a reference of its own).

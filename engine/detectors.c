@@ -4,7 +4,8 @@
  * CUDA OOM in a Serve replica's context, a host OOM a checkpoint or a
  * leak explains, and progress are taken before the jobs detector judges
  * the rest; the capacity, peak, thermal and mark detectors read what it
- * left. */
+ * left. A maintenance window takes its nodes' faults before anything
+ * opens for them, and a flapping link's downs before net.ib_down reopens. */
 #include "engine/detect.h"
 #include "engine/engine.h"
 #include "engine/state.h"
@@ -14,11 +15,14 @@
 extern const eng_detector eng_det_corr, eng_det_evidence, eng_det_serve,
     eng_det_hostmem, eng_det_progress, eng_det_jobs, eng_det_capacity,
     eng_det_peak, eng_det_thermal, eng_det_marks, eng_det_metrics,
-    eng_det_cascades, eng_det_storms, eng_det_lemon;
+    eng_det_cascades, eng_det_storms, eng_det_lemon, eng_det_maint,
+    eng_det_flaps, eng_det_failslow;
 
 const eng_detector *const eng_detectors[] = {
     &eng_det_corr,     /* correlation rules of the rule files (corr.c) */
     &eng_det_evidence, /* the cluster's window, a job's last error (jobs.c) */
+    &eng_det_maint,    /* a node's faults in its maintenance window (maint.c) */
+    &eng_det_flaps,    /* a link's downtime over the hour (flaps.c) */
     &eng_det_serve,    /* an OOM of a Serve replica that did not start (marks.c) */
     &eng_det_hostmem,  /* host OOM kills: checkpoint or leak (metrics.c) */
     &eng_det_progress, /* training steps (metrics.c) */
@@ -31,6 +35,7 @@ const eng_detector *const eng_detectors[] = {
     &eng_det_cascades, /* a logical job's attempts (cascades.c) */
     &eng_det_storms,   /* one fault on many nodes of a rack (storms.c) */
     &eng_det_lemon,    /* a node that keeps failing across weeks (lemon.c) */
+    &eng_det_failslow, /* a rank slower than its peers (failslow.c) */
     NULL,
 };
 

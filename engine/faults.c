@@ -78,8 +78,9 @@ void eng_maybe_escalate(engine *e, incident *inc)
     int64_t last = 0;
     size_t near = 0;
 
-    /* a storm stays what its nodes share */
-    if (!crash || !inc->sc->node_level || inc->sc == crash || eng_is_storm(inc))
+    /* a storm stays what its nodes share, a maintenance what it is */
+    if (!crash || !inc->sc->node_level || inc->sc == crash ||
+        eng_own_key(inc->key))
         return;
     for (size_t i = 0; i < inc->nchildren; i++)
         if (inc->children[i].state[0] && inc->children[i].ts > last)

@@ -388,7 +388,8 @@ static void node_actions(engine *e, const pb_step *st, const incident *inc,
     /* one ticket for the rack, not one per node */
     if (eng_is_storm(inc) && !strcmp(st->playbook, "ticket.create")) {
         json_array_append_new(out, action(e, st, inc, NULL,
-                                          json_pack("{s:s}", "rack", inc->rack)));
+                                          json_pack("{s:s}", eng_group_kind(inc),
+                                                    inc->rack)));
         return;
     }
     for (size_t k = 0; k < inc->nmembers; k++)
@@ -416,8 +417,9 @@ static void storm_ticket(const incident *inc, json_t *out)
             return;
     json_array_append_new(out, json_pack("{s:s, s:s, s:{s:s}, s:{s:s}, s:s}",
                                          "playbook", "ticket.create",
-                                         "approval", "auto", "target", "rack",
-                                         inc->rack, "params", "category",
+                                         "approval", "auto", "target",
+                                         eng_group_kind(inc), inc->rack,
+                                         "params", "category",
                                          "facilities", "state", "proposed"));
 }
 
@@ -496,7 +498,9 @@ static json_t *scope_json(engine *e, const incident *inc)
         json_object_set_new(s, "node", json_string(inc->node));
     if (inc->gpu[0])
         json_object_set_new(s, "gpu", json_string(inc->gpu));
-    if (ni && ni->rack[0] && inc->sc->node_level)
+    if (eng_is_storm(inc) && strcmp(eng_group_kind(inc), "rack"))
+        json_object_set_new(s, eng_group_kind(inc), json_string(inc->rack));
+    else if (ni && ni->rack[0] && inc->sc->node_level)
         json_object_set_new(s, "rack", json_string(ni->rack));
     else if (*rack_of(inc))
         json_object_set_new(s, "rack", json_string(rack_of(inc)));
@@ -530,9 +534,11 @@ static json_t *children_json(const incident *inc)
 
     for (size_t i = 0; i < inc->nmembers; i++) { /* a storm's nodes */
         const storm_member *m = &inc->members[i];
-        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o}", "incident",
-                                           m->id, "node", m->node, "scenario",
-                                           m->scenario, "ts", ts_json(m->ts)));
+        json_t *o = json_pack("{s:s, s:s, s:o}", "node", m->node, "scenario",
+                              m->scenario, "ts", ts_json(m->ts));
+        if (m->id[0]) /* a maintenance's nodes had no incident */
+            json_object_set_new(o, "incident", json_string(m->id));
+        json_array_append_new(a, o);
     }
 
     for (size_t i = 0; i < inc->nchildren; i++) {
@@ -587,14 +593,38 @@ static void summary_storm(const incident *inc, char *buf, size_t len)
                                 inc->members[i].node);
     if (off < len)
         off += (size_t)snprintf(buf + off, len - off,
-                                "), first on %s: one cause for the rack more "
+                                "), first on %s: one cause for the %s more "
                                 "likely than %zu faults", inc->root_node,
+                                strcmp(eng_group_kind(inc), "rack")
+                                    ? "NVLink domain" : "rack",
                                 inc->nmembers);
     if (jobs && off < len)
         off += (size_t)snprintf(buf + off, len - off, "; %zu job%s failed",
                                 jobs, jobs == 1 ? "" : "s");
     if (off < len)
         snprintf(buf + off, len - off, "; %s.", inc->sc->todo);
+}
+
+/* "Planned maintenance CHG-1 (firmware) on gpu-1, gpu-2: 4 signals ..." */
+static void summary_maint(const incident *inc, char *buf, size_t len)
+{
+    size_t off, jobs = eng_failed_children(inc);
+
+    off = (size_t)snprintf(buf, len, "Planned maintenance %s on ",
+                           inc->cause.excerpt);
+    for (size_t i = 0; i < inc->nmembers && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
+                                inc->members[i].node);
+    if (off < len)
+        off += (size_t)snprintf(buf + off, len - off,
+                                ": %d signal%s taken as its work", inc->count,
+                                inc->count == 1 ? "" : "s");
+    if (jobs && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "; %zu job%s failed",
+                                jobs, jobs == 1 ? "" : "s");
+    if (off < len)
+        snprintf(buf + off, len - off, "; %s.", inc->sc->todo);
+    str_utf8_trim(buf);
 }
 
 static void summary_open(const incident *inc, char *buf, size_t len)
@@ -605,6 +635,10 @@ static void summary_open(const incident *inc, char *buf, size_t len)
 
     if (eng_is_storm(inc)) {
         summary_storm(inc, buf, len);
+        return;
+    }
+    if (strncmp(inc->key, "maint:", 6) == 0) {
+        summary_maint(inc, buf, len);
         return;
     }
 

@@ -301,17 +301,9 @@ static void on_job_state(engine *e, const sig *s)
 
 static void on_inventory(engine *e, const sig *s)
 {
-    node_info *ni = eng_node_info(e, s->cluster, s->host);
     char key[320];
-    json_t *v;
 
-    if (!ni) {
-        ni = xcalloc(1, sizeof *ni);
-        strmap_put(eng_cs(e, s->cluster)->inventory, s->host, ni);
-    }
-    if ((v = json_object_get(s->obj, "rack")) && json_is_string(v))
-        str_copy(ni->rack, sizeof ni->rack, json_string_value(v));
-    ni->canary = json_is_true(json_object_get(s->obj, "canary"));
+    eng_inventory_set(e, s->cluster, s->host, s->obj);
     char *txt = json_dumps(s->obj, JSON_COMPACT | JSON_SORT_KEYS);
     eng_key(key, sizeof key, s->cluster, "inventory", NULL);
     e->ops->hash_put(e->ctx, key, s->host, txt);

@@ -827,7 +827,8 @@ static int eng_on_metric(engine *e, const sig *s)
         dev = eng_dev_of(s);
         return eng_progress(e, s->cluster, *dev ? dev : s->job, s->ts, s->value);
     }
-    if (!eng_metric_kept(s->name))
+    /* a rank's compute time is the fail-slow detector's (failslow.c) */
+    if (!eng_metric_kept(s->name) || !strcmp(s->name, M_RANK_COMPUTE))
         return 0;
     dev = eng_dev_of(s);
     if (!strcmp(s->name, M_STEP_TIME) && checkpoint_step(e, s, dev))

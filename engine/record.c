@@ -303,14 +303,7 @@ int eng_record_progress(engine *e, const char *cluster, const char *field,
 int eng_record_inventory(engine *e, const char *cluster, const char *host,
                              json_t *o)
 {
-    node_info *ni = eng_node_info(e, cluster, host);
-
-    if (!ni) {
-        ni = xcalloc(1, sizeof *ni);
-        strmap_put(eng_cs(e, cluster)->inventory, host, ni);
-    }
-    str_copy(ni->rack, sizeof ni->rack, jstr(o, "rack"));
-    ni->canary = json_is_true(json_object_get(o, "canary"));
+    eng_inventory_set(e, cluster, host, o);
     return 0;
 }
 

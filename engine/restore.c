@@ -196,6 +196,10 @@ static void unlink_incident(engine *e, const incident *inc)
         strmap_del(cs->open_node, inc->node);
     if (inc->key[0] && strmap_get(cs->open_node, inc->key) == inc)
         strmap_del(cs->open_node, inc->key);
+    /* a storm or a maintenance stands for its nodes too */
+    for (size_t i = 0; i < inc->nmembers; i++)
+        if (strmap_get(cs->open_node, inc->members[i].node) == inc)
+            strmap_del(cs->open_node, inc->members[i].node);
 }
 
 static size_t prune_incidents(engine *e)

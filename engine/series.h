@@ -40,7 +40,9 @@ struct series {
                       * before (first when it never did) */
     int64_t anchor_ts; /* counter: a sample about WINDOW ago, and its value, */
     double anchor_v;   /* so that v - anchor_v is the increase over it */
-    int64_t low_since; /* utilisation: start of its run under UTIL_LOW */
+    int64_t low_since; /* utilisation: start of its run under UTIL_LOW;
+                        * a rank's compute time: start of its run over
+                        * its peers' (failslow.c) */
     int64_t burst;     /* counter: first increase after BURST_QUIET of none */
     int64_t up;        /* counter: the last increase */
     double run_v;      /* gauge: its value when `since` began */

@@ -174,6 +174,49 @@ node_info *eng_node_info(engine *e, const char *cluster, const char *host)
                          : NULL;
 }
 
+static void inventory_maintenance(node_info *ni, json_t *m)
+{
+    cs_err err;
+    const char *v;
+
+    ni->maint_start = ni->maint_end = 0;
+    ni->maint_id[0] = ni->maint_reason[0] = '\0';
+    /* validated when the signal was parsed; a bad record read back is no
+     * window */
+    if (!json_is_object(m) ||
+        sig_time(json_object_get(m, "start"), "start", &ni->maint_start,
+                 &err) ||
+        sig_time(json_object_get(m, "end"), "end", &ni->maint_end, &err)) {
+        ni->maint_start = ni->maint_end = 0;
+        return;
+    }
+    if ((v = json_string_value(json_object_get(m, "id"))))
+        str_copy(ni->maint_id, sizeof ni->maint_id, v);
+    if ((v = json_string_value(json_object_get(m, "reason"))))
+        str_copy(ni->maint_reason, sizeof ni->maint_reason, v);
+}
+
+node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,
+                             json_t *o)
+{
+    node_info *ni = eng_node_info(e, cluster, host);
+    const char *v;
+
+    if (!ni) {
+        ni = xcalloc(1, sizeof *ni);
+        strmap_put(eng_cs(e, cluster)->inventory, host, ni);
+    }
+    if ((v = json_string_value(json_object_get(o, "rack"))))
+        str_copy(ni->rack, sizeof ni->rack, v);
+    if ((v = json_string_value(json_object_get(o, "nvlink_domain"))))
+        str_copy(ni->nvlink, sizeof ni->nvlink, v);
+    ni->canary = json_is_true(json_object_get(o, "canary"));
+    /* the node's whole record, as canary: no window unless it names one
+     * (what a restart reads back is this record) */
+    inventory_maintenance(ni, json_object_get(o, "maintenance"));
+    return ni;
+}
+
 /* Room for one more entry at the end of the allocation: the live ones
  * slide down once the trimmed ones before them are as many (each slide
  * follows as many trims, so it costs O(1) an entry), else it doubles. */
@@ -479,10 +522,17 @@ int eng_is_storm(const incident *inc)
     return strncmp(inc->key, "storm:", 6) == 0;
 }
 
+const char *eng_group_kind(const incident *inc)
+{
+    return strncmp(inc->key, "storm:nvl:", 10) == 0 ? "nvlink_domain"
+                                                     : "rack";
+}
+
 int eng_own_key(const char *key)
 {
     static const char *const own[] = {"rack:", "ghost:", "gap:", "driver:",
-                                      "nic:", "storm:", "corr:", "lemon:"};
+                                      "nic:", "storm:", "corr:", "lemon:",
+                                      "flap:", "maint:"};
     /* (job-scoped keys, "perf:", "cost:", "alloc:", live in open_job) */
 
     for (size_t i = 0; i < sizeof own / sizeof *own; i++)

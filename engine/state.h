@@ -64,7 +64,11 @@ typedef struct node_win {
 
 typedef struct node_info {
     char rack[64];
+    char nvlink[64]; /* its NVLink domain (an NVL72 rack, ...), or "" */
     int canary;
+    /* A planned-maintenance window (maint.c), or maint_end 0. */
+    int64_t maint_start, maint_end;
+    char maint_id[64], maint_reason[128];
 } node_info;
 
 typedef struct job {
@@ -217,6 +221,10 @@ int eng_next_job(engine *e, eng_iter *it, job **j);
 node_win *eng_win_of(engine *e, const char *cluster, const char *win);
 node_win *eng_win_find(engine *e, const char *cluster, const char *win);
 node_info *eng_node_info(engine *e, const char *cluster, const char *host);
+/* The host's inventory record, created on first use, set from an
+ * inventory object (a signal's, or one read back after a restart). */
+node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,
+                             json_t *o);
 /* A new entry of time ts in its sorted place (the caller fills it). */
 entry *eng_win_insert(node_win *w, int64_t ts);
 /* Drops the entries before `before`. */
@@ -244,6 +252,9 @@ void eng_add_child(incident *inc, const char *jobid, const char *state,
                    int64_t ts);
 /* storms.c: one fault on many nodes of a rack is one incident. */
 int eng_is_storm(const incident *inc);
+/* What a storm's rack field names: "rack", or "nvlink_domain" for a
+ * storm of an NVLink domain (its scope key and its ticket's target). */
+const char *eng_group_kind(const incident *inc);
 job *eng_job_on(engine *e, const char *cluster, const char *host);
 /* The cluster's job with this id, or NULL (also for NULL or ""). */
 job *eng_job_of(engine *e, const char *cluster, const char *id);

@@ -10,7 +10,13 @@
  * within STORM_WINDOW (found in the rack's window) makes the storm: the
  * node incidents merge into it (each is published once more, resolved,
  * with merged_into, and then forgotten), later faults of the rack's nodes
- * join it. */
+ * join it.
+ *
+ * The same holds for an NVLink domain (the nodes that share NVSwitches:
+ * an NVL72 rack, or one spread over two racks; the inventory's
+ * nvlink_domain): when the rack does not make a storm, the domain may,
+ * from its own window ("nvl:DOMAIN") under the key
+ * "storm:nvl:DOMAIN|ROOT". A storm's rack field names its group. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +30,24 @@
 #define STORM_NODES 3
 #define STORM_WINDOW (10 * TS_MIN)
 
-static const char *rack_of_host(engine *e, const char *cluster,
-                                const char *host)
+/* The groups a storm can be of: its rack, or its NVLink domain. */
+typedef enum storm_group { GROUP_RACK, GROUP_NVLINK } storm_group;
+
+static const char *group_of_host(engine *e, const char *cluster,
+                                 const char *host, storm_group g)
 {
     const node_info *ni = eng_node_info(e, cluster, host);
-    return ni && ni->rack[0] ? ni->rack : NULL;
+    const char *name = !ni ? NULL : g == GROUP_RACK ? ni->rack : ni->nvlink;
+
+    return name && *name ? name : NULL;
 }
 
-/* "storm:RACK|ROOT" */
-static void storm_key(char *buf, size_t len, const char *rack,
+/* "storm:RACK|ROOT", "storm:nvl:DOMAIN|ROOT" */
+static void storm_key(char *buf, size_t len, storm_group g, const char *group,
                       const char *root)
 {
-    snprintf(buf, len, "storm:%.80s|%.60s", rack, root);
+    snprintf(buf, len, "storm:%s%.80s|%.60s", g == GROUP_RACK ? "" : "nvl:",
+             group, root);
 }
 
 /* A node's own incident (not a rack's or an advisory's), not merged. */
@@ -68,30 +80,31 @@ static void add_member(incident *storm, const incident *m)
     }
 }
 
-/* The fresh storm of host's rack for this root cause, or NULL. */
+/* The fresh storm of host's group for this root cause, or NULL. */
 static incident *eng_storm_of(engine *e, const char *cluster, const char *host,
-                       const char *root)
+                              const char *root, storm_group g)
 {
-    const char *rack = rack_of_host(e, cluster, host);
+    const char *group = group_of_host(e, cluster, host, g);
     char key[192];
     incident *storm;
 
-    if (!rack || !root)
+    if (!group || !root)
         return NULL;
-    storm_key(key, sizeof key, rack, root);
+    storm_key(key, sizeof key, g, group, root);
     storm = strmap_get(eng_cs(e, cluster)->open_node, key);
     return eng_fresh(e, storm) ? storm : NULL;
 }
 
-/* The rack's window ("rack:RACK", in Redis w:node:rack:RACK beside the
- * nodes' windows; a host name holds no colon): one entry per node fault,
- * the node in the job slot and the root cause as scenario. */
-static node_win *rack_win(engine *e, const sig *s, const incident *inc,
-                          const char *rack)
+/* The group's window ("rack:RACK", "nvl:DOMAIN", in Redis w:node:...
+ * beside the nodes' windows; a host name holds no colon): one entry per
+ * node fault, the node in the job slot and the root cause as scenario. */
+static node_win *group_win(engine *e, const sig *s, const incident *inc,
+                           storm_group g, const char *group)
 {
     char name[96];
 
-    snprintf(name, sizeof name, "rack:%.80s", rack);
+    snprintf(name, sizeof name, "%s:%.80s", g == GROUP_RACK ? "rack" : "nvl",
+             group);
     eng_win_add(e, s, name, FACT_NODE_FAULT, inc->node, inc->root_scenario,
                 NULL);
     return eng_win_of(e, s->cluster, name);
@@ -120,33 +133,47 @@ static size_t storm_candidates(engine *e, const sig *s, const incident *inc,
     return n;
 }
 
-static void eng_storm_check(engine *e, const sig *s, incident *inc)
+/* A storm of the group opened from inc's fault, or 0 when too few of its
+ * nodes share the root cause. */
+static int storm_open(engine *e, const sig *s, incident *inc, storm_group g)
 {
+    const char *group = group_of_host(e, inc->cluster, inc->node, g);
     incident *cand[64], *storm;
-    const char *rack;
     char key[192];
     size_t n;
 
-    if (!inc || !stormable(inc) || !(rack = rack_of_host(e, inc->cluster, inc->node)) ||
-        !pb_find(e->cat, inc->root_scenario))
-        return;
-    if ((storm = eng_storm_of(e, inc->cluster, inc->node, inc->root_scenario))) {
-        add_member(storm, inc);
-        eng_merge(e, storm, inc);
-        return;
-    }
-    n = storm_candidates(e, s, inc, rack_win(e, s, inc, rack), cand, 64);
+    if (!group)
+        return 0;
+    n = storm_candidates(e, s, inc, group_win(e, s, inc, g, group), cand, 64);
     if (n < STORM_NODES)
-        return;
-    storm_key(key, sizeof key, rack, inc->root_scenario);
+        return 0;
+    storm_key(key, sizeof key, g, group, inc->root_scenario);
     storm = eng_open_incident(e, s, inc->root_scenario, "node", key);
     str_copy(storm->key, sizeof storm->key, key);
-    str_copy(storm->rack, sizeof storm->rack, rack);
+    str_copy(storm->rack, sizeof storm->rack, group);
     strmap_put(eng_cs(e, inc->cluster)->open_node, key, storm);
     for (size_t i = 0; i < n; i++) {
         add_member(storm, cand[i]);
         eng_merge(e, storm, cand[i]);
     }
+    return 1;
+}
+
+static void eng_storm_check(engine *e, const sig *s, incident *inc)
+{
+    incident *storm;
+
+    if (!inc || !stormable(inc) || !pb_find(e->cat, inc->root_scenario))
+        return;
+    for (storm_group g = GROUP_RACK; g <= GROUP_NVLINK; g++)
+        if ((storm = eng_storm_of(e, inc->cluster, inc->node,
+                                  inc->root_scenario, g))) {
+            add_member(storm, inc);
+            eng_merge(e, storm, inc);
+            return;
+        }
+    if (!storm_open(e, s, inc, GROUP_RACK))
+        storm_open(e, s, inc, GROUP_NVLINK);
 }
 
 static void eng_storm_recovered(engine *e, const sig *s, const char *host,

@@ -8,7 +8,7 @@ static const char *const names[] = {
     M_UTIL,     M_POWER,  M_TEMP,    M_CLOCK,   M_THROTTLE, M_STEP_TIME,
     M_RETX,     M_ACK,    M_TCP_RETX, M_SBE_VOL, M_SBE_AGG, M_RAS_CE,
     M_HW_POWER, M_SCRAPE, M_DMESG,   M_CPU,     M_IO,       M_MEM_RAY,
-    M_MEM_HW,   M_STEP};
+    M_MEM_HW,   M_RANK_COMPUTE, M_STEP};
 #define N_NAMES (sizeof names / sizeof *names)
 
 static size_t find(const char *name)

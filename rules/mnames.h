@@ -16,6 +16,9 @@
 /* A training job's progress (not a series) and its step time. */
 #define M_STEP "tb_step"
 #define M_STEP_TIME "tb_perf_step_time_seconds"
+/* One rank's compute time of a step, before it waits in the step's
+ * collectives (labels job, rank): the fail-slow rule compares ranks. */
+#define M_RANK_COMPUTE "tb_perf_rank_compute_seconds"
 #define M_RETX "hw_rdma_tx_retx_pkts_total"
 #define M_ACK "hw_rdma_tx_ack_timeout_total"
 #define M_TCP_RETX "hw_tcp_retransmits_total"

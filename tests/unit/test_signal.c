@@ -108,6 +108,22 @@ static void test_errors(void)
                  "[{\"status\":\"firing\"}]}}", "alerts[0] needs a 'labels'");
     expect_error("{\"ts\":1,\"source\":\"k8s\",\"event\":{}}", "'reason'");
     expect_error("{\"ts\":1,\"source\":\"inventory\"}", "'host' is required");
+    /* a planned-maintenance window: named field, what is wrong with it */
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"maintenance\":\"tonight\"}",
+                 "'maintenance' must be an object or null");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"maintenance\":{\"end\":\"2026-03-02T10:00:00Z\"}}",
+                 "'maintenance.start' is required");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"maintenance\":{\"start\":\"8am\",\"end\":1}}",
+                 "'maintenance.start': \"8am\" is not an RFC 3339 time");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"maintenance\":{\"start\":\"2026-03-02T10:00:00Z\","
+                 "\"end\":\"2026-03-02T08:00:00Z\"}}",
+                 "'maintenance.end' must be after its start");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"nvlink_domain\":7}", "'nvlink_domain' must be a string");
     expect_error("{\"ts\":1,\"ts\":2,\"source\":\"kernel\",\"line\":\"x\"}",
                  "duplicate");
 }
