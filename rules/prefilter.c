@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "rules/litx.h"
 
 struct pfl {
     size_t n;
@@ -162,9 +163,11 @@ static int on_match(unsigned id, unsigned long long from,
     return 0;
 }
 
-/* A source's patterns, rewritten for Hyperscan, with their indexes. */
+/* A source's patterns, rewritten for Hyperscan, with their indexes:
+ * a pattern's required literals (several entries of its index), or the
+ * pattern itself in prefilter mode. */
 struct batch {
-    size_t n;
+    size_t n, cap;
     const char **pats;
     char **bufs;
     unsigned *ids, *flags;
@@ -180,6 +183,46 @@ static void batch_free(struct batch *b, size_t cap)
     free(b->flags);
 }
 
+/* A literal as a Hyperscan pattern: every byte but letters and digits
+ * escaped. */
+static char *literal_pattern(const char *lit)
+{
+    size_t n = strlen(lit);
+    char *out = malloc(4 * n + 1), *o = out;
+
+    if (!out)
+        return NULL;
+    for (const unsigned char *c = (const unsigned char *)lit; *c; c++) {
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+            (*c >= '0' && *c <= '9'))
+            *o++ = (char)*c;
+        else
+            o += sprintf(o, "\\x%02x", *c);
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Pattern i's required literals into b, when it has good ones: 1 when
+ * added, 0 when it goes in whole, -1 out of memory. */
+static int batch_literals(struct batch *b, const char *pat, unsigned i)
+{
+    lx_set ls;
+
+    if (lx_required(pat, &ls) < PFL_MIN_LITERAL)
+        return 0;
+    for (size_t k = 0; k < ls.n; k++) {
+        if (!(b->bufs[b->n] = literal_pattern(ls.lit[k])))
+            return -1;
+        b->pats[b->n] = b->bufs[b->n];
+        b->ids[b->n] = i;
+        b->flags[b->n] = HS_FLAG_SINGLEMATCH |
+                         (ls.caseless ? HS_FLAG_CASELESS : 0);
+        b->n++;
+    }
+    return 1;
+}
+
 /* Collects src's patterns into b and their fingerprint into p->fp[src];
  * the source's patterns start as always candidates in base. A pattern
  * too long to rewrite stays one. */
@@ -193,17 +236,28 @@ static int batch_fill(pfl *p, struct batch *b, const char *const *pats,
     h = hash_fnv1a(h, ver, strlen(ver) + 1);
     snprintf(num, sizeof num, "%d/%zu/%d", src, p->n, PFL_MIN_PATTERNS);
     h = hash_fnv1a(h, num, strlen(num) + 1);
-    if (!(b->pats = calloc(p->n + 1, sizeof *b->pats)) ||
-        !(b->bufs = calloc(p->n + 1, sizeof *b->bufs)) ||
-        !(b->ids = calloc(p->n + 1, sizeof *b->ids)) ||
-        !(b->flags = calloc(p->n + 1, sizeof *b->flags)))
+    b->cap = p->n * LX_MAX_LITS + 1;
+    if (!(b->pats = calloc(b->cap, sizeof *b->pats)) ||
+        !(b->bufs = calloc(b->cap, sizeof *b->bufs)) ||
+        !(b->ids = calloc(b->cap, sizeof *b->ids)) ||
+        !(b->flags = calloc(b->cap, sizeof *b->flags)))
         return -1;
     for (size_t i = 0; i < p->n; i++) {
-        size_t len;
+        size_t len, from = b->n;
+        int lits;
 
         if (!(sources[i] & (1u << src)) || !pats[i])
             continue;
         p->base[src][i] = 1;
+        if ((lits = batch_literals(b, pats[i], (unsigned)i)) < 0)
+            return -1;
+        if (lits) {
+            snprintf(num, sizeof num, "%zu", i);
+            h = hash_fnv1a(h, num, strlen(num) + 1);
+            for (size_t k = from; k < b->n; k++)
+                h = hash_fnv1a(h, b->bufs[k], strlen(b->bufs[k]) + 1);
+            continue;
+        }
         len = strlen(pats[i]) + 1;
         if (!(b->bufs[b->n] = malloc(len)))
             return -1;
@@ -307,7 +361,7 @@ static int build_source(pfl *p, const char *const *pats,
         compile(p, &b, src);
     p->ndb += p->db[src] != NULL;
 out:
-    batch_free(&b, p->n + 1);
+    batch_free(&b, b.cap);
     return rc;
 }
 

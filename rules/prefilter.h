@@ -3,9 +3,10 @@
  * The classifier takes the first signature of a source, in catalog order,
  * whose PCRE2 pattern matches. Trying every pattern in turn costs a PCRE2
  * call per signature per line, and most lines (noise) match none. Here
- * each source's patterns are compiled into one Hyperscan database in
- * prefilter mode, which may report a pattern that does not match but never
- * misses one that does; PCRE2 then confirms only the candidates, in order,
+ * each source's patterns are compiled into one Hyperscan database: a
+ * pattern's required literals (rules/litx.h) where it has long enough
+ * ones, else the pattern in prefilter mode. Either may report a pattern
+ * that does not match but never misses one that does; PCRE2 then confirms only the candidates, in order,
  * and takes the fields. A pattern Hyperscan cannot compile (a
  * back-reference, a construct it lacks) is always a candidate, so the
  * answer never depends on Hyperscan's syntax.
@@ -27,6 +28,9 @@
 #include "core/signal.h"
 
 #define PFL_MIN_PATTERNS 4
+/* A pattern whose required literals (rules/litx.h) are all this long or
+ * longer is scanned for those; else for itself, in prefilter mode. */
+#define PFL_MIN_LITERAL 4
 
 /* Compiled databases: immutable once built, shared by the classifiers of
  * one rule set. */

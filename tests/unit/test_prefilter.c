@@ -6,11 +6,17 @@
  * when loaded, with patterns Hyperscan refuses kept as candidates.
  *
  *   test_prefilter SCENARIO_DIR */
+
 #include <dirent.h>
 #include <stdlib.h>
+#include <string.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "check.h"
 #include "rules/classify.h"
+#include "rules/litx.h"
 #include "rules/playbooks.h"
 #include "rules/prefilter.h"
 
@@ -167,7 +173,8 @@ static void embedded(const pb_catalog *cat)
 }
 
 /* A rule set of its own: compiled when linked. \K, which Hyperscan
- * refuses, leaves its pattern a candidate for every line; a back-reference
+ * refuses, leaves its pattern a candidate for every line (its literals,
+ * "ze" and "foo", too short to scan for instead); a back-reference
  * by name and a repeated name (?J) are taken. */
 static void compiled(void)
 {
@@ -176,8 +183,8 @@ static void compiled(void)
         "signatures:\n"
         "  - {id: t.a, source: app, fact: app_error, match: 'alpha [0-9]+ "
         "down', examples: [{line: 'alpha 7 down', fact: app_error}]}\n"
-        "  - {id: t.b, source: app, fact: app_error, match: 'zeta\\Kfoo', "
-        "examples: [{line: 'zetafoo', fact: app_error}]}\n"
+        "  - {id: t.b, source: app, fact: app_error, match: 'ze\\Kfoo', "
+        "examples: [{line: 'zefoo', fact: app_error}]}\n"
         "  - {id: t.c, source: app, fact: app_error, match: '(?J)(?<detail>"
         "beta)|(?<detail>gamma)=\\k<detail>', examples: [{line: 'gamma=gamma', "
         "fact: app_error}]}\n"
@@ -226,6 +233,95 @@ out:
     pb_catalog_free(cat);
 }
 
+/* The required literals of patterns of every construct the rule files
+ * use: what each must give, "" for none. */
+static void literals(void)
+{
+    static const struct {
+        const char *pat, *want;
+        int caseless;
+    } t[] = {
+        {"alpha [0-9]+ down", "alpha ", 0},
+        {"(?i)out of memory", "out of memory", 1},
+        {"CUDA (?:error|failure): x", "CUDA ", 0},
+        {"ab?cdef", "cdef", 0},
+        {"(?:foo|bar)baz?", "foo|bar", 0},
+        {"(?:foo|)barn", "barn", 0},
+        {"x(?=abcdefg)y", "x", 0}, /* a lookahead requires nothing */
+        {"\\QAB\\E", "", 0},
+        {"a{2}bcd", "bcd", 0},
+        {"a{2,}", "a", 0},
+        {"ab{,3}cd", "cd", 0},  /* {,n}: a repeat from PCRE2 10.43 */
+        {"ab{x}cd", "ab{x}cd", 0},
+        {"abc\\g-1defg", "defg", 0},
+        {"abc\\o{101}defg", "defg", 0},
+        {"foo\\.bar", "foo.bar", 0},
+        {"[abc\\]]defg", "defg", 0},
+        {"(?<name>xyzw)+q", "xyzw", 0},
+        {"(?<name>xyzw)*q", "q", 0},
+        {"(?P<n>wxyz|abcd)?efg", "efg", 0},
+        {"\\x41BCD\\x{45}", "ABCDE", 0},
+        {"NVRM: Xid \\((?:PCI:)?(?<pci>[0-9a-f:.]+)\\): (?<xid>\\d+)",
+         "NVRM: Xid (", 0},
+        {"(?:(?i:Killed)|oom-kill) process", " process", 1},
+        {"(?:(?i:Killed)|oom-kill) p", "Killed|oom-kill", 1},
+        {"one|tw(?:o|elve)", "one|tw", 0},
+        {"one|(?:two)?", "", 0},
+        {"(?x) a b c", "", 0},
+        {"abc)", "", 0},
+    };
+
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        lx_set ls;
+        char got[LX_MAX_LITS * (LX_MAX_LEN + 1)] = "";
+        size_t q = lx_required(t[i].pat, &ls);
+
+        for (size_t k = 0; k < ls.n; k++) {
+            if (k)
+                strcat(got, "|");
+            strcat(got, ls.lit[k]);
+        }
+        if (strcmp(got, t[i].want) || (q > 0) != (*t[i].want != '\0') ||
+            (q && ls.caseless != t[i].caseless)) {
+            CHECK(!"required literals");
+            fprintf(stderr, "  %s: got \"%s\" (caseless %d), want \"%s\"\n",
+                    t[i].pat, got, ls.caseless, t[i].want);
+        }
+    }
+}
+
+/* Every example line a built-in pattern matches holds one of the
+ * literals the prefilter scans for in its place. */
+static void literals_sound(const pb_catalog *cat)
+{
+    size_t n, checked = 0;
+    const pb_signature *g = pb_signatures(cat, &n);
+    pcre2_match_data *md = pcre2_match_data_create(64, NULL);
+
+    for (size_t i = 0; i < n; i++) {
+        lx_set ls;
+        if (!g[i].re || lx_required(g[i].match, &ls) == 0)
+            continue;
+        for (int k = 0; k < g[i].nexamples; k++) {
+            const char *line = g[i].examples[k].text;
+            int found = 0;
+            if (!line || pcre2_match(g[i].re, (PCRE2_SPTR)line, strlen(line),
+                                     0, 0, md, NULL) < 0)
+                continue;
+            for (size_t j = 0; j < ls.n && !found; j++)
+                found = (ls.caseless ? strcasestr(line, ls.lit[j])
+                                     : strstr(line, ls.lit[j])) != NULL;
+            checked++;
+            if (!found) {
+                CHECK(!"a matching line without the pattern's literals");
+                fprintf(stderr, "  %s: \"%s\"\n", g[i].id, line);
+            }
+        }
+    }
+    CHECK(checked >= 400);
+    pcre2_match_data_free(md);
+}
+
 int main(int argc, char **argv)
 {
     pb_catalog *cat = pb_catalog_embedded();
@@ -235,6 +331,8 @@ int main(int argc, char **argv)
         return 2;
     }
     rewrite();
+    literals();
+    literals_sound(cat);
     embedded(cat);
     examples(cat, 50);
     streams(cat, argv[1]);
