@@ -301,10 +301,14 @@ static void on_job_state(engine *e, const sig *s)
 
 static void on_inventory(engine *e, const sig *s)
 {
-    char key[320];
+    node_info *ni = eng_inventory_set(e, s->cluster, s->host, s->obj);
+    json_t *rec = eng_inventory_record(ni, s->obj);
+    char key[320], *txt = rec ? json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS)
+                              : NULL;
 
-    eng_inventory_set(e, s->cluster, s->host, s->obj);
-    char *txt = json_dumps(s->obj, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(rec);
+    if (!txt)
+        return;
     eng_key(key, sizeof key, s->cluster, "inventory", NULL);
     e->ops->hash_put(e->ctx, key, s->host, txt);
     free(txt);

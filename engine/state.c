@@ -211,10 +211,30 @@ node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,
     if ((v = json_string_value(json_object_get(o, "nvlink_domain"))))
         str_copy(ni->nvlink, sizeof ni->nvlink, v);
     ni->canary = json_is_true(json_object_get(o, "canary"));
-    /* the node's whole record, as canary: no window unless it names one
-     * (what a restart reads back is this record) */
-    inventory_maintenance(ni, json_object_get(o, "maintenance"));
+    /* The collectors' periodic records name no window: one is kept until
+     * a record names another, or null. */
+    if (json_object_get(o, "maintenance"))
+        inventory_maintenance(ni, json_object_get(o, "maintenance"));
     return ni;
+}
+
+json_t *eng_inventory_record(const node_info *ni, json_t *o)
+{
+    char start[40], end[40];
+    json_t *rec = json_deep_copy(o), *m;
+
+    if (!rec || json_object_get(rec, "maintenance") || !ni->maint_end)
+        return rec;
+    ts_format(ni->maint_start, start, sizeof start);
+    ts_format(ni->maint_end, end, sizeof end);
+    m = json_pack("{s:s, s:s}", "start", start, "end", end);
+    if (m && ni->maint_id[0])
+        json_object_set_new(m, "id", json_string(ni->maint_id));
+    if (m && ni->maint_reason[0])
+        json_object_set_new(m, "reason", json_string(ni->maint_reason));
+    if (m)
+        json_object_set_new(rec, "maintenance", m);
+    return rec;
 }
 
 /* Room for one more entry at the end of the allocation: the live ones

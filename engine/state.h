@@ -225,6 +225,9 @@ node_info *eng_node_info(engine *e, const char *cluster, const char *host);
  * inventory object (a signal's, or one read back after a restart). */
 node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,
                              json_t *o);
+/* The record to store for the host (a new reference): the inventory
+ * object, with the window the node keeps when the object names none. */
+json_t *eng_inventory_record(const node_info *ni, json_t *o);
 /* A new entry of time ts in its sorted place (the caller fills it). */
 entry *eng_win_insert(node_win *w, int64_t ts);
 /* Drops the entries before `before`. */
