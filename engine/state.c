@@ -210,9 +210,12 @@ node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,
         str_copy(ni->rack, sizeof ni->rack, v);
     if ((v = json_string_value(json_object_get(o, "nvlink_domain"))))
         str_copy(ni->nvlink, sizeof ni->nvlink, v);
-    ni->canary = json_is_true(json_object_get(o, "canary"));
-    /* The collectors' periodic records name no window: one is kept until
-     * a record names another, or null. */
+    /* A field a record leaves out keeps its value: an operator's record
+     * that only sets a window changes nothing else. The collectors'
+     * periodic records name no window: one is kept until a record names
+     * another, or null. */
+    if (json_object_get(o, "canary"))
+        ni->canary = json_is_true(json_object_get(o, "canary"));
     if (json_object_get(o, "maintenance"))
         inventory_maintenance(ni, json_object_get(o, "maintenance"));
     return ni;
@@ -223,7 +226,15 @@ json_t *eng_inventory_record(const node_info *ni, json_t *o)
     char start[40], end[40];
     json_t *rec = json_deep_copy(o), *m;
 
-    if (!rec || json_object_get(rec, "maintenance") || !ni->maint_end)
+    if (!rec)
+        return NULL;
+    /* what the node is now, whatever this record left out */
+    if (ni->rack[0])
+        json_object_set_new(rec, "rack", json_string(ni->rack));
+    if (ni->nvlink[0])
+        json_object_set_new(rec, "nvlink_domain", json_string(ni->nvlink));
+    json_object_set_new(rec, "canary", json_boolean(ni->canary));
+    if (json_object_get(rec, "maintenance") || !ni->maint_end)
         return rec;
     ts_format(ni->maint_start, start, sizeof start);
     ts_format(ni->maint_end, end, sizeof end);

@@ -226,7 +226,8 @@ node_info *eng_node_info(engine *e, const char *cluster, const char *host);
 node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,
                              json_t *o);
 /* The record to store for the host (a new reference): the inventory
- * object, with the window the node keeps when the object names none. */
+ * object with what the node keeps that it left out (rack, NVLink
+ * domain, canary, window). */
 json_t *eng_inventory_record(const node_info *ni, json_t *o);
 /* A new entry of time ts in its sorted place (the caller fills it). */
 entry *eng_win_insert(node_win *w, int64_t ts);

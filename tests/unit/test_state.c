@@ -295,8 +295,58 @@ static void test_cluster_limit(void)
     eng_free(e);
 }
 
+/* A node's inventory: what a record leaves out keeps its value (an
+ * operator's record naming only a maintenance window leaves the rack and
+ * the canary flag alone; the collectors' periodic records leave the
+ * window alone), null clears the window, and the record stored for a
+ * restart carries all of it. */
+static void test_inventory_fields(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    node_info *ni;
+    json_t *o, *stored;
+
+    feed(e, "{\"ts\":\"2026-03-02T07:00:00Z\",\"source\":\"inventory\","
+            "\"host\":\"g1\",\"rack\":\"r1\",\"nvlink_domain\":\"nvl-1\","
+            "\"canary\":true}");
+    feed(e, "{\"ts\":\"2026-03-02T07:01:00Z\",\"source\":\"inventory\","
+            "\"host\":\"g1\",\"maintenance\":{\"id\":\"CHG-1\",\"start\":"
+            "\"2026-03-02T08:00:00Z\",\"end\":\"2026-03-02T10:00:00Z\"}}");
+    ni = eng_node_info(e, "default", "g1");
+    CHECK(ni != NULL);
+    if (!ni)
+        goto out;
+    CHECK_STR(ni->rack, "r1");
+    CHECK_STR(ni->nvlink, "nvl-1");
+    CHECK_INT(ni->canary, 1);
+    CHECK_STR(ni->maint_id, "CHG-1");
+    CHECK(ni->maint_end > ni->maint_start);
+    /* a collector's periodic record: the window stays */
+    feed(e, "{\"ts\":\"2026-03-02T07:02:00Z\",\"source\":\"inventory\","
+            "\"host\":\"g1\",\"rack\":\"r1\",\"gpus\":8,\"canary\":true}");
+    CHECK_STR(ni->maint_id, "CHG-1");
+    o = json_pack("{s:s, s:i}", "host", "g1", "gpus", 8);
+    stored = eng_inventory_record(ni, o);
+    CHECK_STR(json_string_value(json_object_get(stored, "rack")), "r1");
+    CHECK(json_is_true(json_object_get(stored, "canary")));
+    CHECK_STR(json_string_value(json_object_get(
+                  json_object_get(stored, "maintenance"), "id")), "CHG-1");
+    json_decref(stored);
+    json_decref(o);
+    /* null calls it off */
+    feed(e, "{\"ts\":\"2026-03-02T07:03:00Z\",\"source\":\"inventory\","
+            "\"host\":\"g1\",\"maintenance\":null}");
+    CHECK_INT(ni->maint_end, 0);
+    CHECK_INT(ni->canary, 1);
+out:
+    eng_free(e);
+}
+
 int main(void)
 {
+    test_inventory_fields();
     test_future();
     test_cluster_limit();
     test_reset();
