@@ -190,6 +190,31 @@ void eng_on_node_fault(engine *e, const sig *s, const fact *f,
     eng_tell_incident(e, s, inc);
 }
 
+/* A job's incident opened by a catch-all signature (fallback: NCCL's
+ * "invalid usage" header) takes the scenario of a specific fault that
+ * follows within REFINE_AFTER: the header's reason, a line or two later,
+ * says what the job's fault was. */
+#define REFINE_AFTER (10 * TS_SEC)
+
+static void refine(engine *e, incident *inc, const sig *s, const fact *f)
+{
+    const pb_signature *was = inc->cause.sig_id
+                                  ? pb_signature_find(e->cat, inc->cause.sig_id)
+                                  : NULL;
+    const pb_signature *now = f->sig_id ? pb_signature_find(e->cat, f->sig_id)
+                                        : NULL;
+    const pb_scenario *sc = f->scenario ? pb_find(e->cat, f->scenario) : NULL;
+
+    if (!was || !was->fallback || !now || now->fallback || !sc ||
+        sc == inc->sc || s->ts - inc->opened > REFINE_AFTER ||
+        strcmp(inc->root_scenario, inc->sc->id))
+        return;
+    inc->sc = sc;
+    inc->root_scenario = sc->id;
+    inc->cause = *f;
+    inc->dirty = 1;
+}
+
 void eng_on_job_fault(engine *e, const sig *s, const fact *f)
 {
     cstate *cs = eng_cs(e, s->cluster);
@@ -209,6 +234,8 @@ void eng_on_job_fault(engine *e, const sig *s, const fact *f)
         inc->job_scope = 1;
         str_copy(inc->key, sizeof inc->key, f->job);
         strmap_put(cs->open_job, f->job, inc);
+    } else {
+        refine(e, inc, s, f);
     }
     eng_touch(inc, s);
     if (j && strcmp(j->incident, inc->id)) {
