@@ -198,16 +198,19 @@ void eng_on_node_fault(engine *e, const sig *s, const fact *f,
 
 static void refine(engine *e, incident *inc, const sig *s, const fact *f)
 {
-    const pb_signature *was = inc->cause.sig_id
-                                  ? pb_signature_find(e->cat, inc->cause.sig_id)
-                                  : NULL;
-    const pb_signature *now = f->sig_id ? pb_signature_find(e->cat, f->sig_id)
-                                        : NULL;
-    const pb_scenario *sc = f->scenario ? pb_find(e->cat, f->scenario) : NULL;
+    const pb_signature *was, *now;
+    const pb_scenario *sc;
 
-    if (!was || !was->fallback || !now || now->fallback || !sc ||
-        sc == inc->sc || s->ts - inc->opened > REFINE_AFTER ||
+    /* the cheap tests first: most faults join an older incident, or one
+     * of their own scenario (the lookups walk the catalog) */
+    if (s->ts - inc->opened > REFINE_AFTER || !f->scenario || !f->sig_id ||
+        !inc->cause.sig_id || !strcmp(f->scenario, inc->sc->id) ||
         strcmp(inc->root_scenario, inc->sc->id))
+        return;
+    was = pb_signature_find(e->cat, inc->cause.sig_id);
+    now = pb_signature_find(e->cat, f->sig_id);
+    sc = pb_find(e->cat, f->scenario);
+    if (!was || !was->fallback || !now || now->fallback || !sc)
         return;
     inc->sc = sc;
     inc->root_scenario = sc->id;

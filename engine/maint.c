@@ -31,11 +31,16 @@
 #include "engine/state.h"
 
 #define MAINT_GRACE (15 * TS_MIN)
+/* How often the tick looks for ended windows (event or wall time): not on
+ * every signal, which would walk every incident each time. A node's own
+ * signal settles its window at once (current()). */
+#define MAINT_RECHECK TS_MIN
 
-/* Open maintenance incidents: on_tick looks for ended windows only when
- * there are some. */
+/* Open maintenance incidents, and when the tick looks for ended windows
+ * next (0: at the next tick). */
 typedef struct maint_state {
     size_t open;
+    int64_t next;
 } maint_state;
 
 extern const eng_detector eng_det_maint;
@@ -124,6 +129,7 @@ static incident *maint_incident(engine *e, const sig *s, const char *host,
         inc->cause = f;
         strmap_put(cs->open_node, key, inc);
         state_of(e)->open++;
+        state_of(e)->next = 0;
     }
     add_member(inc, host, scenario, s->ts);
     cur = strmap_get(cs->open_node, host);
@@ -132,7 +138,7 @@ static incident *maint_incident(engine *e, const sig *s, const char *host,
     return inc;
 }
 
-static void maint_tick(engine *e);
+static void settle(engine *e);
 
 /* The host's key may still hold a maintenance whose window ended since
  * the last tick: it goes before the signal's facts are judged. */
@@ -143,7 +149,7 @@ static incident *current(engine *e, const char *cluster, const char *host,
     incident *cur = strmap_get(open, host);
 
     if (cur && is_maint(cur) && !window_at(e, cluster, host, ts)) {
-        maint_tick(e);
+        settle(e);
         cur = strmap_get(open, host);
     }
     return cur;
@@ -159,13 +165,13 @@ static int maint_on_fact(engine *e, const sig *s, const fact *f)
     int node = f->kind == FACT_NODE_FAULT || f->kind == FACT_NODE_DOWN ||
                f->kind == FACT_XID;
 
-    if (!host || !*host || (!node && !state_of(e)->open))
+    if (!host || !*host)
         return 0;
-    cur = state_of(e)->open
-              ? current(e, s->cluster, host, s->ts)
-              : strmap_get(eng_cs(e, s->cluster)->open_node, host);
+    if (state_of(e)->open)
+        current(e, s->cluster, host, s->ts);
     if (!node || !(ni = window_at(e, s->cluster, host, s->ts)))
         return 0;
+    cur = strmap_get(eng_cs(e, s->cluster)->open_node, host);
     if (eng_fresh(e, cur) && !is_maint(cur) && cur->opened < ni->maint_start)
         return 0; /* the node was failing before the work began */
     if (!(inc = maint_incident(e, s, host, ni, f->scenario)))
@@ -252,7 +258,8 @@ static void still_down(engine *e, const incident *inc, int64_t end)
     }
 }
 
-static void maint_tick(engine *e)
+/* Resolves the maintenances whose windows ended. */
+static void settle(engine *e)
 {
     maint_state *st = state_of(e);
 
@@ -271,6 +278,17 @@ static void maint_tick(engine *e)
         st->open--;
         still_down(e, inc, end);
     }
+}
+
+static void maint_tick(engine *e)
+{
+    maint_state *st = state_of(e);
+    int64_t newest = e->live_clock > e->high ? e->live_clock : e->high;
+
+    if (!st->open || newest < st->next)
+        return;
+    settle(e);
+    st->next = newest + MAINT_RECHECK;
 }
 
 /* The scheduler has the node back: it came out of its maintenance. */
