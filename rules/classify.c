@@ -800,7 +800,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
     }
     if (!tb && ln_loose_frame(line))
         tb = asb_open(c->asb, key, s->host, s->ts);
-    if (tb && ln_is_frame(line)) {
+    if (tb && ln_is_frame(line) && !ln_exception_line(line)) {
         int f = tb->forward, b = tb->backward;
         frame_pass(tb, line);
         if (f != tb->forward || b != tb->backward)

@@ -257,6 +257,35 @@ int ln_loose_frame(const char *l)
     return ln_is_frame(l) && (py_frame(l) || ln_backward_frame(l));
 }
 
+static int ends_with(const char *p, size_t n, const char *tail)
+{
+    size_t t = strlen(tail);
+
+    return n >= t && strncmp(p + n - t, tail, t) == 0;
+}
+
+int ln_exception_line(const char *l)
+{
+    const char *p = l, *name;
+    size_t n;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    name = p;
+    while (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
+        p++;
+    n = (size_t)(p - name);
+    if (!(ends_with(name, n, "Error") || ends_with(name, n, "Exception")))
+        return 0;
+    if (*p == '(') { /* Ray's RayTaskError(RuntimeError) */
+        const char *close = strchr(p, ')');
+        if (!close || close - p > 64)
+            return 0;
+        p = close + 1;
+    }
+    return p[0] == ':' && (p[1] == ' ' || p[1] == '\0');
+}
+
 int ln_trace_head(const char *l)
 {
     return strncmp(l, "Traceback (most recent call last)", 33) == 0;

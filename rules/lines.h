@@ -27,6 +27,9 @@ int ln_backward_frame(const char *l);
 int ln_loose_frame(const char *l);
 /* A Python traceback's head line. */
 int ln_trace_head(const char *l);
+/* An exception line, indented or not ("    RuntimeError: ...", a traceback
+ * pasted with an indent, or a nested one): not a frame. */
+int ln_exception_line(const char *l);
 /* One report line as the detail keeps it: no indent, no "- " bullet. */
 const char *ln_report_piece(const char *line);
 /* The line, trailing blanks aside, ends with ':' / with . ! or ?. */

@@ -175,7 +175,18 @@ static void test_traceback_pass(void)
         "GPU 0 has a total capacity of 79.15 GiB of which 5.95 GiB is free. Of "
         "the allocated memory 60.10 GiB is allocated by PyTorch, and 12.70 GiB "
         "is reserved by PyTorch but unallocated."};
+    /* a traceback pasted with an indent: its exception line is indented
+     * too, and ends the traceback instead of reading as a frame */
+    static const char *const indented[] = {
+        "    Traceback (most recent call last):",
+        "      File \"/workspace/train.py\", line 150, in train_step",
+        "        loss.backward()",
+        "    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 1.20 GiB is free. Of "
+        "the allocated memory 77.20 GiB is allocated by PyTorch, and 358.40 MiB "
+        "is reserved by PyTorch but unallocated."};
     CHECK_STR(traceback("1", fwd, 5), "oom.batch_size");
+    CHECK_STR(traceback("4", indented, 4), "oom.activation");
     CHECK_STR(traceback("2", bwd, 6), "oom.activation");
     /* reserved-unallocated covers the request: fragmentation wins */
     CHECK_STR(traceback("3", frag, 3), "oom.fragmentation");
