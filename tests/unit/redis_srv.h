@@ -6,6 +6,7 @@
 #define CS_TEST_REDIS_SRV_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
@@ -131,6 +132,25 @@ static inline pid_t srv_sentinel(const char *dir, int port, const char *name,
     pid = srv_exec(argv);
     srv_wait(port);
     return pid;
+}
+
+/* Removes a test's scratch directory and the files its servers left in
+ * it (Sentinel configs, dumps). */
+static inline void srv_rmdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[512];
+
+    while (d && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
 }
 
 static inline void srv_kill(pid_t pid)

@@ -385,7 +385,7 @@ int main(void)
     test_tcp_refused(base, dir);
     test_auth(base, dir);
     test_sentinel(base, dir);
-    rmdir(dir);
+    srv_rmdir(dir);
     event_free(tick);
     event_base_free(base);
     return check_report();
