@@ -446,7 +446,7 @@ int cls_edge_keep(const classifier *c, int source, const char *line)
         return ln_kmsg_part(line) != NULL;
     if (source != SRC_APP && !reads_app(source))
         return 0;
-    return ln_is_frame(t) || ln_trace_head(t);
+    return ln_is_frame(t) || ln_trace_head(t) || ln_kube_event(t, NULL, 0);
 }
 
 const char *cls_text(const sig *s, char *buf, size_t len)
@@ -543,14 +543,18 @@ static const char *oom_scenario(const fact *f)
 /* One signal's text through its source's signatures; *gp gets the one
  * that matched. A (?<nodes>) hostlist makes one fact per node. A Ray or
  * SLURM line its own source's signatures do not take is tried as the
- * job's text: app's signatures on `text`, its launcher tags stripped. */
+ * job's text: app's signatures on `text`, its launcher tags stripped; an
+ * event kubectl printed in a job's log, the k8s signatures. */
 static int classify_sig(classifier *c, const sig *s, const char *text,
                         fact *out, const pb_signature **gp)
 {
-    char nodes[512] = "", names[CLS_MAX_FACTS][128];
+    char nodes[512] = "", names[CLS_MAX_FACTS][128], ev[1024];
     const pb_signature *g = match_line(c, s->source, s->line, text, &text);
     int k;
 
+    if (!g && s->source != SRC_K8S && ln_kube_event(text, ev, sizeof ev) &&
+        (g = first_match(c, SRC_K8S, ev, -1)))
+        text = ev;
     if (!(*gp = g))
         return 0;
     from_signature(c, g, s, text, out, nodes, sizeof nodes);

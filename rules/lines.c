@@ -2,6 +2,7 @@
 #include "rules/lines.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,6 +285,57 @@ int ln_exception_line(const char *l)
         p = close + 1;
     }
     return p[0] == ':' && (p[1] == ' ' || p[1] == '\0');
+}
+
+/* The start of the next column: after a run of two blanks or more. */
+static const char *next_column(const char *p)
+{
+    for (; *p; p++)
+        if (p[0] == ' ' && p[1] == ' ') {
+            while (*p == ' ')
+                p++;
+            return *p ? p : NULL;
+        }
+    return NULL;
+}
+
+static size_t word_len(const char *p)
+{
+    size_t n = 0;
+
+    while (isalpha((unsigned char)p[n]))
+        n++;
+    return n;
+}
+
+int ln_kube_event(const char *l, char *buf, size_t len)
+{
+    const char *col[5], *p = l;
+    size_t rlen;
+    int type = -1, n = 0;
+
+    while (*p == ' ')
+        p++;
+    if (*p != 'W' && *p != 'N') { /* a short last-seen column first */
+        const char *q = strstr(p, "  ");
+        if (!q || q - p > 12 || !(q = next_column(q)) || (*q != 'W' && *q != 'N'))
+            return 0;
+    }
+    for (col[n++] = p; n < 5 && (p = next_column(p)) != NULL; n++)
+        col[n] = p;
+    if (n < 5)
+        return 0;
+    for (int i = 0; i < 2 && type < 0; i++)
+        if (!strncmp(col[i], "Warning  ", 9) || !strncmp(col[i], "Normal  ", 8))
+            type = i;
+    if (type < 0 || (rlen = word_len(col[type + 1])) < 3 ||
+        col[type + 1][rlen] != ' ')
+        return 0;
+    if (!buf) /* the shape is all that is asked */
+        return 1;
+    /* the message is the fifth column in both layouts */
+    return snprintf(buf, len, "%.*s: %s", (int)rlen, col[type + 1], col[4]) <
+           (int)len;
 }
 
 int ln_trace_head(const char *l)

@@ -17,6 +17,12 @@ size_t ln_launcher_prefix(const char *l, int *rank);
 const char *ln_kmsg_part(const char *line);
 /* num (a number) in unit (B, KiB, MB, GiB...) as bytes; -1: no unit. */
 double ln_to_bytes(const char *num, const char *unit);
+/* A Kubernetes event as `kubectl describe` (Type Reason Age From
+ * Message) or `kubectl get events` (Last-seen Type Reason Object
+ * Message) print it, columns apart by two spaces or more: "Reason:
+ * Message" in buf, the form the k8s signatures read. 0 when the line is
+ * no such row (or buf is too small); buf NULL: the row's shape only. */
+int ln_kube_event(const char *l, char *buf, size_t len);
 /* A traceback's frame line: indented. */
 int ln_is_frame(const char *l);
 /* A frame line that shows the backward pass (autograd, .backward()). */

@@ -680,6 +680,43 @@ static void test_k8s_event_versions(void)
     }
 }
 
+/* An event kubectl printed into a job's log is read by the k8s
+ * signatures: `kubectl describe`'s rows and `kubectl get events`'. */
+static void test_kube_rows(void)
+{
+    static const struct {
+        const char *line, *scenario;
+    } rows[] = {
+        {"  Warning  FailedScheduling  3s (x5 over 9s)  default-scheduler  "
+         "0/6 nodes are available: 3 node(s) didn't match node selector, 6 "
+         "Insufficient nvidia.com/gpu.", "sched.capacity_exhausted"},
+        {"5m          Warning   Evicted   pod/train-0   Pod ephemeral local "
+         "storage usage exceeds the total limit of containers 100Gi.",
+         "k8s.ephemeral_limit_exceeded"},
+        /* a row of another kind, and a line with wide gaps that is none */
+        {"  Normal   Scheduled  10s  default-scheduler  Successfully "
+         "assigned default/train-0 to gpu-1", NULL},
+        {"Epoch  3   loss  0.41   acc  0.88", NULL},
+    };
+    fact f[CLS_MAX_FACTS];
+    char buf[256];
+
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        sig s = app("9", 0, rows[i].line, "2026-03-02T08:10:05Z");
+        int n = cls_classify(c, &s, f);
+
+        CHECK_INT(n, rows[i].scenario != NULL);
+        if (n == 1 && rows[i].scenario)
+            CHECK_STR(f[0].scenario, rows[i].scenario);
+        sig_free(&s);
+    }
+    CHECK_INT(ln_kube_event("  Warning  Failed  16s  kubelet  Error: "
+                            "ErrImagePull", buf, sizeof buf), 1);
+    CHECK_STR(buf, "Failed: Error: ErrImagePull");
+    CHECK_INT(ln_kube_event("  Warning  Failed  16s  kubelet  Error: "
+                            "ErrImagePull", buf, 8), 0);
+}
+
 /* One kernel line of host in cluster, at 08:10:04.1. */
 static int kern_at(classifier *k, const char *cluster, const char *host,
                    const char *line, fact *f)
@@ -829,6 +866,7 @@ int main(void)
     test_hostlist();
     test_alert();
     test_k8s_event_versions();
+    test_kube_rows();
     test_kernel_wrapped();
     test_kmsg_xid();
     test_desync_report();
