@@ -57,7 +57,10 @@ int cmd_config(int argc, char **argv)
                "  log:     level (error, warn, info, debug)\n"
                "  rules:   dir (a folder of rule files; \"\" = built-in set)\n"
                "  correlate: max_clusters (default 4096; signals of more\n"
-               "           clusters are dead-lettered)\n\n"
+               "           clusters are dead-lettered)\n"
+               "  metrics: listen (default 127.0.0.1), and the port of each\n"
+               "           process's /metrics, /healthz and /readyz: correlate,\n"
+               "           dev, ingest, act (default 0: no endpoint)\n\n"
                "exit: 0 valid, 1 invalid, 2 usage\n");
         return argc < 2 ? 2 : 0;
     }

@@ -117,6 +117,8 @@ int cmd_correlate(int argc, char **argv)
     int rc;
     if ((rc = live_correlator(&l, "correlate", &err)))
         return rc;
+    if (live_observe(&l, "correlate", l.cfg.metrics_correlate, &err))
+        return live_fail(&l, "correlate", &err);
     printf("correlate: consuming %s as group %s\n", KFK_TOPIC_SIGNALS,
            l.cfg.group[0] ? l.cfg.group : KFK_GROUP_CORRELATE);
     fflush(stdout);

@@ -56,6 +56,8 @@ int cmd_dev(int argc, char **argv)
                                         l.cfg.fetch_wait_ms, stdout, &err)) ||
         !(l.wh = wh_start(l.base, &wc, l.prod, &err)))
         return live_fail(&l, "dev", &err);
+    if (live_observe(&l, "dev", l.cfg.metrics_dev, &err))
+        return live_fail(&l, "dev", &err);
     printf("webhook: http://%s:%d/api/v1/alerts (Authorization: Bearer %s)\n",
            wc.listen_addr, wh_port(l.wh), dev_token ? wc.token : "<token>");
     printf("correlate: consuming %s; incidents on %s, actions on %s\n",

@@ -7,6 +7,6 @@ int cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("cascade %s\n", CASCADE_VERSION);
+    printf("cascade %s (commit %s)\n", CASCADE_VERSION, CASCADE_COMMIT);
     return 0;
 }

@@ -195,6 +195,38 @@ void live_stop_after(live *l, int seconds)
     evtimer_add(l->stop_timer, &tv);
 }
 
+static void wh_mx(mx_out *o, void *arg)
+{
+    wh_metrics(arg, o);
+}
+
+static void corr_mx(mx_out *o, void *arg)
+{
+    corr_metrics(arg, o);
+}
+
+static int corr_ok(char *why, size_t len, void *arg)
+{
+    return corr_ready(arg, why, len);
+}
+
+int live_observe(live *l, const char *process, int port, cs_err *err)
+{
+    obs_build b = {process, CASCADE_VERSION, CASCADE_COMMIT};
+
+    if (port <= 0)
+        return 0;
+    if (!(l->obs = obs_start(l->base, l->cfg.metrics_listen, port, &b, err)))
+        return -1;
+    if (l->corr)
+        obs_add(l->obs, &(obs_part){"correlator", corr_mx, corr_ok, l->corr});
+    if (l->wh)
+        obs_add(l->obs, &(obs_part){"webhook", wh_mx, NULL, l->wh});
+    log_info("cascade", "metrics on http://%s:%d/metrics (and /healthz, "
+             "/readyz)", l->cfg.metrics_listen, obs_port(l->obs));
+    return 0;
+}
+
 void live_free(live *l)
 {
     unsigned long s = 0, d = 0, i = 0;
@@ -208,6 +240,7 @@ void live_free(live *l)
             log_error("cascade", "%llu signals were deleted by the broker "
                                  "before they were read", lost);
     }
+    obs_free(l->obs);
     wh_free(l->wh);
     rw_free(l->rw);
     act_printer_free(l->printer);

@@ -13,6 +13,7 @@
 #include "core/err.h"
 #include "core/kafka.h"
 #include "core/kafka_broker.h"
+#include "core/obsrv.h"
 #include "core/redisproc.h"
 #include "correlate/correlator.h"
 #include "ingest/rwrecv.h"
@@ -36,6 +37,7 @@ typedef struct live {
     webhook *wh;
     rwrecv *rw; /* cascade ingest remote-write */
     act_printer *printer;
+    obsrv *obs; /* /metrics, /healthz, /readyz (metrics.<process> port) */
     struct event *sigint, *sigterm, *sighup, *stop_timer, *drain_timer;
     struct event *sigusr1;
     int drained; /* --drain: the backlog was read and committed */
@@ -82,6 +84,10 @@ int live_start(live *l, cs_err *err);
  * printed. */
 int live_correlator(live *l, const char *who, cs_err *err);
 void live_stop_after(live *l, int seconds);
+/* The process's observability endpoint on metrics.listen:port (port 0:
+ * none), with the correlator's metrics and readiness when l->corr is set.
+ * -1 with the reason in err. */
+int live_observe(live *l, const char *process, int port, cs_err *err);
 wh_config live_webhook_config(const live *l);
 /* Prints "cascade CMD: reason", frees l; returns 2. */
 int live_fail(live *l, const char *cmd, const cs_err *err);

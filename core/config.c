@@ -35,6 +35,7 @@ void cfg_defaults(cs_config *c)
     c->ack_timeout_s = 5;
     c->log_level = LOG_LVL_INFO;
     c->max_clusters = 4096; /* engine/engine.h ENG_MAX_CLUSTERS */
+    snprintf(c->metrics_listen, sizeof c->metrics_listen, "127.0.0.1");
 }
 
 #define C(f) offsetof(cs_config, f)
@@ -83,6 +84,10 @@ static const yd_key log_keys[] = {
 static const yd_key rules_keys[] = {BUF("dir", rules_dir)};
 static const yd_key correlate_keys[] = {
     INT("max_clusters", max_clusters, 1, 1000000)};
+static const yd_key metrics_keys[] = {
+    BUF("listen", metrics_listen), INT("correlate", metrics_correlate, 0, 65535),
+    INT("dev", metrics_dev, 0, 65535), INT("ingest", metrics_ingest, 0, 65535),
+    INT("act", metrics_act, 0, 65535)};
 
 static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 static int read_redis(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
@@ -106,13 +111,15 @@ static const yd_key root_keys[] = {SECTION("kafka"),
                                    SECTION_BY("redis", read_redis),
                                    SECTION("webhook"), SECTION("log"),
                                    SECTION("rules"), SECTION("correlate"),
-                                   SECTION_BY("collect", read_collect)};
+                                   SECTION_BY("collect", read_collect),
+                                   SECTION("metrics")};
 static const yd_table sections[] = {
     YD_TABLE("'kafka'", kafka_keys),
     {"'redis'", NULL, 0}, /* core/rtarget.h reads it */
     YD_TABLE("'webhook'", webhook_keys), YD_TABLE("'log'", log_keys),
     YD_TABLE("'rules'", rules_keys), YD_TABLE("'correlate'", correlate_keys),
-    {"'collect'", NULL, 0}}; /* ingest/colcfg.h reads it */
+    {"'collect'", NULL, 0}, /* ingest/colcfg.h reads it */
+    YD_TABLE("'metrics'", metrics_keys)};
 static const yd_table root = YD_TABLE("the top level", root_keys);
 
 static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,
@@ -382,4 +389,8 @@ void cfg_print(const cs_config *c, void *stdio_file)
     fprintf(f, "rules:\n  dir: \"%s\"%s\n", c->rules_dir,
             c->rules_dir[0] ? "" : "   # built-in rule set");
     fprintf(f, "correlate:\n  max_clusters: %d\n", c->max_clusters);
+    fprintf(f, "metrics:\n  listen: %s\n  correlate: %d\n  dev: %d\n"
+               "  ingest: %d\n  act: %d\n",
+            c->metrics_listen, c->metrics_correlate, c->metrics_dev,
+            c->metrics_ingest, c->metrics_act);
 }

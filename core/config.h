@@ -13,6 +13,8 @@
  *   log:     level
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
+ *   metrics: listen, and a port per process (correlate, dev, ingest, act;
+ *            0: no endpoint): /metrics, /healthz, /readyz (core/obsrv.h)
  *   collect: the collectors' (ingest/colcfg.h reads and checks it)
  *
  * Empty brokers, or no redis address and no sentinels, means "none
@@ -70,6 +72,9 @@ typedef struct cs_config {
     int log_level; /* enum log_level */
     char rules_dir[512];
     int max_clusters; /* correlate: signals of more clusters are refused */
+    char metrics_listen[64];
+    /* per process: 0 none, else the port of its /metrics endpoint */
+    int metrics_correlate, metrics_dev, metrics_ingest, metrics_act;
 } cs_config;
 
 void cfg_defaults(cs_config *c);

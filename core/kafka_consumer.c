@@ -734,3 +734,26 @@ void kfk_consumer_free(kfk_consumer *c)
     free(c->topic);
     free(c);
 }
+
+void kfk_consumer_lag(const kfk_consumer *c,
+                      void (*fn)(void *arg, int32_t partition, int64_t lag),
+                      void *arg)
+{
+    for (size_t i = 0; i < c->nowned; i++) {
+        int32_t p = c->owned[i];
+        int64_t lo = -1, hi = -1, next = -1;
+
+        if (p >= 0 && (size_t)p < c->nnext)
+            next = c->next[p];
+        if (rd_kafka_get_watermark_offsets(c->rk, c->topic, p, &lo, &hi) !=
+                RD_KAFKA_RESP_ERR_NO_ERROR || hi < 0 || next < 0)
+            fn(arg, p, -1);
+        else
+            fn(arg, p, hi > next ? hi - next : 0);
+    }
+}
+
+size_t kfk_consumer_owned(const kfk_consumer *c)
+{
+    return c->nowned;
+}

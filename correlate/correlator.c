@@ -13,6 +13,7 @@
 #include "core/signal.h"
 #include "core/ts.h"
 #include "engine/engine.h"
+#include "correlate/cmetrics.h"
 #include "correlate/store.h"
 #include "rules/playbooks.h"
 
@@ -61,6 +62,7 @@ struct correlator {
     struct event *tick, *prune, *kick, *prune_more;
     size_t pruned; /* by the prune under way */
     unsigned long signals, dead, incidents, republished, misrouted;
+    cmetrics *mx; /* what /metrics shows (cmetrics.h) */
     /* The partitions whose clusters' state is in the engine (sorted), and
      * the topic's partition count (0: unknown, every cluster counts as
      * owned). */
@@ -187,6 +189,34 @@ static json_t *proposed_of(const json_t *acts)
     return out;
 }
 
+/* The incident's log line (opened, resolved and reopened at info, any
+ * other change at debug) and its metrics. */
+static void note_change(correlator *c, const char *id, json_t *inc,
+                        json_t *acts)
+{
+    static const char *const what[] = {"opened", "updated", "resolved",
+                                       "reopened"};
+    int kind = eng_flush_kind(c->eng);
+    const char *opened = json_string_value(json_object_get(inc, "opened"));
+    const char *sum = json_string_value(json_object_get(inc, "summary"));
+    int64_t at;
+    double detect = -1;
+    json_t *a;
+    size_t i;
+
+    if (opened && !ts_parse_rfc3339(opened, &at))
+        detect = (double)(ts_now() - at) / TS_SEC;
+    cm_incident(c->mx, kind, detect);
+    json_array_foreach(acts, i, a)
+        cm_action(c->mx,
+                  json_string_value(json_object_get(a, "playbook")),
+                  json_string_value(json_object_get(a, "approval")));
+    LOG_AT(kind == ENG_UPDATED ? LOG_LVL_DEBUG : LOG_LVL_INFO, "correlate",
+           "incident %s %s: %s (%s; %zu new actions)", id, what[kind & 3],
+           json_string_value(json_object_get(inc, "scenario")),
+           sum ? sum : "", json_array_size(acts));
+}
+
 static void on_change(void *arg, const char *id, json_t *inc,
                       const char *text, json_t *acts)
 {
@@ -200,6 +230,7 @@ static void on_change(void *arg, const char *id, json_t *inc,
 
     if (!cluster)
         cluster = "default";
+    note_change(c, id, inc, acts);
     pend_push(c, KFK_TOPIC_INCIDENTS, id, strdup(text), cluster);
     outbox_put(c, &c->pend[c->npend - 1]);
     json_array_foreach(acts, i, a) {
@@ -287,6 +318,12 @@ static void on_cleared(void *arg)
     c->phase = PH_IDLE;
     if (c->held) {
         c->held = 0;
+        double phase[CM_PHASE__COUNT] = {
+            (double)(c->t_fed - c->t_batch) / TS_SEC,
+            (double)(c->t_stored - c->t_fed) / TS_SEC,
+            (double)(c->t_delivered - c->t_stored) / TS_SEC,
+            (double)(ts_mono() - c->t_delivered) / TS_SEC};
+        cm_batch(c->mx, c->nbatch, phase);
         if (kfk_consumer_commit_held(c->cons, &err))
             log_warn("correlate", "offsets not committed: %s", err.msg);
         else
@@ -330,6 +367,7 @@ static void advance(correlator *c)
             log_warn("correlate", "%lu outputs not delivered; publishing the "
                                   "batch's %zu outputs again", failed, c->npend);
             c->republished += c->npend;
+            cm_republished(c->mx, c->npend);
             c->sent = 0;
             c->phase = PH_PUBLISHING;
             arm_tick(c);
@@ -388,6 +426,7 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
         cs_err err;
         if (sig_parse_msgpack(&s, msgs[i]->payload, msgs[i]->len, &err)) {
             dead_letter(c, msgs[i], err.msg);
+            cm_dead(c->mx, CM_DEAD_UNDECODABLE);
             continue;
         }
         check_route(c, msgs[i], &s);
@@ -395,8 +434,10 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
             char why[256];
             eng_refusal_reason(c->eng, &s, why, sizeof why);
             dead_letter(c, msgs[i], why);
+            cm_dead(c->mx, CM_DEAD_REFUSED);
         } else {
             c->signals++;
+            cm_signal(c->mx, (int)s.source, s.cluster, s.ts);
         }
         sig_free(&s);
     }
@@ -699,6 +740,7 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     c->opts = *o;
     c->opts.rules = NULL;
     crash_setup(c);
+    c->mx = cm_new();
     c->out = out;
     c->trk = kfk_tracker_new();
     if (c->trk)
@@ -780,6 +822,27 @@ int corr_failed(const correlator *c)
     return c->failed;
 }
 
+void corr_metrics(const correlator *c, mx_out *o)
+{
+    cm_write(c->mx, o, c->eng, c->st, c->cons);
+}
+
+int corr_ready(const correlator *c, char *why, size_t len)
+{
+    if (c->failed)
+        snprintf(why, len, "stopped on a fault of its own");
+    else if (!store_up(c->st))
+        snprintf(why, len, "not connected to Redis");
+    else if (!kfk_consumer_owned(c->cons))
+        snprintf(why, len, "no partition of %s assigned yet",
+                 KFK_TOPIC_SIGNALS);
+    else if (!c->loaded)
+        snprintf(why, len, "state not restored from Redis yet");
+    else
+        return 1;
+    return 0;
+}
+
 void corr_free(correlator *c)
 {
     if (!c)
@@ -799,5 +862,6 @@ void corr_free(correlator *c)
     pend_clear(c);
     free(c->pend);
     kfk_tracker_release(c->trk);
+    cm_free(c->mx);
     free(c);
 }

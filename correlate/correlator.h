@@ -10,6 +10,7 @@
 
 #include "core/err.h"
 #include "core/kafka.h"
+#include "core/metrics.h"
 #include "core/rtarget.h"
 
 typedef struct corr_opts {
@@ -50,6 +51,11 @@ void corr_stats(const correlator *c, unsigned long *signals,
  * not be read, the partition count changed, fenced by another member
  * of its instance id): the process should exit non-zero. */
 int corr_failed(const correlator *c);
+/* Its metrics families (correlate/cmetrics.h), for /metrics. */
+void corr_metrics(const correlator *c, mx_out *o);
+/* Whether it is ready (Redis connected, partitions assigned, their state
+ * restored); 0 with the reason in why. */
+int corr_ready(const correlator *c, char *why, size_t len);
 void corr_free(correlator *c);
 
 #endif

@@ -566,3 +566,8 @@ long store_restore(const rtarget *t, const char *prefix,
     redisFree(c);
     return n;
 }
+
+int store_up(const store *st)
+{
+    return rlink_up(st->link);
+}

@@ -35,6 +35,8 @@ int store_busy(const store *st);
 /* Commands sent to Redis (resends included), and the HSET / HDEL fields
  * queued: consecutive writes to one hash share a command. */
 unsigned long store_commands_sent(const store *st);
+/* Whether the link to Redis is up (connected and authenticated). */
+int store_up(const store *st);
 unsigned long store_hash_writes(const store *st);
 
 

@@ -180,6 +180,20 @@ size_t eng_incident_count(const engine *e)
     return e->ninc;
 }
 
+int eng_flush_kind(const engine *e)
+{
+    return e->flush_kind;
+}
+
+void eng_each_open(const engine *e, void (*fn)(const char *scenario, void *arg),
+                   void *arg)
+{
+    for (size_t i = 0; i < e->ninc; i++)
+        if (e->incs[i]->shown && !e->incs[i]->pub_resolved &&
+            !e->incs[i]->merged[0])
+            fn(e->incs[i]->sc->id, arg);
+}
+
 /* A fact goes through the table until a detector takes it. */
 static void on_fact(engine *e, const sig *s, const fact *f)
 {
@@ -340,6 +354,9 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         /* merged into a storm before anyone saw it: nothing to close */
         if (inc->merged[0] && !inc->shown)
             continue;
+        e->flush_kind = !inc->shown ? ENG_OPENED
+                        : resolved == inc->pub_resolved ? ENG_UPDATED
+                        : resolved ? ENG_RESOLVED : ENG_REOPENED;
         inc->shown = 1;
         inc->dirty = 0;
         inc->pub_resolved = resolved;

@@ -139,6 +139,15 @@ typedef void (*eng_change_fn)(void *arg, const char *incident_id,
                               json_t *new_actions);
 void eng_flush(engine *e, eng_change_fn fn, void *arg);
 
+/* Inside eng_flush's callback: what the publication is to the incident
+ * (its first, a change, its resolution, its reopening). */
+enum { ENG_OPENED, ENG_UPDATED, ENG_RESOLVED, ENG_REOPENED };
+int eng_flush_kind(const engine *e);
+/* Calls fn with the scenario of every incident published open (merged
+ * ones apart): the open incidents an operator sees. */
+void eng_each_open(const engine *e, void (*fn)(const char *scenario, void *arg),
+                   void *arg);
+
 /* All incidents, ordered by opening time then id (the replay output). */
 json_t *eng_incidents(engine *e);
 size_t eng_incident_count(const engine *e);

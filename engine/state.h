@@ -181,6 +181,7 @@ struct engine {
     cstate *cs_last;   /* the last one asked for: a batch is mostly one */
     incident **incs;
     size_t ninc, capinc;
+    int flush_kind; /* eng_flush_kind: the incident being flushed */
     /* Event time is per cluster: each cluster's signals come in order on
      * their own partition, but partitions interleave at random. `now` is
      * the clock of the cluster being worked on (eng_enter), `high` the

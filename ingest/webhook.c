@@ -660,3 +660,40 @@ void wh_free(webhook *w)
     }
     free(w);
 }
+
+/* Declared once: wh_metrics writes them from wh_stat. */
+static const mx_family WH_MX[] = {
+    {"cascade_webhook_alerts_accepted_total", MX_COUNTER,
+     "Alerts published to cascade.signals by posts answered 200.", NULL},
+    {"cascade_webhook_posts_refused_total", MX_COUNTER,
+     "Posts answered with an error, by reason (other: malformed, "
+     "unauthorized, wrong method or path).", "reason"},
+    {"cascade_webhook_posts_waiting", MX_GAUGE,
+     "Posts whose answer waits for Kafka's acknowledgement now.", NULL},
+};
+
+void wh_metrics(const webhook *w, mx_out *o)
+{
+    wh_stat st;
+    static const char *const reasons[] = {"over_alerts", "over_output",
+                                          "over_message", "delivery_failed",
+                                          "delivery_timeout", "other"};
+    unsigned long n[6];
+
+    wh_get_stats(w, &st);
+    n[0] = st.over_alerts;
+    n[1] = st.over_output;
+    n[2] = st.over_message;
+    n[3] = st.delivery_failed;
+    n[4] = st.delivery_timeout;
+    /* w->rejected counts this module's own refusals, the three above
+     * among them; the delivery failures are the publisher's */
+    n[5] = w->rejected - st.over_alerts - st.over_output - st.over_message;
+    mx_single(o, &WH_MX[0], (double)st.accepted);
+    mx_family_begin(o, &WH_MX[1]);
+    for (int i = 0; i < 6; i++) {
+        const char *v[] = {reasons[i]};
+        mx_sample(o, &WH_MX[1], v, (double)n[i]);
+    }
+    mx_single(o, &WH_MX[2], (double)st.waiting);
+}

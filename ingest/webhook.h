@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "core/err.h"
+#include "core/metrics.h"
 #include "core/kafka.h"
 #include "core/signal.h"
 
@@ -80,6 +81,8 @@ typedef struct wh_stat {
 } wh_stat;
 
 void wh_get_stats(const webhook *w, wh_stat *st);
+/* The same counts as metric families, for /metrics (core/obsrv.h). */
+void wh_metrics(const webhook *w, mx_out *o);
 /* Stopping: posts that arrive from now on are answered 503, and
  * done(arg) is called once none waits for Kafka any more (ack_timeout_s
  * at most) and the last answers had a moment to be written; at once when

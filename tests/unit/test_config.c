@@ -113,9 +113,24 @@ static void test_errors(void)
     CHECK_STR(load(&c, "webhook:\n  port: 80a\n"),
               "c.yaml:2:9: webhook.port: expected an integer from 0 to 65535, "
               "got '80a'");
+    /* the metrics section: a port a process listens on, checked the same */
+    CHECK_STR(load(&c, "metrics:\n  listen: 0.0.0.0\n  correlate: 99999\n"),
+              "c.yaml:3:14: metrics.correlate: expected an integer from 0 to "
+              "65535, got '99999'");
+    CHECK_STR(load(&c, "metrics:\n  corelate: 9464\n"),
+              "c.yaml:2:3: unknown key 'corelate' in 'metrics' (known: listen, "
+              "correlate, dev, ingest, act)");
+    {
+        cs_config m;
+        cfg_defaults(&m);
+        CHECK_STR(load(&m, "metrics:\n  listen: 0.0.0.0\n  act: 9466\n"), "");
+        CHECK_STR(m.metrics_listen, "0.0.0.0");
+        CHECK_INT(m.metrics_act, 9466);
+        CHECK_INT(m.metrics_correlate, 0); /* none unless asked for */
+    }
     CHECK_STR(load(&c, "logs:\n  level: info\n"),
               "c.yaml:1:1: unknown key 'logs' in the top level (known: kafka, "
-              "redis, webhook, log, rules, correlate, collect)");
+              "redis, webhook, log, rules, correlate, collect, metrics)");
     CHECK_STR(load(&c, "log:\n  level: loud\n"),
               "c.yaml:2:10: log.level: 'loud' is not one of error, warn, info, "
               "debug");
@@ -128,7 +143,7 @@ static void test_errors(void)
               "c.yaml:1:8: section 'kafka' must be a mapping of keys");
     CHECK_STR(load(&c, "- a\n"),
               "c.yaml:1:1: the top level must be a mapping (kafka, redis, "
-              "webhook, log, rules, correlate, collect)");
+              "webhook, log, rules, correlate, collect, metrics)");
     CHECK_STR(load(&c, "kafka:\n  brokers:\n    a: b\n"),
               "c.yaml:3:5: kafka.brokers: expected a single value, got a mapping");
     CHECK_STR(load(&c, "webhook:\n  token: a\n  token_file: /nonexistent\n"),
