@@ -301,3 +301,72 @@ void act_free(act *a)
     kfk_tracker_release(a->btrk);
     free(a);
 }
+
+/* Declared once: act_metrics writes them from act_stats. */
+enum { AM_ACTIONS, AM_REQUESTS, AM_WAITING, AM_REDIS, AM_ASSIGNED, AM_LAG,
+       AM__COUNT };
+static const mx_family ACT_MX[AM__COUNT] = {
+    [AM_ACTIONS] = {"cascade_act_actions_total", MX_COUNTER,
+                    "Action requests the executor ended, by outcome.",
+                    "outcome"},
+    [AM_REQUESTS] = {"cascade_act_requests_total", MX_COUNTER,
+                     "Action requests read from cascade.actions.", NULL},
+    [AM_WAITING] = {"cascade_act_approvals_requested_total", MX_COUNTER,
+                    "Actions put to wait for a human's approval.", NULL},
+    [AM_REDIS] = {"cascade_act_redis_up", MX_GAUGE,
+                  "1 while the journal's Redis link is connected.", NULL},
+    [AM_ASSIGNED] = {"cascade_act_partitions_assigned", MX_GAUGE,
+                     "Partitions of cascade.actions this executor owns.", NULL},
+    [AM_LAG] = {"cascade_act_consumer_lag", MX_GAUGE,
+                "Action requests of a partition not read yet.", "partition"},
+};
+
+static void act_lag(void *arg, int32_t partition, int64_t lag)
+{
+    char p[16];
+    const char *v[] = {p};
+
+    if (lag < 0)
+        return;
+    snprintf(p, sizeof p, "%d", (int)partition);
+    mx_sample(arg, &ACT_MX[AM_LAG], v, (double)lag);
+}
+
+void act_metrics(const act *a, mx_out *o)
+{
+    const struct {
+        const char *outcome;
+        unsigned long n;
+    } out[] = {{"done", a->st.done},          {"failed", a->st.failed},
+               {"refused", a->st.refused},    {"proposed", a->st.proposed},
+               {"duplicate", a->st.duplicates}, {"dead_lettered", a->st.dead},
+               {"expired", a->st.expired},    {"resumed", a->st.resumed}};
+
+    mx_family_begin(o, &ACT_MX[AM_ACTIONS]);
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+        const char *v[] = {out[i].outcome};
+        mx_sample(o, &ACT_MX[AM_ACTIONS], v, (double)out[i].n);
+    }
+    mx_single(o, &ACT_MX[AM_REQUESTS], (double)a->st.requests);
+    mx_single(o, &ACT_MX[AM_WAITING], (double)a->st.waiting);
+    mx_single(o, &ACT_MX[AM_REDIS], jr_connected(a->jr));
+    mx_single(o, &ACT_MX[AM_ASSIGNED], (double)kfk_consumer_owned(a->cons));
+    mx_family_begin(o, &ACT_MX[AM_LAG]);
+    kfk_consumer_lag(a->cons, act_lag, o);
+}
+
+int act_ready(const act *a, char *why, size_t len)
+{
+    if (a->failed)
+        snprintf(why, len, "its Kafka consumer failed for good");
+    else if (!jr_connected(a->jr))
+        snprintf(why, len, "not connected to Redis (the journal)");
+    else if (!a->ready)
+        snprintf(why, len, "journal not read back yet");
+    else if (!kfk_consumer_owned(a->cons))
+        snprintf(why, len, "no partition of %s assigned yet",
+                 KFK_TOPIC_ACTIONS);
+    else
+        return 1;
+    return 0;
+}

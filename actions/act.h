@@ -19,6 +19,7 @@
 
 #include "actions/excfg.h"
 #include "core/err.h"
+#include "core/metrics.h"
 #include "core/kafka.h"
 #include "core/rtarget.h"
 #include "rules/playbooks.h"
@@ -57,6 +58,12 @@ typedef struct act act;
 act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                cs_err *err);
 void act_get_stats(const act *a, act_stats *s);
+/* Its metric families (the counts above, the journal's link, the
+ * consumer's partitions and lag), for /metrics (core/obsrv.h). */
+void act_metrics(const act *a, mx_out *o);
+/* Whether it is ready: its journal read back and Redis connected, its
+ * consumer holding partitions, not failed. 0 with the reason in why. */
+int act_ready(const act *a, char *why, size_t len);
 /* A human's decision on a waiting action: approve runs it now, deny ends
  * it. who is the person ("alice"); classes, the playbook classes they may
  * approve (1u << pb_class); a denial needs a reason. fn is called once:

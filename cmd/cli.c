@@ -87,6 +87,7 @@ int cli_config(cs_config *c, const char *path, const char *who,
         }
         *used = path;
         log_set_level((enum log_level)c->log_level);
+        log_set_format((enum log_format)c->log_format);
     }
     if (kfk_props_check(&c->kprops, &err) ||
         topic_set_prefix(c->topic_prefix, &err)) {

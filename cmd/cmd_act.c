@@ -15,6 +15,7 @@
 #include "core/err.h"
 #include "core/kafka.h"
 #include "core/log.h"
+#include "core/obsrv.h"
 #include "core/secret.h"
 #include "core/str.h"
 #include "rules/playbooks.h"
@@ -224,6 +225,16 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(arg);
 }
 
+static void act_mx(mx_out *o, void *arg)
+{
+    act_metrics(arg, o);
+}
+
+static int act_ok(char *why, size_t len, void *arg)
+{
+    return act_ready(arg, why, len);
+}
+
 int cmd_act(int argc, char **argv)
 {
     act_args a;
@@ -237,6 +248,7 @@ int cmd_act(int argc, char **argv)
     kfk_producer *prod = NULL;
     act *ex = NULL;
     apv_server *srv = NULL;
+    obsrv *obs = NULL;
     struct event *sigs[2] = {0}, *timer = NULL;
     char jkey[256] = "";
     int rc = 2;
@@ -306,6 +318,17 @@ int cmd_act(int argc, char **argv)
         printf("act: approvals API on http://%s:%d\n",
                a.listen ? a.listen : "127.0.0.1", apv_port(srv));
     }
+    if (pc.metrics_act > 0) {
+        obs_build b = {"act", CASCADE_VERSION, CASCADE_COMMIT};
+        if (!(obs = obs_start(base, pc.metrics_listen, pc.metrics_act, &b,
+                              &err))) {
+            fprintf(stderr, "cascade act: %s\n", err.msg);
+            goto out;
+        }
+        obs_add(obs, &(obs_part){"executor", act_mx, act_ok, ex});
+        log_info("act", "metrics on http://%s:%d/metrics (and /healthz, "
+                 "/readyz)", pc.metrics_listen, obs_port(obs));
+    }
     printf("act: consuming %s, mode %s, scheduler %s; audit on %s; "
            "executors:%s%s%s%s%s%s%s\n", KFK_TOPIC_ACTIONS, pb_mode_name(a.mode),
            a.sched == PB_ON_SLURM ? "slurm" : "k8s", KFK_TOPIC_AUDIT,
@@ -334,6 +357,7 @@ int cmd_act(int argc, char **argv)
              st.resumed, st.dead);
     rc = act_failed(ex) ? 2 : 0;
 out:
+    obs_free(obs); /* it reads the executor's counts */
     act_free(ex); /* before the server: it answers decisions in flight */
     apv_stop(srv);
     apv_free(apv);

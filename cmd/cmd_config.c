@@ -54,7 +54,7 @@ int cmd_config(int argc, char **argv)
                "           post), max_output (one post's signals, as JSON),\n"
                "           ack_timeout_s (default 5: a post not acknowledged\n"
                "           by Kafka within it is answered 503)\n"
-               "  log:     level (error, warn, info, debug)\n"
+               "  log:     level (error, warn, info, debug), format (text, json)\n"
                "  rules:   dir (a folder of rule files; \"\" = built-in set)\n"
                "  correlate: max_clusters (default 4096; signals of more\n"
                "           clusters are dead-lettered)\n"

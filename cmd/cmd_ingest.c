@@ -413,6 +413,8 @@ static int ingest_webhook(int argc, char **argv)
     wh_config wc = live_webhook_config(&l);
     if (!(l.wh = wh_start(l.base, &wc, l.prod, &err)))
         return live_fail(&l, "ingest webhook", &err);
+    if (live_observe(&l, "ingest webhook", l.cfg.metrics_ingest, &err))
+        return live_fail(&l, "ingest webhook", &err);
     printf("webhook: listening on http://%s:%d/api/v1/alerts\n", wc.listen_addr,
            wh_port(l.wh));
     fflush(stdout);

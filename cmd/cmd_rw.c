@@ -138,6 +138,8 @@ static int rw_run(live *l, const live_args *a, ccf_conf *cc)
     rc = rw_conf(cc, a, &nm);
     if (!(l->rw = rw_start(l->base, &rc, l->prod, &err)))
         return live_fail(l, "ingest remote-write", &err);
+    if (live_observe(l, "ingest remote-write", l->cfg.metrics_ingest, &err))
+        return live_fail(l, "ingest remote-write", &err);
     printf("remote-write: listening on http://%s:%d/api/v1/write\n",
            rc.listen_addr, rw_port(l->rw));
     fflush(stdout);

@@ -106,6 +106,7 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
         log_warn("cascade", "SIGHUP: kafka, redis and listen address changes "
                             "take effect at the next start");
     log_set_level((enum log_level)next.log_level);
+    log_set_format((enum log_format)next.log_format);
     l->cfg.log_level = next.log_level;
     if (l->wh && next.token[0] && strcmp(next.token, l->cfg.token)) {
         wh_set_token(l->wh, next.token);
@@ -195,6 +196,11 @@ void live_stop_after(live *l, int seconds)
     evtimer_add(l->stop_timer, &tv);
 }
 
+static void rw_mx(mx_out *o, void *arg)
+{
+    rw_metrics(arg, o);
+}
+
 static void wh_mx(mx_out *o, void *arg)
 {
     wh_metrics(arg, o);
@@ -222,6 +228,8 @@ int live_observe(live *l, const char *process, int port, cs_err *err)
         obs_add(l->obs, &(obs_part){"correlator", corr_mx, corr_ok, l->corr});
     if (l->wh)
         obs_add(l->obs, &(obs_part){"webhook", wh_mx, NULL, l->wh});
+    if (l->rw)
+        obs_add(l->obs, &(obs_part){"remote-write", rw_mx, NULL, l->rw});
     log_info("cascade", "metrics on http://%s:%d/metrics (and /healthz, "
              "/readyz)", l->cfg.metrics_listen, obs_port(l->obs));
     return 0;

@@ -33,11 +33,14 @@ static const cli_command commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cascade [--log-level LEVEL] COMMAND [ARGS]\n\n"
+    fprintf(f, "usage: cascade [--log-level LEVEL] [--log-format text|json] "
+               "COMMAND [ARGS]\n\n"
                "Incident correlation for GPU fleets.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-18s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nRun 'cascade COMMAND --help' for a command's options.\n");
+    fprintf(f, "\nRun 'cascade COMMAND --help' for a command's options.\n"
+               "Logs go to stderr: --log-format json writes one object a line\n"
+               "({ts, level, component, msg}); log.format in the config too.\n");
 }
 
 int main(int argc, char **argv)
@@ -66,6 +69,17 @@ int main(int argc, char **argv)
                 return 2;
             }
             log_pin_level((enum log_level)lvl);
+            i += 2;
+            continue;
+        }
+        if (!strcmp(argv[i], "--log-format") && i + 1 < argc) {
+            int f = log_parse_format(argv[i + 1]);
+            if (f < 0) {
+                fprintf(stderr, "cascade: unknown log format '%s' "
+                                "(text, json)\n", argv[i + 1]);
+                return 2;
+            }
+            log_pin_format((enum log_format)f);
             i += 2;
             continue;
         }

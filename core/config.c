@@ -79,8 +79,10 @@ static const yd_key webhook_keys[] = {
     SIZE("max_output", max_output, 64 << 10, 1LL << 32),
     INT("ack_timeout_s", ack_timeout_s, 1, 300),
 };
+static const char *const formats[] = {"text", "json"};
 static const yd_key log_keys[] = {
-    {"level", YD_ENUM, 0, C(log_level), 0, 0, levels, 4, 0, 0}};
+    {"level", YD_ENUM, 0, C(log_level), 0, 0, levels, 4, 0, 0},
+    {"format", YD_ENUM, 0, C(log_format), 0, 0, formats, 2, 0, 0}};
 static const yd_key rules_keys[] = {BUF("dir", rules_dir)};
 static const yd_key correlate_keys[] = {
     INT("max_clusters", max_clusters, 1, 1000000)};
@@ -384,8 +386,9 @@ void cfg_print(const cs_config *c, void *stdio_file)
             c->max_headers, c->max_connections, c->timeout_s,
             c->request_timeout_s, c->max_alerts, c->max_output,
             c->ack_timeout_s);
-    fprintf(f, "log:\n  level: %s\n",
-            c->log_level >= 0 && c->log_level <= 3 ? levels[c->log_level] : "?");
+    fprintf(f, "log:\n  level: %s\n  format: %s\n",
+            c->log_level >= 0 && c->log_level <= 3 ? levels[c->log_level] : "?",
+            formats[c->log_format == 1]);
     fprintf(f, "rules:\n  dir: \"%s\"%s\n", c->rules_dir,
             c->rules_dir[0] ? "" : "   # built-in rule set");
     fprintf(f, "correlate:\n  max_clusters: %d\n", c->max_clusters);

@@ -10,7 +10,7 @@
  *   webhook: listen, port, token | token_file, max_body, max_headers,
  *            max_connections, timeout_s, request_timeout_s, max_alerts,
  *            max_output, ack_timeout_s
- *   log:     level
+ *   log:     level, format (text, json)
  *   rules:   dir (a folder of rule files; empty: the built-in set)
  *   correlate: max_clusters (signals of more are dead-lettered)
  *   metrics: listen, and a port per process (correlate, dev, ingest, act;
@@ -70,6 +70,7 @@ typedef struct cs_config {
     size_t max_output;     /* one post's signals, as JSON */
     int ack_timeout_s;     /* a post's wait for Kafka's acknowledgement */
     int log_level; /* enum log_level */
+    int log_format; /* enum log_format */
     char rules_dir[512];
     int max_clusters; /* correlate: signals of more clusters are refused */
     char metrics_listen[64];

@@ -9,6 +9,25 @@ int log_current_level = LOG_LVL_INFO;
 static int level_pinned;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static int log_format, format_pinned;
+
+void log_set_format(enum log_format f)
+{
+    if (!format_pinned)
+        log_format = (int)f;
+}
+
+void log_pin_format(enum log_format f)
+{
+    log_format = (int)f;
+    format_pinned = 1;
+}
+
+int log_parse_format(const char *name)
+{
+    return !strcmp(name, "text") ? LOG_FMT_TEXT
+           : !strcmp(name, "json") ? LOG_FMT_JSON : -1;
+}
 
 void log_set_level(enum log_level lvl)
 {
@@ -34,23 +53,32 @@ int log_parse_level(const char *name)
  * a newline there would start a line of the client's making, an ESC would
  * drive the reader's terminal. Every C0 control and DEL is written as \n,
  * \r, \t or \xNN; the rest, UTF-8 included, as it is. */
-static void escape(const char *in, char *out, size_t cap)
+static void escape(const char *in, char *out, size_t cap, int json)
 {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;
 
     for (const unsigned char *c = (const unsigned char *)in; *c; c++) {
-        if (o + 5 > cap)
+        if (o + 7 > cap)
             break;
-        if (*c >= 0x20 && *c != 0x7f) {
+        if (*c >= 0x20 && *c != 0x7f && !(json && (*c == '"' || *c == '\\'))) {
             out[o++] = (char)*c;
             continue;
         }
         out[o++] = '\\';
-        if (*c == '\n' || *c == '\r' || *c == '\t') {
+        if (*c == '"' || *c == '\\') {
+            out[o++] = (char)*c; /* JSON only: text keeps them as they are */
+        } else if (*c == '\n' || *c == '\r' || *c == '\t') {
             out[o++] = *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't';
         } else {
-            out[o++] = 'x';
+            /* JSON's \u00NN; text's shorter \xNN */
+            if (json) {
+                out[o++] = 'u';
+                out[o++] = '0';
+                out[o++] = '0';
+            } else {
+                out[o++] = 'x';
+            }
             out[o++] = hex[*c >> 4];
             out[o++] = hex[*c & 15];
         }
@@ -60,7 +88,7 @@ static void escape(const char *in, char *out, size_t cap)
 
 void log_write(enum log_level lvl, const char *component, const char *fmt, ...)
 {
-    char stamp[32], msg[2048], safe[4 * sizeof msg];
+    char stamp[32], msg[2048], safe[6 * sizeof msg];
     struct timespec now;
     struct tm tm;
     va_list ap;
@@ -71,8 +99,14 @@ void log_write(enum log_level lvl, const char *component, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    escape(msg, safe, sizeof safe);
-    /* One fprintf per line keeps lines whole when threads of librdkafka log. */
-    fprintf(stderr, "%s.%03ldZ %-5s %s: %s\n", stamp, now.tv_nsec / 1000000L,
-            level_names[lvl], component, safe);
+    escape(msg, safe, sizeof safe, log_format == LOG_FMT_JSON);
+    /* One fprintf per line keeps lines whole when threads of librdkafka log;
+     * component names are cascade's own (no escaping needed). */
+    if (log_format == LOG_FMT_JSON)
+        fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"component\":"
+                "\"%s\",\"msg\":\"%s\"}\n", stamp, now.tv_nsec / 1000000L,
+                level_names[lvl], component, safe);
+    else
+        fprintf(stderr, "%s.%03ldZ %-5s %s: %s\n", stamp,
+                now.tv_nsec / 1000000L, level_names[lvl], component, safe);
 }

@@ -15,6 +15,14 @@ void log_set_level(enum log_level lvl);
 /* The level the command line asks for (--log-level): flags win over the
  * config file, at start and at every reload. */
 void log_pin_level(enum log_level lvl);
+/* text (the default): "TIME LEVEL component: message"; json: one object
+ * a line, {"ts","level","component","msg"}, for log shippers. Like the
+ * level, the command line's choice pins it over the config file's. */
+enum log_format { LOG_FMT_TEXT, LOG_FMT_JSON };
+void log_set_format(enum log_format f);
+void log_pin_format(enum log_format f);
+/* Accepts text|json; -1 on anything else. */
+int log_parse_format(const char *name);
 /* Accepts error|warn|info|debug; returns -1 on anything else. */
 int log_parse_level(const char *name);
 void log_write(enum log_level lvl, const char *component, const char *fmt, ...)

@@ -353,3 +353,41 @@ void rw_free(rwrecv *r)
     }
     free(r);
 }
+
+/* Declared once: rw_metrics writes them from rw_stat. */
+static const mx_family RW_MX[] = {
+    {"cascade_rw_requests_total", MX_COUNTER,
+     "Remote-write requests read whole, by answer (ok: 204 or 400 with "
+     "its signals published; refused: 4xx; unavailable: 503).", "answer"},
+    {"cascade_rw_samples_total", MX_COUNTER,
+     "Samples in remote-write requests, by fate (published, filtered, no "
+     "host label, not finite, invalid).", "fate"},
+    {"cascade_rw_requests_waiting", MX_GAUGE,
+     "Requests whose answer waits for Kafka's acknowledgement now.", NULL},
+};
+
+void rw_metrics(const rwrecv *r, mx_out *o)
+{
+    rw_stat st;
+    const char *ans[] = {"ok", "refused", "unavailable"};
+    const char *fate[] = {"published", "filtered", "nohost", "nonfinite",
+                          "invalid"};
+    double a[3], f[5];
+
+    rw_get_stats(r, &st);
+    a[1] = (double)st.refused;
+    a[2] = (double)st.unavailable;
+    a[0] = (double)st.requests - a[1] - a[2];
+    f[0] = (double)st.published;
+    f[1] = (double)st.filtered;
+    f[2] = (double)st.nohost;
+    f[3] = (double)st.nonfinite;
+    f[4] = (double)st.invalid;
+    mx_family_begin(o, &RW_MX[0]);
+    for (int i = 0; i < 3; i++)
+        mx_sample(o, &RW_MX[0], &ans[i], a[i] < 0 ? 0 : a[i]);
+    mx_family_begin(o, &RW_MX[1]);
+    for (int i = 0; i < 5; i++)
+        mx_sample(o, &RW_MX[1], &fate[i], f[i]);
+    mx_single(o, &RW_MX[2], (double)st.waiting);
+}

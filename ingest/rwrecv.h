@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "core/err.h"
+#include "core/metrics.h"
 #include "core/kafka.h"
 #include "ingest/rwdecode.h"
 
@@ -62,6 +63,8 @@ int rw_port(const rwrecv *r);
 /* Replaces the bearer token; ignored when empty. */
 void rw_set_token(rwrecv *r, const char *token);
 void rw_get_stats(const rwrecv *r, rw_stat *st);
+/* The same counts as metric families, for /metrics (core/obsrv.h). */
+void rw_metrics(const rwrecv *r, mx_out *o);
 /* As wh_drain (ingest/webhook.h). */
 void rw_drain(rwrecv *r, void (*done)(void *), void *arg);
 void rw_free(rwrecv *r);

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Self-observability, checked by the real tools:
-#   - cascade correlate (its own process, a Redis with a password) and
-#     cascade dev each answer /metrics, /healthz and /readyz on the ports
-#     of their metrics section; promtool check metrics accepts both
-#     expositions;
-#   - a real Prometheus (Debian's) scrapes both: up is 1 for each, and the
-#     correlator's incidents and signals are there to query;
-#   - the correlator's /readyz answers 200 once it holds its partitions
-#     and its state, and 503 naming Redis once Redis is killed
-#     (cascade_redis_up 0, cascade_ready 0); 200 again when Redis is back.
+#   - cascade correlate, cascade act and cascade ingest webhook (their own
+#     processes, a Redis with a password) and cascade dev each answer /metrics, /healthz and
+#     /readyz on the ports of their metrics section; promtool check
+#     metrics accepts every exposition;
+#   - a real Prometheus (Debian's) scrapes all four: up is 1 for each,
+#     the correlator's incidents are there to query and the executor's
+#     shadow proposals;
+#   - the correlator's and the executor's /readyz answer 200 once they
+#     hold their partitions and state, and 503 naming Redis once Redis is
+#     killed (cascade_redis_up 0, cascade_ready 0); 200 again when Redis
+#     is back.
 # usage: metrics.sh CASCADE_BIN CORPUS
 set -uo pipefail
 bin=$1 corpus=$2
@@ -24,7 +26,8 @@ redis_pw=$(random_hex)
 rport=$(free_port)
 redis_up "$rport"
 start_broker 300
-read -r mport dport pport < <(p=$(free_ports 3); echo "$p $((p + 1)) $((p + 2))")
+read -r mport dport pport aport wport < <(p=$(free_ports 5)
+  echo "$p $((p + 1)) $((p + 2)) $((p + 3)) $((p + 4))")
 
 # the real-Kafka tier's settings, when there, then the test's own
 {
@@ -34,6 +37,8 @@ read -r mport dport pport < <(p=$(free_ports 3); echo "$p $((p + 1)) $((p + 2))"
   printf 'metrics:\n  listen: 127.0.0.1\n  correlate: %s\n' "$mport"
 } > "$tmp/corr.yaml"
 printf 'metrics:\n  dev: %s\nwebhook:\n  port: 0\n' "$dport" > "$tmp/dev.yaml"
+sed "s/^  correlate: $mport\$/  act: $aport/" "$tmp/corr.yaml" > "$tmp/act.yaml"
+sed "s/^  correlate: $mport\$/  ingest: $wport/" "$tmp/corr.yaml" > "$tmp/wh.yaml"
 export CASCADE_TEST_REDIS_PW=$redis_pw
 
 "$bin" correlate --config "$tmp/corr.yaml" --for 200 > "$tmp/correlate.out" \
@@ -58,35 +63,43 @@ until_ready() {
   done
   fail "/readyz on $1 answers $code ($body), not $2"
 }
+"$bin" act --brokers "$brokers" --cascade-config "$tmp/act.yaml" --mode shadow \
+  --for 200 > "$tmp/act.out" 2> "$tmp/act.err" & pids+=($!)
+"$bin" ingest webhook --brokers "$brokers" --config "$tmp/wh.yaml" --token t0k \
+  --port 0 --for 200 > "$tmp/webhook.out" 2> "$tmp/webhook.err" & pids+=($!)
 until_ready "$mport" 200
 until_ready "$dport" 200
+until_ready "$aport" 200
+until_ready "$wport" 200
 get "$mport" /healthz
 [ "$code" = 200 ] && [ "$body" = ok ] || fail "/healthz: $code $body"
 
 stream=$(corpus_stream "$corpus" cascade_node_crash_xid)
 "$bin" ingest file --brokers "$brokers" "$stream" > "$tmp/ingest.out" \
   2> "$tmp/ingest.err" || fail "ingest failed"
-for _ in $(seq 1 300); do
-  get "$mport" /metrics
-  grep -q '^cascade_incidents_total{event="opened"} [1-9]' <<< "$body" && break
-  sleep 0.1
-done
-echo "$body" > "$tmp/correlate.metrics"
-grep -q '^cascade_incidents_total{event="opened"} [1-9]' "$tmp/correlate.metrics" ||
-  fail "no incident opened in the correlator's metrics"
+# scrape PORT NAME [PATTERN]: /metrics of PORT into $tmp/NAME.metrics,
+# waiting (30 s) for a line matching PATTERN; promtool must accept it.
+scrape() {
+  for _ in $(seq 1 300); do
+    get "$1" /metrics
+    [ -z "${3:-}" ] || grep -q "$3" <<< "$body" && break
+    sleep 0.1
+  done
+  echo "$body" > "$tmp/$2.metrics"
+  [ -z "${3:-}" ] || grep -q "$3" "$tmp/$2.metrics" || fail "$2: no line matches $3"
+  promtool check metrics < "$tmp/$2.metrics" > "$tmp/promtool.err" 2>&1 ||
+    fail "promtool refuses the metrics of $2: $(cat "$tmp/promtool.err")"
+}
+scrape "$mport" correlate '^cascade_incidents_total{event="opened"} [1-9]'
 for f in cascade_signals_read_total cascade_batch_phase_seconds_bucket \
          cascade_detection_latency_seconds_count cascade_incidents_open \
          cascade_last_signal_timestamp_seconds cascade_redis_up cascade_build_info \
          cascade_kafka_partitions_assigned process_start_time_seconds; do
   grep -q "^$f" "$tmp/correlate.metrics" || fail "$f missing from /metrics"
 done
-promtool check metrics < "$tmp/correlate.metrics" > "$tmp/promtool.err" 2>&1 ||
-  fail "promtool refuses the correlator's metrics: $(cat "$tmp/promtool.err")"
-get "$dport" /metrics
-echo "$body" > "$tmp/dev.metrics"
-promtool check metrics < "$tmp/dev.metrics" > "$tmp/promtool.err" 2>&1 ||
-  fail "promtool refuses cascade dev's metrics: $(cat "$tmp/promtool.err")"
-grep -q '^cascade_webhook_posts_waiting' "$tmp/dev.metrics" || fail "dev shows no webhook metrics"
+scrape "$dport" dev '^cascade_webhook_posts_waiting'
+scrape "$wport" webhook '^cascade_build_info{.*process="ingest webhook"} 1'
+scrape "$aport" act '^cascade_act_actions_total{outcome="proposed"} [1-9]'
 grep -q "incident inc-[0-9a-f]* opened: " "$tmp/correlate.err" ||
   fail "no log line for the opened incident"
 
@@ -98,7 +111,7 @@ global:
 scrape_configs:
   - job_name: cascade
     static_configs:
-      - targets: ['127.0.0.1:$mport', '127.0.0.1:$dport']
+      - targets: ['127.0.0.1:$mport', '127.0.0.1:$dport', '127.0.0.1:$aport', '127.0.0.1:$wport']
 EOF
 promtool check config "$tmp/prometheus.yml" > "$tmp/promtool.err" 2>&1 ||
   fail "promtool check config: $(cat "$tmp/promtool.err")"
@@ -111,11 +124,13 @@ query() {
     python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["result"]))' 2>/dev/null
 }
 for _ in $(seq 1 300); do
-  [ "$(query 'up{job="cascade"} == 1')" = 2 ] &&
+  [ "$(query 'up{job="cascade"} == 1')" = 4 ] &&
     [ "$(query 'cascade_incidents_total{event="opened"} > 0')" = 1 ] && break
   sleep 0.2
 done
-[ "$(query 'up{job="cascade"} == 1')" = 2 ] || fail "Prometheus does not scrape both processes"
+[ "$(query 'up{job="cascade"} == 1')" = 4 ] || fail "Prometheus does not scrape the four processes"
+[ "$(query 'cascade_act_actions_total{outcome="proposed"} > 0')" = 1 ] ||
+  fail "Prometheus has no proposals from the executor"
 [ "$(query 'cascade_incidents_total{event="opened"} > 0')" = 1 ] ||
   fail "Prometheus has no opened incidents from the correlator"
 [ "$(query 'cascade_build_info{process="dev"}')" = 1 ] || fail "no build info from cascade dev"
@@ -127,6 +142,9 @@ grep -q "Redis" <<< "$body" || fail "/readyz does not name Redis: $body"
 get "$mport" /metrics
 grep -q '^cascade_redis_up 0' <<< "$body" || fail "cascade_redis_up is not 0 without Redis"
 grep -q '^cascade_ready 0' <<< "$body" || fail "cascade_ready is not 0 without Redis"
+until_ready "$aport" 503
+grep -q "Redis" <<< "$body" || fail "the executor's /readyz does not name Redis: $body"
 redis_up "$rport"
 until_ready "$mport" 200
+until_ready "$aport" 200
 echo "ok: /metrics accepted by promtool and scraped by Prometheus; /readyz follows Redis"

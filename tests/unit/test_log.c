@@ -53,6 +53,31 @@ static void check_pinned_level(void)
     CHECK(log_current_level == LOG_LVL_WARN);
 }
 
+/* --log-format json: one object a line that a JSON parser reads back
+ * with the message as it was given (quotes, backslashes, controls). */
+static void check_json(void)
+{
+    check_capture cap;
+    char *line;
+
+    log_pin_format(LOG_FMT_JSON);
+    check_stderr_begin(&cap);
+    log_warn("test", "say \"hi\" \\ to\nme\x01");
+    line = check_stderr_end(&cap);
+    CHECK(strncmp(line, "{\"ts\":\"", 7) == 0);
+    CHECK(strstr(line, "\"level\":\"warn\",\"component\":\"test\","
+                       "\"msg\":\"say \\\"hi\\\" \\\\ to\\nme\\u0001\"}\n") != NULL);
+    CHECK(strchr(line, '\n') == line + strlen(line) - 1);
+    free(line);
+    log_set_format(LOG_FMT_TEXT); /* pinned: the config's choice is ignored */
+    line = logged("x");
+    CHECK(line[0] == '{');
+    free(line);
+    log_pin_format(LOG_FMT_TEXT);
+    CHECK_INT(log_parse_format("json"), LOG_FMT_JSON);
+    CHECK_INT(log_parse_format("yaml"), -1);
+}
+
 int main(void)
 {
     check_logged("plain text", "plain text");
@@ -64,5 +89,6 @@ int main(void)
     /* UTF-8 and backslashes are left alone */
     check_logged("caf\xc3\xa9 \\n", "caf\xc3\xa9 \\n");
     check_pinned_level();
+    check_json();
     return check_report();
 }
