@@ -17,6 +17,24 @@
 #include "rules/classify.h"
 #include "rules/playbooks.h"
 
+static void slurm_counts(void *arg, cmx_counts *c)
+{
+    sc_stats st;
+
+    sc_get_stats(arg, &st);
+    *c = (cmx_counts){.read = st.polls, .published = st.published,
+                      .errors = st.failed_polls};
+}
+
+static void journal_counts(void *arg, cmx_counts *c)
+{
+    sdj_stats st;
+
+    sdj_get_stats(arg, &st);
+    *c = (cmx_counts){.read = st.entries, .published = st.published,
+                      .filtered = st.dropped, .rejected = st.rejected};
+}
+
 static void slurm_report(evutil_socket_t fd, short what, void *arg)
 {
     sc_stats st;
@@ -144,7 +162,8 @@ int cmd_ingest_slurm(int argc, char **argv)
     }
     if (colrun_open(&l, seconds, p, &err) ||
         !(sc = sc_start(l.base, &o, p, &err)) ||
-        colrun_report(&l, slurm_report, sc, &err))
+        colrun_report(&l, slurm_report, sc, &err) ||
+        colrun_observe(&l, "slurm", config, slurm_counts, sc, &err))
         goto out;
     log_info("slurm", "polling the controller every %d s%s%s", poll,
              o.state ? ", state " : "", o.state ? o.state : "");
@@ -302,7 +321,8 @@ int cmd_ingest_journal(int argc, char **argv)
         o.units = units;
         nunits = (int)cc.journal.nunits;
     }
-    if (colrun_open(&l, seconds, p, &err) || !(r = sdj_start(l.base, &o, p, &err)))
+    if (colrun_open(&l, seconds, p, &err) || !(r = sdj_start(l.base, &o, p, &err)) ||
+        colrun_observe(&l, "journal", config, journal_counts, r, &err))
         goto out;
     log_info("journal", "reading %s%s%s (kernel: %s, %d units)",
              o.directory ? o.directory : nfiles ? "journal files" : "the system journal",

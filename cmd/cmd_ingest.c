@@ -238,6 +238,15 @@ static int log_files(const log_args *a, char **paths, int n, kfk_producer *p,
     return worst;
 }
 
+static void follow_counts(void *arg, cmx_counts *c)
+{
+    fol_stats st;
+
+    fol_get_stats(arg, &st);
+    *c = (cmx_counts){.read = st.lines, .published = st.published,
+                      .filtered = st.dropped, .rejected = st.rejected};
+}
+
 static void follow_report(evutil_socket_t fd, short what, void *arg)
 {
     fol_stats st;
@@ -304,7 +313,8 @@ static int log_follow(const log_args *a, char **pats, int n, kfk_producer *p,
     o.sources = src;
     if (colrun_open(&l, a->seconds, p, err) ||
         !(fw = fol_start(l.base, &o, p, err)) ||
-        colrun_report(&l, follow_report, fw, err))
+        colrun_report(&l, follow_report, fw, err) ||
+        colrun_observe(&l, "follow", a->config, follow_counts, fw, err))
         goto out;
     log_info("follow", "following %zu pattern%s%s%s", nsrc, nsrc == 1 ? "" : "s",
              a->checkpoint ? ", checkpoint " : "",

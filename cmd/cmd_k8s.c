@@ -60,6 +60,18 @@ static void k8s_help(FILE *f)
         "usage, config or credentials error.\n");
 }
 
+static void k8s_counts(void *arg, cmx_counts *c)
+{
+    kw_stats st;
+
+    kw_get_stats(arg, &st);
+    *c = (cmx_counts){.read = st.obj.objects, .published = st.published,
+                      .filtered = st.obj.filtered, .rejected = st.refused_full,
+                      .dead = st.dead_letters,
+                      .errors = st.http_errors + st.net_errors +
+                                st.failed_delivery};
+}
+
 static void k8s_report(evutil_socket_t fd, short what, void *arg)
 {
     kw_collector *c = arg;
@@ -262,7 +274,8 @@ int cmd_ingest_k8s(int argc, char **argv)
     a.o.obj.keep_arg = cls;
     if (colrun_open(&l, a.seconds, p, &err) ||
         !(kw = kw_start(l.base, &a.o, &auth, p, &err)) ||
-        colrun_report(&l, k8s_report, kw, &err))
+        colrun_report(&l, k8s_report, kw, &err) ||
+        colrun_observe(&l, "k8s", a.config, k8s_counts, kw, &err))
         goto out;
     log_info("k8s", "watching %s%s%s (events: %s)%s%s", auth.server,
              a.o.ns ? " namespace " : "", a.o.ns ? a.o.ns : "",

@@ -8,6 +8,7 @@
 #include <event2/event.h>
 
 #include "cmd/cli.h"
+#include "core/log.h"
 #include "core/str.h"
 
 kfk_producer *colrun_producer(const char *who, const char *brokers,
@@ -106,8 +107,46 @@ int colrun_report(colrun_loop *l, event_callback_fn fn, void *arg,
     return 0;
 }
 
+static void col_mx(mx_out *o, void *arg)
+{
+    colrun_loop *l = arg;
+    cmx_counts c = {0};
+
+    l->counts(l->counts_arg, &c);
+    cmx_write(o, l->collector, &c);
+}
+
+int colrun_observe(colrun_loop *l, const char *collector, const char *config,
+                   void (*counts)(void *arg, cmx_counts *c), void *arg,
+                   cs_err *err)
+{
+    cs_config c;
+    const char *used;
+    char who[64];
+    obs_build b = {who, CASCADE_VERSION, CASCADE_COMMIT};
+
+    snprintf(who, sizeof who, "ingest %s", collector);
+    if (cli_config(&c, config, who, &used)) {
+        cs_err_set(err, "the config cannot be read again");
+        return -1;
+    }
+    if (c.metrics_ingest <= 0)
+        return 0;
+    if (!(l->obs = obs_start(l->base, c.metrics_listen, c.metrics_ingest, &b,
+                             err)))
+        return -1;
+    l->collector = collector;
+    l->counts = counts;
+    l->counts_arg = arg;
+    obs_add(l->obs, &(obs_part){collector, col_mx, NULL, l});
+    log_info(collector, "metrics on http://%s:%d/metrics (and /healthz, "
+             "/readyz)", c.metrics_listen, obs_port(l->obs));
+    return 0;
+}
+
 void colrun_close(colrun_loop *l)
 {
+    obs_free(l->obs);
     kfk_producer_detach(l->p);
     for (int i = 0; i < 4; i++)
         if (l->ev[i])

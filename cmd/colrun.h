@@ -9,7 +9,9 @@
 
 #include "core/err.h"
 #include "core/kafka.h"
+#include "core/obsrv.h"
 #include "ingest/colcfg.h"
+#include "ingest/colmx.h"
 
 /* --brokers, else kafka.brokers of the config (--config,
  * $CASCADE_CONFIG), with its kafka.properties, the topics a collector
@@ -26,6 +28,10 @@ typedef struct colrun_loop {
     struct event_base *base;
     kfk_producer *p; /* attached: detached before the base goes */
     struct event *ev[4]; /* SIGINT, SIGTERM, --for, the minute's report */
+    obsrv *obs;          /* metrics.ingest: /metrics, /healthz, /readyz */
+    const char *collector;
+    void (*counts)(void *arg, cmx_counts *c);
+    void *counts_arg;
 } colrun_loop;
 
 /* seconds: --for (0: until a signal); p is polled from the loop. */
@@ -33,6 +39,13 @@ int colrun_open(colrun_loop *l, int seconds, kfk_producer *p, cs_err *err);
 /* fn(arg) once a minute from the loop. */
 int colrun_report(colrun_loop *l, event_callback_fn fn, void *arg,
                   cs_err *err);
+/* The collector's /metrics (core/obsrv.h) on metrics.listen and
+ * metrics.ingest of its config (none when that port is 0): counts(arg)
+ * fills the shared collector families (ingest/colmx.h) at each scrape.
+ * -1 with the reason in err. */
+int colrun_observe(colrun_loop *l, const char *collector, const char *config,
+                   void (*counts)(void *arg, cmx_counts *c), void *arg,
+                   cs_err *err);
 /* Detaches the producer, then frees the loop. */
 void colrun_close(colrun_loop *l);
 

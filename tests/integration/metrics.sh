@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Self-observability, checked by the real tools:
-#   - cascade correlate, cascade act and cascade ingest webhook (their own
-#     processes, a Redis with a password) and cascade dev each answer /metrics, /healthz and
+#   - cascade correlate, cascade act, cascade ingest webhook and a following
+#     log collector (their own processes, a Redis with a password) and
+#     cascade dev each answer /metrics, /healthz and
 #     /readyz on the ports of their metrics section; promtool check
 #     metrics accepts every exposition;
-#   - a real Prometheus (Debian's) scrapes all four: up is 1 for each,
+#   - a real Prometheus (Debian's) scrapes all five: up is 1 for each,
 #     the correlator's incidents are there to query and the executor's
 #     shadow proposals;
 #   - the correlator's and the executor's /readyz answer 200 once they
@@ -26,8 +27,8 @@ redis_pw=$(random_hex)
 rport=$(free_port)
 redis_up "$rport"
 start_broker 300
-read -r mport dport pport aport wport < <(p=$(free_ports 5)
-  echo "$p $((p + 1)) $((p + 2)) $((p + 3)) $((p + 4))")
+read -r mport dport pport aport wport fport < <(p=$(free_ports 6)
+  echo "$p $((p + 1)) $((p + 2)) $((p + 3)) $((p + 4)) $((p + 5))")
 
 # the real-Kafka tier's settings, when there, then the test's own
 {
@@ -39,6 +40,9 @@ read -r mport dport pport aport wport < <(p=$(free_ports 5)
 printf 'metrics:\n  dev: %s\nwebhook:\n  port: 0\n' "$dport" > "$tmp/dev.yaml"
 sed "s/^  correlate: $mport\$/  act: $aport/" "$tmp/corr.yaml" > "$tmp/act.yaml"
 sed "s/^  correlate: $mport\$/  ingest: $wport/" "$tmp/corr.yaml" > "$tmp/wh.yaml"
+sed "s/^  correlate: $mport\$/  ingest: $fport/" "$tmp/corr.yaml" > "$tmp/follow.yaml"
+mkdir -p "$tmp/logs"
+echo "2026-03-02T08:10:04Z gpu-031 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus." > "$tmp/logs/kern.log"
 export CASCADE_TEST_REDIS_PW=$redis_pw
 
 "$bin" correlate --config "$tmp/corr.yaml" --for 200 > "$tmp/correlate.out" \
@@ -67,7 +71,11 @@ until_ready() {
   --for 200 > "$tmp/act.out" 2> "$tmp/act.err" & pids+=($!)
 "$bin" ingest webhook --brokers "$brokers" --config "$tmp/wh.yaml" --token t0k \
   --port 0 --for 200 > "$tmp/webhook.out" 2> "$tmp/webhook.err" & pids+=($!)
+"$bin" ingest log --follow --from-start --config "$tmp/follow.yaml" \
+  --brokers "$brokers" --cluster c1 --for 200 "$tmp/logs/*.log" > "$tmp/follow.out" \
+  2> "$tmp/follow.err" & pids+=($!)
 until_ready "$mport" 200
+until_ready "$fport" 200
 until_ready "$dport" 200
 until_ready "$aport" 200
 until_ready "$wport" 200
@@ -99,6 +107,7 @@ for f in cascade_signals_read_total cascade_batch_phase_seconds_bucket \
 done
 scrape "$dport" dev '^cascade_webhook_posts_waiting'
 scrape "$wport" webhook '^cascade_build_info{.*process="ingest webhook"} 1'
+scrape "$fport" follow '^cascade_collector_published_total{collector="follow"} [1-9]'
 scrape "$aport" act '^cascade_act_actions_total{outcome="proposed"} [1-9]'
 grep -q "incident inc-[0-9a-f]* opened: " "$tmp/correlate.err" ||
   fail "no log line for the opened incident"
@@ -111,7 +120,7 @@ global:
 scrape_configs:
   - job_name: cascade
     static_configs:
-      - targets: ['127.0.0.1:$mport', '127.0.0.1:$dport', '127.0.0.1:$aport', '127.0.0.1:$wport']
+      - targets: ['127.0.0.1:$mport', '127.0.0.1:$dport', '127.0.0.1:$aport', '127.0.0.1:$wport', '127.0.0.1:$fport']
 EOF
 promtool check config "$tmp/prometheus.yml" > "$tmp/promtool.err" 2>&1 ||
   fail "promtool check config: $(cat "$tmp/promtool.err")"
@@ -124,11 +133,11 @@ query() {
     python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["result"]))' 2>/dev/null
 }
 for _ in $(seq 1 300); do
-  [ "$(query 'up{job="cascade"} == 1')" = 4 ] &&
+  [ "$(query 'up{job="cascade"} == 1')" = 5 ] &&
     [ "$(query 'cascade_incidents_total{event="opened"} > 0')" = 1 ] && break
   sleep 0.2
 done
-[ "$(query 'up{job="cascade"} == 1')" = 4 ] || fail "Prometheus does not scrape the four processes"
+[ "$(query 'up{job="cascade"} == 1')" = 5 ] || fail "Prometheus does not scrape the five processes"
 [ "$(query 'cascade_act_actions_total{outcome="proposed"} > 0')" = 1 ] ||
   fail "Prometheus has no proposals from the executor"
 [ "$(query 'cascade_incidents_total{event="opened"} > 0')" = 1 ] ||
