@@ -216,6 +216,7 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
     act *a = xcalloc(1, sizeof *a);
     struct timeval sweep = {o->approval_ttl_s > 40 ? 10 : 1, 0};
 
+    a->outcomes = strmap_new();
     a->base = base;
     a->o = *o;
     str_copy(a->canary, sizeof a->canary, o->canary ? o->canary : "");
@@ -277,6 +278,7 @@ void act_free(act *a)
 {
     if (!a)
         return;
+    strmap_free(a->outcomes, free);
     a->closing = 1;
     kfk_consumer_free(a->cons);
     /* The tools' programs in flight are cancelled first; the HTTP client
@@ -304,7 +306,7 @@ void act_free(act *a)
 
 /* Declared once: act_metrics writes them from act_stats. */
 enum { AM_ACTIONS, AM_REQUESTS, AM_WAITING, AM_REDIS, AM_ASSIGNED, AM_LAG,
-       AM__COUNT };
+       AM_BY_PLAYBOOK, AM__COUNT };
 static const mx_family ACT_MX[AM__COUNT] = {
     [AM_ACTIONS] = {"cascade_act_actions_total", MX_COUNTER,
                     "Action requests the executor ended, by outcome.",
@@ -319,6 +321,10 @@ static const mx_family ACT_MX[AM__COUNT] = {
                      "Partitions of cascade.actions this executor owns.", NULL},
     [AM_LAG] = {"cascade_act_consumer_lag", MX_GAUGE,
                 "Action requests of a partition not read yet.", "partition"},
+    [AM_BY_PLAYBOOK] = {"cascade_act_runs_ended_total", MX_COUNTER,
+                        "Actions ended, by playbook and final state (done, "
+                        "failed, refused, proposed, denied, expired).",
+                        "playbook,state"},
 };
 
 static void act_lag(void *arg, int32_t partition, int64_t lag)
@@ -353,6 +359,21 @@ void act_metrics(const act *a, mx_out *o)
     mx_single(o, &ACT_MX[AM_ASSIGNED], (double)kfk_consumer_owned(a->cons));
     mx_family_begin(o, &ACT_MX[AM_LAG]);
     kfk_consumer_lag(a->cons, act_lag, o);
+    mx_family_begin(o, &ACT_MX[AM_BY_PLAYBOOK]);
+    size_t pos = 0;
+    const char *k;
+    void *n;
+    while (strmap_next(a->outcomes, &pos, &k, &n)) {
+        char pb[160];
+        const char *v[2] = {pb, ""};
+        char *tab;
+        snprintf(pb, sizeof pb, "%s", k);
+        if ((tab = strchr(pb, '\t'))) {
+            *tab = '\0';
+            v[1] = tab + 1;
+        }
+        mx_sample(o, &ACT_MX[AM_BY_PLAYBOOK], v, (double)*(unsigned long *)n);
+    }
 }
 
 int act_ready(const act *a, char *why, size_t len)

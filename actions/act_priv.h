@@ -18,6 +18,7 @@
 #include "actions/journal.h"
 #include "actions/seal.h"
 #include "core/kafka.h"
+#include "core/strmap.h"
 #include "rules/playbooks.h"
 
 #define KEY_PREFIX "cascade:act:"
@@ -82,6 +83,9 @@ struct act {
     int failed; /* the Kafka client failed for good (act_failed) */
     struct event *sweep, *commit_timer;
     act_stats st;
+    /* "playbook\tstate" -> unsigned long: how runs ended, counted by
+     * run_finish_state, shown by act_metrics */
+    strmap *outcomes;
 };
 
 

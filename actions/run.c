@@ -316,7 +316,15 @@ void run_finish_state(run *r, const char *state, const char *event,
                          const char *detail, json_t *extra)
 {
     const char *zrem[] = {"ZREM", ACTIVE_KEY, r->id};
+    char key[160];
+    unsigned long *n;
 
+    snprintf(key, sizeof key, "%.100s\t%.40s", r->pb ? r->pb->id : "?", state);
+    if (!(n = strmap_get(r->a->outcomes, key))) {
+        n = xcalloc(1, sizeof *n);
+        strmap_put(r->a->outcomes, key, n);
+    }
+    (*n)++;
     if (!strcmp(state, "done"))
         r->a->st.done++;
     else if (!strcmp(state, "failed"))
