@@ -1,4 +1,5 @@
 /* Helpers every command may use (cmd/cli.h). */
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "cmd/cli.h"
 #include "core/kafka.h"
 #include "core/log.h"
+#include "core/sdnotify.h"
 #include "core/topics.h"
 #include "engine/engine.h"
 #include "rules/playbooks.h"
@@ -105,4 +107,64 @@ int cli_redis_flag(const char *cmd, const char *addr, rtarget *t)
         return 0;
     fprintf(stderr, "cascade %s: --redis: %s\n", cmd, err.msg);
     return -1;
+}
+
+struct notify {
+    int (*ready)(char *why, size_t len, void *arg);
+    void *arg;
+    struct event *ev;
+    char last[256];
+};
+
+static void notify_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct notify *n = arg;
+    char why[256], status[300];
+
+    (void)fd;
+    (void)what;
+    if (n->ready && !n->ready(why, sizeof why, n->arg)) {
+        if (strcmp(why, n->last)) { /* a STATUS line per change */
+            snprintf(n->last, sizeof n->last, "%s", why);
+            snprintf(status, sizeof status, "STATUS=waiting: %s", why);
+            sdn_notify(status);
+        }
+        return;
+    }
+    event_del(n->ev); /* once: the timer has nothing more to do */
+    sdn_notify("READY=1\nSTATUS=ready");
+}
+
+struct event *cli_notify_ready(struct event_base *base,
+                               int (*ready)(char *why, size_t len, void *arg),
+                               void *arg)
+{
+    static const struct timeval half = {0, 500000};
+    struct notify *n;
+    struct event *ev;
+
+    if (!getenv("NOTIFY_SOCKET"))
+        return NULL;
+    if (!ready) {
+        sdn_notify("READY=1\nSTATUS=ready");
+        return NULL;
+    }
+    n = calloc(1, sizeof *n);
+    if (!n || !(ev = event_new(base, -1, EV_PERSIST, notify_check, n))) {
+        free(n);
+        return NULL;
+    }
+    n->ready = ready;
+    n->arg = arg;
+    n->ev = ev;
+    event_add(ev, &half);
+    return ev;
+}
+
+void cli_notify_free(struct event *ev)
+{
+    if (!ev)
+        return;
+    free(event_get_callback_arg(ev));
+    event_free(ev);
 }

@@ -56,4 +56,15 @@ struct pb_catalog *cli_load_rules(const char *dir, const char *who,
  * 0, or -1 with the problem printed as "cascade CMD: --redis: ...". */
 int cli_redis_flag(const char *cmd, const char *addr, rtarget *t);
 
+struct event_base;
+struct event;
+/* systemd readiness (Type=notify, core/sdnotify.h): READY=1 once
+ * ready(arg) says so (checked every half second; NULL: at once), with
+ * STATUS= lines saying what it waits for until then. The timer to free
+ * with cli_notify_free at exit (NULL when nothing is pending). */
+struct event *cli_notify_ready(struct event_base *base,
+                               int (*ready)(char *why, size_t len, void *arg),
+                               void *arg);
+void cli_notify_free(struct event *ev);
+
 #endif

@@ -249,6 +249,7 @@ int cmd_act(int argc, char **argv)
     act *ex = NULL;
     apv_server *srv = NULL;
     obsrv *obs = NULL;
+    struct event *notify = NULL;
     struct event *sigs[2] = {0}, *timer = NULL;
     char jkey[256] = "";
     int rc = 2;
@@ -318,6 +319,7 @@ int cmd_act(int argc, char **argv)
         printf("act: approvals API on http://%s:%d\n",
                a.listen ? a.listen : "127.0.0.1", apv_port(srv));
     }
+    notify = cli_notify_ready(base, act_ok, ex);
     if (pc.metrics_act > 0) {
         obs_build b = {"act", CASCADE_VERSION, CASCADE_COMMIT};
         if (!(obs = obs_start(base, pc.metrics_listen, pc.metrics_act, &b,
@@ -357,6 +359,7 @@ int cmd_act(int argc, char **argv)
              st.resumed, st.dead);
     rc = act_failed(ex) ? 2 : 0;
 out:
+    cli_notify_free(notify);
     obs_free(obs); /* it reads the executor's counts */
     act_free(ex); /* before the server: it answers decisions in flight */
     apv_stop(srv);

@@ -126,6 +126,7 @@ int colrun_observe(colrun_loop *l, const char *collector, const char *config,
     obs_build b = {who, CASCADE_VERSION, CASCADE_COMMIT};
 
     snprintf(who, sizeof who, "ingest %s", collector);
+    cli_notify_ready(l->base, NULL, NULL); /* started: ready */
     if (cli_config(&c, config, who, &used)) {
         cs_err_set(err, "the config cannot be read again");
         return -1;

@@ -29,6 +29,7 @@ typedef struct colrun_loop {
     kfk_producer *p; /* attached: detached before the base goes */
     struct event *ev[4]; /* SIGINT, SIGTERM, --for, the minute's report */
     obsrv *obs;          /* metrics.ingest: /metrics, /healthz, /readyz */
+    /* and systemd's READY=1, sent by colrun_observe */
     const char *collector;
     void (*counts)(void *arg, cmx_counts *c);
     void *counts_arg;

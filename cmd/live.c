@@ -220,6 +220,9 @@ int live_observe(live *l, const char *process, int port, cs_err *err)
 {
     obs_build b = {process, CASCADE_VERSION, CASCADE_COMMIT};
 
+    /* systemd's Type=notify: ready when the correlator is, at once for a
+     * receiver */
+    l->notify = cli_notify_ready(l->base, l->corr ? corr_ok : NULL, l->corr);
     if (port <= 0)
         return 0;
     if (!(l->obs = obs_start(l->base, l->cfg.metrics_listen, port, &b, err)))
@@ -248,6 +251,7 @@ void live_free(live *l)
             log_error("cascade", "%llu signals were deleted by the broker "
                                  "before they were read", lost);
     }
+    cli_notify_free(l->notify);
     obs_free(l->obs);
     wh_free(l->wh);
     rw_free(l->rw);

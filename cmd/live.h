@@ -40,6 +40,7 @@ typedef struct live {
     obsrv *obs; /* /metrics, /healthz, /readyz (metrics.<process> port) */
     struct event *sigint, *sigterm, *sighup, *stop_timer, *drain_timer;
     struct event *sigusr1;
+    struct event *notify; /* systemd readiness (cli_notify_ready) */
     int drained; /* --drain: the backlog was read and committed */
 } live;
 
@@ -85,8 +86,9 @@ int live_start(live *l, cs_err *err);
 int live_correlator(live *l, const char *who, cs_err *err);
 void live_stop_after(live *l, int seconds);
 /* The process's observability endpoint on metrics.listen:port (port 0:
- * none), with the correlator's metrics and readiness when l->corr is set.
- * -1 with the reason in err. */
+ * none), with the correlator's metrics and readiness when l->corr is set;
+ * and systemd's readiness notification (READY=1 once the correlator is
+ * ready, at once without one). -1 with the reason in err. */
 int live_observe(live *l, const char *process, int port, cs_err *err);
 wh_config live_webhook_config(const live *l);
 /* Prints "cascade CMD: reason", frees l; returns 2. */

@@ -8,6 +8,7 @@
 #   - a real Prometheus (Debian's) scrapes all five: up is 1 for each,
 #     the correlator's incidents are there to query and the executor's
 #     shadow proposals;
+#   - the correlator tells systemd READY=1 ($NOTIFY_SOCKET) once ready;
 #   - the correlator's and the executor's /readyz answer 200 once they
 #     hold their partitions and state, and 503 naming Redis once Redis is
 #     killed (cascade_redis_up 0, cascade_ready 0); 200 again when Redis
@@ -45,8 +46,11 @@ mkdir -p "$tmp/logs"
 echo "2026-03-02T08:10:04Z gpu-031 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus." > "$tmp/logs/kern.log"
 export CASCADE_TEST_REDIS_PW=$redis_pw
 
-"$bin" correlate --config "$tmp/corr.yaml" --for 200 > "$tmp/correlate.out" \
-  2> "$tmp/correlate.err" & pids+=($!)
+# systemd's side of Type=notify: the correlator says READY=1 once ready
+python3 "$here/notify_listen.py" "$tmp/notify.sock" "$tmp/notify.log" & pids+=($!)
+for _ in $(seq 1 100); do [ -S "$tmp/notify.sock" ] && break; sleep 0.05; done
+NOTIFY_SOCKET=$tmp/notify.sock "$bin" correlate --config "$tmp/corr.yaml" --for 200 \
+  > "$tmp/correlate.out" 2> "$tmp/correlate.err" & pids+=($!)
 "$bin" dev --config "$tmp/dev.yaml" --for 200 > "$tmp/dev.out" 2> "$tmp/dev.err" &
 pids+=($!)
 
@@ -79,6 +83,9 @@ until_ready "$fport" 200
 until_ready "$dport" 200
 until_ready "$aport" 200
 until_ready "$wport" 200
+for _ in $(seq 1 40); do grep -q '^READY=1' "$tmp/notify.log" && break; sleep 0.05; done
+grep -q '^READY=1|STATUS=ready' "$tmp/notify.log" ||
+  fail "the correlator sent no READY=1 to \$NOTIFY_SOCKET: $(cat "$tmp/notify.log")"
 get "$mport" /healthz
 [ "$code" = 200 ] && [ "$body" = ok ] || fail "/healthz: $code $body"
 
