@@ -16,7 +16,11 @@ set -euo pipefail
 # (bench/peers/follow_peer.py), the peer of `cascade ingest log --follow`.
 # libsnappy-dev, libprotobuf-c-dev, protobuf-c-compiler: the remote-write
 # receiver's body (snappy block, protobuf; protoc-c runs at build time);
-# prometheus: its end-to-end test's real sender (agent mode).
+# prometheus: its end-to-end test's real sender (agent mode), the real
+# scraper of every process's /metrics (live.metrics) and promtool, which
+# checks the metrics, the alert rules and the dashboard's expressions.
+# systemd, dpkg-dev: systemd-analyze verifies the package's units and
+# dpkg-shlibdeps finds its dependencies (ops.package).
 # redis-sentinel: the failover test's Sentinels (live.redis_failover starts
 # its own; the system one the package enables is left as it is).
 PKGS=(
@@ -27,6 +31,7 @@ PKGS=(
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
   python3-confluent-kafka libsystemd-dev systemd-journal-remote
   libsnappy-dev libprotobuf-c-dev protobuf-c-compiler prometheus
+  systemd dpkg-dev
 )
 
 missing=()
