@@ -20,7 +20,8 @@ set -euo pipefail
 # scraper of every process's /metrics (live.metrics) and promtool, which
 # checks the metrics, the alert rules and the dashboard's expressions.
 # systemd, dpkg-dev: systemd-analyze verifies the package's units and
-# dpkg-shlibdeps finds its dependencies (ops.package).
+# dpkg-shlibdeps finds its dependencies (ops.package); python3-venv: the
+# test tools' own virtualenv (below).
 # redis-sentinel: the failover test's Sentinels (live.redis_failover starts
 # its own; the system one the package enables is left as it is).
 PKGS=(
@@ -31,7 +32,7 @@ PKGS=(
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
   python3-confluent-kafka libsystemd-dev systemd-journal-remote
   libsnappy-dev libprotobuf-c-dev protobuf-c-compiler prometheus
-  systemd dpkg-dev
+  systemd dpkg-dev python3-venv
 )
 
 missing=()
@@ -54,4 +55,20 @@ else
 fi
 # The broker's jars: from Maven Central once, from the cache after.
 "$(dirname "$0")/kafka/kafka.sh" fetch
+
+# Test tools from PyPI, in a virtualenv of the project's own (never the
+# system's Python): kubernetes-validate, the Kubernetes API's schemas
+# offline, for the manifests in deploy/k8s (ops.k8s_manifests). The
+# wheels are downloaded once into deploy/tools/wheels; a second run
+# installs from there, offline.
+tools=$(cd "$(dirname "$0")" && pwd)/tools
+if [ ! -x "$tools/venv/bin/kubernetes-validate" ]; then
+  python3 -m venv "$tools/venv"
+  if ! "$tools/venv/bin/pip" install -q --no-index --find-links "$tools/wheels" \
+       kubernetes-validate==1.37.0 2> /dev/null; then
+    "$tools/venv/bin/pip" download -q -d "$tools/wheels" kubernetes-validate==1.37.0
+    "$tools/venv/bin/pip" install -q --no-index --find-links "$tools/wheels" \
+      kubernetes-validate==1.37.0
+  fi
+fi
 echo "setup: done"
