@@ -102,9 +102,13 @@ static void on_reload(evutil_socket_t fd, short what, void *arg)
         strcmp(next.group, l->cfg.group) ||
         strcmp(next.topic_prefix, l->cfg.topic_prefix) ||
         strcmp(next.instance_id, l->cfg.instance_id) ||
-        memcmp(&next.kprops, &l->cfg.kprops, sizeof next.kprops))
-        log_warn("cascade", "SIGHUP: kafka, redis and listen address changes "
-                            "take effect at the next start");
+        memcmp(&next.kprops, &l->cfg.kprops, sizeof next.kprops) ||
+        strcmp(next.metrics_listen, l->cfg.metrics_listen) ||
+        next.metrics_correlate != l->cfg.metrics_correlate ||
+        next.metrics_dev != l->cfg.metrics_dev ||
+        next.metrics_ingest != l->cfg.metrics_ingest)
+        log_warn("cascade", "SIGHUP: kafka, redis, listen address and metrics "
+                            "changes take effect at the next start");
     log_set_level((enum log_level)next.log_level);
     log_set_format((enum log_format)next.log_format);
     l->cfg.log_level = next.log_level;
