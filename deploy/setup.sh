@@ -24,16 +24,35 @@ set -euo pipefail
 # test tools' own virtualenv (below).
 # redis-sentinel: the failover test's Sentinels (live.redis_failover starts
 # its own; the system one the package enables is left as it is).
-PKGS=(
-  build-essential cmake pkg-config clang libclang-rt-14-dev
+# What building and running cascade needs (`deploy/setup.sh --run`, the
+# README's first command: build, then `cascade dev`, whose private Redis
+# is redis-server's):
+RUN_PKGS=(
+  build-essential cmake pkg-config
   librdkafka-dev libevent-dev libhiredis-dev libmsgpack-dev libjansson-dev
   libcurl4-openssl-dev libssl-dev libpcre2-dev libhyperscan-dev libyaml-dev
-  redis-server redis-tools redis-sentinel kcat jq prometheus-alertmanager python3 curl openssl
+  libsystemd-dev libsnappy-dev libprotobuf-c-dev protobuf-c-compiler
+  redis-server
+)
+# What only the tests, benchmarks and checks need (the default: both):
+TEST_PKGS=(
+  clang libclang-rt-14-dev
+  redis-tools redis-sentinel kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
-  python3-confluent-kafka libsystemd-dev systemd-journal-remote
-  libsnappy-dev libprotobuf-c-dev protobuf-c-compiler prometheus
+  python3-confluent-kafka systemd-journal-remote prometheus
   systemd dpkg-dev python3-venv
 )
+mode=${1:---test}
+case "$mode" in
+  --run) PKGS=("${RUN_PKGS[@]}") ;;
+  --test) PKGS=("${RUN_PKGS[@]}" "${TEST_PKGS[@]}") ;;
+  -h|--help)
+    echo "usage: deploy/setup.sh [--run | --test]"
+    echo "  --run   what building and running cascade needs"
+    echo "  --test  that, and what the tests and benchmarks need (default)"
+    exit 0 ;;
+  *) echo "setup: unknown option '$mode' (--run, --test)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -52,6 +71,10 @@ else
   # The Debian package enables a system redis; cascade starts its own
   # private one per run, so the system service is left as the package set
   # it up.
+fi
+if [ "$mode" = --run ]; then
+  echo "setup: done (build and run)"
+  exit 0
 fi
 # The broker's jars: from Maven Central once, from the cache after.
 "$(dirname "$0")/kafka/kafka.sh" fetch
