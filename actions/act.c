@@ -199,6 +199,48 @@ static int executors(act *a, struct event_base *base, const act_opts *o,
     return 0;
 }
 
+/* Where an operation's executor is configured, for the warning below. */
+static const char *section_of(const char *op)
+{
+    static const struct {
+        const char *prefix, *where;
+    } map[] = {{"slack.", "act.slack"},     {"jira.", "act.jira"},
+               {"pagerduty.", "act.pagerduty"}, {"webhook.", "act.webhook"},
+               {"k8s.", "act.kubernetes (and --scheduler k8s)"},
+               {"slurm.", "--scheduler slurm (SLURM's tools) or act.slurmrestd"}};
+
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (!strncmp(op, map[i].prefix, strlen(map[i].prefix)))
+            return map[i].where;
+    return NULL;
+}
+
+/* Said at start, not when the first action fails: every operation of a
+ * playbook (on this scheduler) that no configured executor takes. */
+static void unmet(const act *a, pb_backend sched)
+{
+    size_t n;
+    const pb_playbook *pbs = pb_playbooks(a->o.rules, &n);
+
+    for (size_t i = 0; i < n; i++) {
+        const pb_calls *calls = pb_calls_for(pbs[i].steps, sched);
+        for (int s = 0; calls && s < calls->n; s++) {
+            const char *op = calls->v[s].op;
+            size_t e = 0;
+            while (e < a->nex && !a->ex[e].knows(a->ex[e].self, op))
+                e++;
+            if (e == a->nex && section_of(op))
+                log_warn("act", "playbook %s cannot run here: no executor "
+                         "takes its step %s (configure %s); its actions will "
+                         "fail until then", pbs[i].id, op, section_of(op));
+            else if (e == a->nex)
+                log_warn("act", "playbook %s cannot run here: no executor of "
+                         "this build takes its step %s (docs/ACTIONS.md)",
+                         pbs[i].id, op);
+        }
+    }
+}
+
 /* Nothing more comes from Kafka: what runs is left to its journal, as at
  * a stop, and the process ends. */
 static void on_fatal(void *arg, const char *reason)
@@ -235,11 +277,12 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                              strlen(o->journal_key) : 0, err)))
         goto fail;
     if (!seal_kept(a->seal))
-        log_warn("act", "no journal key (journal.key in --config, or "
+        log_warn("act", "no journal key (act.journal.key in --config, or "
                  "--journal-key): actions a restart finds running or waiting "
                  "will be refused, since their seals cannot be verified");
     if (executors(a, base, o, err))
         goto fail;
+    unmet(a, o->scheduler);
     if (rconn_check(o->redis, err) || !(a->jr = jr_new(base, o->redis, err)))
         goto fail;
     a->commit_timer = evtimer_new(base, run_commit_timer, a);

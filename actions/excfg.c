@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "actions/seal.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "core/secret.h"
 #include "core/str.h"
@@ -284,6 +285,43 @@ static int read_modes(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
     return 0;
 }
 
+/* The keys of cascade's own config (core/config.h): a file with one of
+ * them is the one configuration, and the executor's part is its 'act'
+ * section. */
+static int is_process_config(yd_doc *d, yaml_node_t *top)
+{
+    /* not "webhook": the old executor file has one of its own (an
+     * outgoing webhook), the one config's is the Alertmanager receiver */
+    static const char *const process[] = {"kafka", "redis", "log", "rules",
+                                          "correlate", "collect", "metrics",
+                                          "act"};
+
+    for (size_t i = 0; i < sizeof process / sizeof *process; i++)
+        if (yd_get(d, top, process[i]))
+            return 1;
+    return 0;
+}
+
+/* The one configuration's 'act' section (absent: nothing configured), or
+ * an executor file of the old form, read with a warning that says how to
+ * convert it. */
+static int read_root(yd_doc *d, const char *path, loading *l)
+{
+    yaml_node_t *top = yd_root(d), *act;
+
+    if (top->type != YAML_MAPPING_NODE || !is_process_config(d, top)) {
+        log_warn("act", "%s: an executor file of its own is deprecated: put "
+                 "its sections under 'act:' in the one config file (the one "
+                 "--config every process reads; docs/CONFIG.md)", path);
+        return yd_read(d, top, &root, NULL, l) ? -1 : 0;
+    }
+    if (!(act = yd_get(d, top, "act")))
+        return 0;
+    if (act->type != YAML_MAPPING_NODE)
+        return fail(d, act, "section 'act' must be a mapping of keys");
+    return yd_read(d, act, &root, "act.", l) ? -1 : 0;
+}
+
 int ex_conf_load(ex_conf *c, const char *path, const pb_catalog *rules,
                  cs_err *err)
 {
@@ -297,7 +335,7 @@ int ex_conf_load(ex_conf *c, const char *path, const pb_catalog *rules,
     if (!(d = yd_parse_file(path, yd_sink_first, err)))
         rc = -1;
     else if (yd_root(d))
-        rc = yd_read(d, yd_root(d), &root, NULL, &l) ? -1 : 0;
+        rc = read_root(d, path, &l);
     yd_free(d);
     if (rc) {
         free(l.c.modes);
@@ -308,4 +346,20 @@ int ex_conf_load(ex_conf *c, const char *path, const pb_catalog *rules,
     *c = l.c;
     explicit_bzero(&l, sizeof l);
     return 0;
+}
+
+void ex_conf_reference(void *stdio_file)
+{
+    loading l = {0};
+    char title[64];
+
+    ex_conf_init(&l.c);
+    yd_reference(stdio_file, &root, "`act`", &l);
+    for (size_t i = 0; i < sizeof endpoint_tables / sizeof *endpoint_tables;
+         i++) {
+        snprintf(title, sizeof title, "`act.%s`", root_keys[i].name);
+        yd_reference(stdio_file, &endpoint_tables[i], title, &l);
+    }
+    yd_reference(stdio_file, &http_table, "`act.http`", &l);
+    yd_reference(stdio_file, &journal_table, "`act.journal`", &l);
 }

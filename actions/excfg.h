@@ -57,4 +57,7 @@ void ex_conf_clear(ex_conf *c);
 /* The operator's mode for pb: its entry under modes, else dflt. */
 pb_mode ex_mode_for(const ex_conf *c, const pb_playbook *pb, pb_mode dflt);
 
+/* The act section's reference (docs/CONFIG.md), from the key tables. */
+void ex_conf_reference(void *stdio_file);
+
 #endif

@@ -80,10 +80,15 @@ static const char act_help[] =
     "  --mode MODE        for every playbook the config's modes do not name:\n"
     "                     shadow proposes only, canary changes canary nodes\n"
     "                     only, on (default shadow); never above a playbook's own\n"
-    "  --config FILE      the executors (slack, jira, pagerduty, webhook,\n"
+    "  --config FILE      the one config file: its act section holds the\n"
+    "                     executors (slack, jira, pagerduty, webhook,\n"
     "                     kubernetes, slurmrestd: URLs, secrets as file:PATH\n"
-    "                     or env:NAME, CA files) and modes per playbook; see\n"
-    "                     docs/ACTIONS.md\n"
+    "                     or env:NAME, CA files) and modes per playbook, and\n"
+    "                     the rest (kafka, redis, metrics) is read as\n"
+    "                     --cascade-config when that is not given; an\n"
+    "                     executor file of the old form (those sections at\n"
+    "                     its top) is still read, with a warning; see\n"
+    "                     docs/ACTIONS.md and docs/CONFIG.md\n"
     "  --journal-key SECRET\n"
     "                     file:PATH or env:NAME: the key the journal's entries\n"
     "                     are sealed with, 32 bytes or more (openssl rand -hex\n"
@@ -194,13 +199,22 @@ static int parse(int argc, char **argv, act_args *a)
     return 0;
 }
 
-/* The process config (--cascade-config, $CASCADE_CONFIG) under the
- * flags: the addresses must be in one or the other. */
+/* The process config (--cascade-config; else --config when it is the one
+ * config file, whose 'act' section is the executor's; else
+ * $CASCADE_CONFIG) under the flags: the addresses must be in one or the
+ * other. */
 static int process_config(act_args *a, cs_config *c)
 {
-    const char *used;
+    const char *used, *path = a->cascade_config;
+    cs_config probe;
+    cs_err e;
 
-    if (cli_config(c, a->cascade_config, "act", &used))
+    cfg_defaults(&probe);
+    if (!path && a->config && !cfg_load(&probe, a->config, &e))
+        path = a->config;
+    rt_wipe(&probe.redis);
+    explicit_bzero(&probe, sizeof probe);
+    if (cli_config(c, path, "act", &used))
         return -1;
     if (a->brokers)
         str_copy(c->brokers, sizeof c->brokers, a->brokers);

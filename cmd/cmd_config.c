@@ -4,8 +4,30 @@
 
 #include "cmd/cli.h"
 #include "core/config.h"
+#include "actions/excfg.h"
 #include "ingest/colcfg.h"
+#include "rules/playbooks.h"
 #include "core/kafka.h"
+
+/* docs/CONFIG.md: written from the key tables themselves (ctest
+ * ops.config_reference compares them), so that it cannot drift. */
+static void reference(void)
+{
+    fputs("# Configuration reference\n\n"
+          "<!-- Written by `cascade config reference > docs/CONFIG.md`; "
+          "ctest ops.config_reference fails when it differs. -->\n\n"
+          "One YAML file configures every process (`--config FILE`, else "
+          "`$CASCADE_CONFIG`; each process reads the sections it needs and "
+          "its flags win). `cascade config check FILE` validates all of it, "
+          "every problem as FILE:LINE:COL; `cascade config defaults` prints "
+          "the defaults. Secrets are references, `file:PATH` or "
+          "`env:NAME` (docs/SECURITY.md). Sizes take \"64KiB\", \"1MiB\".\n\n"
+          "## Sections\n\n", stdout);
+    cfg_reference(stdout);
+    rt_reference(stdout);
+    ccf_reference(stdout);
+    ex_conf_reference(stdout);
+}
 
 int cmd_config(int argc, char **argv)
 {
@@ -58,6 +80,8 @@ int cmd_config(int argc, char **argv)
                "  rules:   dir (a folder of rule files; \"\" = built-in set)\n"
                "  correlate: max_clusters (default 4096; signals of more\n"
                "           clusters are dead-lettered)\n"
+               "  act:     the executor's: modes, http, slack, jira, pagerduty,\n"
+               "           webhook, kubernetes, slurmrestd, journal (docs/ACTIONS.md)\n"
                "  metrics: listen (default 127.0.0.1), and the port of each\n"
                "           process's /metrics, /healthz and /readyz: correlate,\n"
                "           dev, ingest, act (default 0: no endpoint)\n\n"
@@ -69,18 +93,38 @@ int cmd_config(int argc, char **argv)
         cfg_print(&c, stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "reference") && argc == 2) {
+        reference();
+        return 0;
+    }
     if (strcmp(argv[1], "check") || argc != 3) {
-        fprintf(stderr, "usage: cascade config check FILE | defaults\n");
+        fprintf(stderr, "usage: cascade config check FILE | defaults | reference\n");
         return 2;
     }
     ccf_conf cc;
+    ex_conf ex;
+    pb_catalog *rules;
+    int bad;
     ccf_defaults(&cc);
+    ex_conf_init(&ex);
     if (cfg_load(&c, argv[2], &err) || kfk_props_check(&c.kprops, &err) ||
         ccf_load(&cc, argv[2], &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
     ccf_free(&cc);
+    /* the executor's section, against the rule set the config names */
+    if (!(rules = cli_load_rules(c.rules_dir, "config check", &err))) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    bad = ex_conf_load(&ex, argv[2], rules, &err);
+    ex_conf_clear(&ex);
+    pb_catalog_free(rules);
+    if (bad) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
     cfg_print(&c, stdout);
     explicit_bzero(c.token, sizeof c.token);
     fprintf(stderr, "%s: ok\n", argv[2]);

@@ -94,8 +94,9 @@ static const yd_key metrics_keys[] = {
 static int read_section(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 static int read_redis(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj);
 
-/* The collectors' section is theirs to read and check (ingest/colcfg.h):
- * a mapping is all the process configuration asks of it. */
+/* The collectors' section is theirs to read and check (ingest/colcfg.h),
+ * and the executor's (act: actions/excfg.h): a mapping is all the process
+ * configuration asks of them. */
 static int read_collect(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
 {
     (void)d;
@@ -114,14 +115,16 @@ static const yd_key root_keys[] = {SECTION("kafka"),
                                    SECTION("webhook"), SECTION("log"),
                                    SECTION("rules"), SECTION("correlate"),
                                    SECTION_BY("collect", read_collect),
-                                   SECTION("metrics")};
+                                   SECTION("metrics"),
+                                   SECTION_BY("act", read_collect)};
 static const yd_table sections[] = {
     YD_TABLE("'kafka'", kafka_keys),
     {"'redis'", NULL, 0}, /* core/rtarget.h reads it */
     YD_TABLE("'webhook'", webhook_keys), YD_TABLE("'log'", log_keys),
     YD_TABLE("'rules'", rules_keys), YD_TABLE("'correlate'", correlate_keys),
     {"'collect'", NULL, 0}, /* ingest/colcfg.h reads it */
-    YD_TABLE("'metrics'", metrics_keys)};
+    YD_TABLE("'metrics'", metrics_keys),
+    {"'act'", NULL, 0}}; /* the executor's, actions/excfg.h reads it */
 static const yd_table root = YD_TABLE("the top level", root_keys);
 
 static int read_token_file(yd_doc *d, const yd_key *k, yaml_node_t *v,
@@ -396,4 +399,18 @@ void cfg_print(const cs_config *c, void *stdio_file)
                "  ingest: %d\n  act: %d\n",
             c->metrics_listen, c->metrics_correlate, c->metrics_dev,
             c->metrics_ingest, c->metrics_act);
+}
+
+void cfg_reference(void *stdio_file)
+{
+    cs_config c;
+    char title[64];
+
+    cfg_defaults(&c);
+    for (size_t i = 0; i < sizeof sections / sizeof *sections; i++) {
+        if (!sections[i].keys)
+            continue; /* redis, collect, act: their own readers' tables */
+        snprintf(title, sizeof title, "`%s`", root_keys[i].name);
+        yd_reference(stdio_file, &sections[i], title, &c);
+    }
 }

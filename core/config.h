@@ -16,6 +16,7 @@
  *   metrics: listen, and a port per process (correlate, dev, ingest, act;
  *            0: no endpoint): /metrics, /healthz, /readyz (core/obsrv.h)
  *   collect: the collectors' (ingest/colcfg.h reads and checks it)
+ *   act:     the executor's endpoints, secrets and modes (actions/excfg.h)
  *
  * Empty brokers, or no redis address and no sentinels, means "none
  * given": `cascade dev` then starts an embedded one, every other command
@@ -85,5 +86,9 @@ int cfg_load(cs_config *c, const char *path, cs_err *err);
 /* The effective configuration as YAML (the token and the Redis secrets
  * redacted, secret properties as their references). */
 void cfg_print(const cs_config *c, void *stdio_file);
+
+/* The reference of the sections this module reads (docs/CONFIG.md), as
+ * Markdown tables from its key tables and defaults. */
+void cfg_reference(void *stdio_file);
 
 #endif

@@ -270,3 +270,11 @@ void rt_print(const rtarget *t, FILE *f, const char *unset)
                "  require_durable: %s\n", t->wait_replicas, t->wait_timeout_ms,
             t->require_durable ? "true" : "false");
 }
+
+void rt_reference(void *stdio_file)
+{
+    reading r = {.prefix = "redis."};
+
+    rt_init(&r.t);
+    yd_reference(stdio_file, &table, "`redis`", &r);
+}

@@ -83,4 +83,7 @@ int rt_read_yaml(struct yd_doc *d, yaml_node_t *map, const char *prefix,
  * what an empty address means to the caller ("" for nothing). */
 void rt_print(const rtarget *t, FILE *f, const char *unset);
 
+/* The redis section's reference (docs/CONFIG.md), from its key table. */
+void rt_reference(void *stdio_file);
+
 #endif

@@ -534,3 +534,93 @@ int yd_read(yd_doc *d, yaml_node_t *map, const yd_table *t,
     }
     return d->errors - before;
 }
+
+static const char *type_word(const yd_key *k)
+{
+    switch (k->type) {
+    case YD_TEXT:
+    case YD_BUF:
+    case YD_SCALAR:
+        return k->set ? "text (read by its own check)" : "text";
+    case YD_BOOL:
+        return "true or false";
+    case YD_INT:
+        return "integer";
+    case YD_SIZE:
+        return "size (\"64KiB\", \"1MiB\")";
+    case YD_DURATION:
+        return "duration (\"30s\", \"10m\")";
+    case YD_ENUM:
+        return "one of";
+    case YD_LIST:
+        return "list";
+    case YD_MAP:
+        return "mapping";
+    default:
+        return "any";
+    }
+}
+
+/* The key's value in defaults, as the table shows it ("" when none). */
+static void default_of(const yd_key *k, const void *defaults, char *buf,
+                       size_t len)
+{
+    const char *p = (const char *)defaults + k->off;
+
+    buf[0] = '\0';
+    if (!defaults || (k->set && k->type != YD_BUF && k->type != YD_INT))
+        return;
+    switch (k->type) {
+    case YD_BUF:
+        snprintf(buf, len, "\"%s\"", p);
+        break;
+    case YD_BOOL:
+        snprintf(buf, len, "%s", *(const int *)(const void *)p ? "true" : "false");
+        break;
+    case YD_INT:
+        snprintf(buf, len, "%d", *(const int *)(const void *)p);
+        break;
+    case YD_SIZE:
+        snprintf(buf, len, "%zu", *(const size_t *)(const void *)p);
+        break;
+    case YD_DURATION:
+        snprintf(buf, len, "%lld ms", (long long)*(const int64_t *)(const void *)p);
+        break;
+    case YD_ENUM: {
+        int i = *(const int *)(const void *)p;
+        snprintf(buf, len, "%s", i >= 0 && i < k->nnames ? k->names[i] : "");
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void yd_reference(void *stdio_file, const yd_table *t, const char *title,
+                  const void *defaults)
+{
+    FILE *f = stdio_file;
+    char def[600], allowed[400];
+
+    fprintf(f, "### %s\n\n| key | type | default | allowed |\n"
+               "|---|---|---|---|\n", title);
+    for (size_t i = 0; i < t->n; i++) {
+        const yd_key *k = &t->keys[i];
+        size_t o = 0;
+
+        allowed[0] = '\0';
+        if (k->type == YD_INT || k->type == YD_SIZE)
+            snprintf(allowed, sizeof allowed, "%lld to %lld", k->min, k->max);
+        else if (k->type == YD_BUF && !k->set)
+            snprintf(allowed, sizeof allowed, "up to %lld bytes", k->max - 1);
+        else if (k->type == YD_ENUM)
+            for (int n = 0; n < k->nnames && o < sizeof allowed - 40; n++)
+                o += (size_t)snprintf(allowed + o, sizeof allowed - o, "%s%s",
+                                      n ? ", " : "", k->names[n]);
+        default_of(k, defaults, def, sizeof def);
+        fprintf(f, "| `%s`%s | %s | %s | %s |\n", k->name,
+                k->flags & YD_REQUIRED ? " (required)" : "", type_word(k),
+                def[0] ? def : "", allowed);
+    }
+    fputc('\n', f);
+}

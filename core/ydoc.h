@@ -119,6 +119,13 @@ typedef struct yd_table {
 
 #define YD_TABLE(kind, keys) {kind, keys, sizeof keys / sizeof *keys}
 
+/* The reference of a block as a Markdown table: every key of t, its type,
+ * its value in defaults (an object of the type yd_read fills; NULL: none
+ * shown), and what it allows (a range, the names of an enum). What
+ * docs/CONFIG.md is made of, so that it cannot drift from the tables. */
+void yd_reference(void *stdio_file, const yd_table *t, const char *title,
+                  const void *defaults);
+
 /* Reads map against t into obj (fields of absent keys keep their
  * values). prefix goes before each problem with a value ("playbook
  * a.b: ", "kafka."; NULL for none). Returns the problems found. */

@@ -481,3 +481,19 @@ int ccf_load(ccf_conf *c, const char *path, cs_err *err)
     *c = next;
     return 0;
 }
+
+void ccf_reference(void *stdio_file)
+{
+    ccf_conf c;
+
+    ccf_defaults(&c);
+    yd_reference(stdio_file, &collect_table, "`collect`", &c);
+    yd_reference(stdio_file, &log_table, "`collect.log`", &c);
+    yd_reference(stdio_file, &file_table, "`collect.log.files[]` (each file)",
+                 NULL);
+    yd_reference(stdio_file, &journal_table, "`collect.journal`", &c);
+    yd_reference(stdio_file, &slurm_table, "`collect.slurm`", &c);
+    yd_reference(stdio_file, &rw_table, "`collect.remote_write`", &c);
+    yd_reference(stdio_file, &k8s_table, "`collect.k8s`", &c);
+    ccf_free(&c);
+}

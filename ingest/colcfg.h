@@ -136,4 +136,7 @@ void ccf_defaults(ccf_conf *c);
 int ccf_load(ccf_conf *c, const char *path, cs_err *err);
 void ccf_free(ccf_conf *c);
 
+/* The collect section's reference (docs/CONFIG.md), from its key tables. */
+void ccf_reference(void *stdio_file);
+
 #endif

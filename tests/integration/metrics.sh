@@ -116,6 +116,9 @@ scrape "$dport" dev '^cascade_webhook_posts_waiting'
 scrape "$wport" webhook '^cascade_build_info{.*process="ingest webhook"} 1'
 scrape "$fport" follow '^cascade_collector_published_total{collector="follow"} [1-9]'
 scrape "$aport" act '^cascade_act_actions_total{outcome="proposed"} [1-9]'
+# the executor has no act section: it says at once which playbooks cannot run
+grep -q "playbook ticket.create cannot run here: no executor takes its step jira.upsert (configure act.jira)" \
+  "$tmp/act.err" || fail "the executor did not say at start that it lacks Jira: $(grep 'cannot run' "$tmp/act.err" | head -3)"
 grep -q '^cascade_act_runs_ended_total{playbook="[a-z._]*",state="proposed"} [1-9]' \
   "$tmp/act.metrics" || fail "the executor shows no proposal by playbook"
 grep -q "incident inc-[0-9a-f]* opened: " "$tmp/correlate.err" ||

@@ -130,7 +130,7 @@ static void test_errors(void)
     }
     CHECK_STR(load(&c, "logs:\n  level: info\n"),
               "c.yaml:1:1: unknown key 'logs' in the top level (known: kafka, "
-              "redis, webhook, log, rules, correlate, collect, metrics)");
+              "redis, webhook, log, rules, correlate, collect, metrics, act)");
     CHECK_STR(load(&c, "log:\n  level: loud\n"),
               "c.yaml:2:10: log.level: 'loud' is not one of error, warn, info, "
               "debug");
@@ -143,7 +143,7 @@ static void test_errors(void)
               "c.yaml:1:8: section 'kafka' must be a mapping of keys");
     CHECK_STR(load(&c, "- a\n"),
               "c.yaml:1:1: the top level must be a mapping (kafka, redis, "
-              "webhook, log, rules, correlate, collect, metrics)");
+              "webhook, log, rules, correlate, collect, metrics, act)");
     CHECK_STR(load(&c, "kafka:\n  brokers:\n    a: b\n"),
               "c.yaml:3:5: kafka.brokers: expected a single value, got a mapping");
     CHECK_STR(load(&c, "webhook:\n  token: a\n  token_file: /nonexistent\n"),

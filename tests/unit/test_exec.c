@@ -66,6 +66,27 @@ static void test_config(const pb_catalog *c)
               PB_MODE_ON);
     ex_conf_clear(&x);
 
+    /* the one config file: the executor's part is its act section, the
+     * rest (and an outgoing webhook vs the receiver's webhook) is not its */
+    CHECK_INT(load(c, &x, "kafka: {brokers: k:9092}\n"
+                   "webhook: {port: 9095}\n"
+                   "act:\n  modes: {notify: shadow}\n"
+                   "  pagerduty: {routing_key: env:TEST_EXEC_PD}\n", &err), 0);
+    CHECK(x.pagerduty.set && !x.webhook.set && !x.jira.set);
+    CHECK_INT(ex_mode_for(&x, pb_playbook_find(c, "notify"), PB_MODE_ON),
+              PB_MODE_SHADOW);
+    ex_conf_clear(&x);
+    /* no act section: nothing configured, not an error */
+    CHECK_INT(load(c, &x, "kafka: {brokers: k:9092}\n", &err), 0);
+    CHECK(!x.pagerduty.set && !x.slack.set && x.nmodes == 0);
+    ex_conf_clear(&x);
+    /* a problem inside it is told at its place in the one file */
+    CHECK_INT(load(c, &x, "redis: {address: r:6379}\nact:\n"
+                   "  modes: {no.such: on}\n", &err), -1);
+    CHECK(strstr(err.msg, "act.yaml:3:11: no playbook 'no.such' in the rules"));
+    CHECK_INT(load(c, &x, "metrics: {act: 9466}\nact: [slack]\n", &err), -1);
+    CHECK(strstr(err.msg, "act.yaml:2:6: section 'act' must be a mapping"));
+
     /* a secret written in the file itself is refused, with its place */
     CHECK_INT(load(c, &x, "webhook:\n  url: https://h.example/x\n"
                    "  token: abc123\n", &err), -1);
