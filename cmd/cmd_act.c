@@ -12,6 +12,7 @@
 #include "actions/act.h"
 #include "actions/approvals.h"
 #include "cmd/cli.h"
+#include "commit.h" /* CASCADE_COMMIT, written at build time */
 #include "core/err.h"
 #include "core/kafka.h"
 #include "core/log.h"

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cmd/cli.h"
+#include "commit.h" /* CASCADE_COMMIT, written at build time */
 
 int cmd_version(int argc, char **argv)
 {

@@ -1,4 +1,5 @@
 #include "cmd/colrun.h"
+#include "commit.h" /* CASCADE_COMMIT, written at build time */
 
 #include <signal.h>
 #include <stdio.h>

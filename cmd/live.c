@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd/cli.h"
+#include "commit.h" /* CASCADE_COMMIT, written at build time */
 #include "cmd/live.h"
 #include "ingest/colcfg.h"
 #include "core/log.h"
