@@ -18,7 +18,7 @@ install(FILES deploy/prometheus/cascade.rules.yml
         DESTINATION ${CMAKE_INSTALL_DATADIR}/cascade/prometheus)
 install(FILES deploy/grafana/cascade.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/cascade/grafana)
-install(FILES README.md CHANGELOG.md docs/OPERATIONS.md docs/DEPLOY.md
+install(FILES README.md CHANGELOG.md docs/OPERATIONS.md docs/CONFIG.md docs/DEPLOY.md
               docs/ACTIONS.md docs/COLLECTORS.md docs/SECURITY.md docs/FORMATS.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)

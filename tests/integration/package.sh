@@ -27,6 +27,7 @@ for f in ./usr/bin/cascade ./usr/lib/systemd/system/cascade-correlate.service \
          ./usr/lib/sysusers.d/cascade.conf \
          ./usr/share/doc/cascade/examples/cascade.example.yaml \
          ./usr/share/doc/cascade/copyright ./usr/share/doc/cascade/OPERATIONS.md \
+         ./usr/share/doc/cascade/CONFIG.md \
          ./usr/share/cascade/prometheus/cascade.rules.yml \
          ./usr/share/cascade/grafana/cascade.json; do
   grep -qx "$f" "$tmp/files" || fail "the package lacks $f"
