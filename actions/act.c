@@ -370,17 +370,6 @@ static const mx_family ACT_MX[AM__COUNT] = {
                         "playbook,state"},
 };
 
-static void act_lag(void *arg, int32_t partition, int64_t lag)
-{
-    char p[16];
-    const char *v[] = {p};
-
-    if (lag < 0)
-        return;
-    snprintf(p, sizeof p, "%d", (int)partition);
-    mx_sample(arg, &ACT_MX[AM_LAG], v, (double)lag);
-}
-
 void act_metrics(const act *a, mx_out *o)
 {
     const struct {
@@ -400,8 +389,7 @@ void act_metrics(const act *a, mx_out *o)
     mx_single(o, &ACT_MX[AM_WAITING], (double)a->st.waiting);
     mx_single(o, &ACT_MX[AM_REDIS], jr_connected(a->jr));
     mx_single(o, &ACT_MX[AM_ASSIGNED], (double)kfk_consumer_owned(a->cons));
-    mx_family_begin(o, &ACT_MX[AM_LAG]);
-    kfk_consumer_lag(a->cons, act_lag, o);
+    kfk_consumer_lag_write(a->cons, o, &ACT_MX[AM_LAG]);
     mx_family_begin(o, &ACT_MX[AM_BY_PLAYBOOK]);
     size_t pos = 0;
     const char *k;

@@ -1,5 +1,6 @@
 /* Helpers every command may use (cmd/cli.h). */
 #include <event2/event.h>
+#include <systemd/sd-daemon.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +8,6 @@
 #include "cmd/cli.h"
 #include "core/kafka.h"
 #include "core/log.h"
-#include "core/sdnotify.h"
 #include "core/topics.h"
 #include "engine/engine.h"
 #include "rules/playbooks.h"
@@ -127,12 +127,12 @@ static void notify_check(evutil_socket_t fd, short what, void *arg)
         if (strcmp(why, n->last)) { /* a STATUS line per change */
             snprintf(n->last, sizeof n->last, "%s", why);
             snprintf(status, sizeof status, "STATUS=waiting: %s", why);
-            sdn_notify(status);
+            sd_notify(0, status);
         }
         return;
     }
     event_del(n->ev); /* once: the timer has nothing more to do */
-    sdn_notify("READY=1\nSTATUS=ready");
+    sd_notify(0, "READY=1\nSTATUS=ready");
 }
 
 struct event *cli_notify_ready(struct event_base *base,
@@ -146,7 +146,7 @@ struct event *cli_notify_ready(struct event_base *base,
     if (!getenv("NOTIFY_SOCKET"))
         return NULL;
     if (!ready) {
-        sdn_notify("READY=1\nSTATUS=ready");
+        sd_notify(0, "READY=1\nSTATUS=ready");
         return NULL;
     }
     n = calloc(1, sizeof *n);

@@ -58,7 +58,7 @@ int cli_redis_flag(const char *cmd, const char *addr, rtarget *t);
 
 struct event_base;
 struct event;
-/* systemd readiness (Type=notify, core/sdnotify.h): READY=1 once
+/* systemd readiness (Type=notify, libsystemd's sd_notify): READY=1 once
  * ready(arg) says so (checked every half second; NULL: at once), with
  * STATUS= lines saying what it waits for until then. The timer to free
  * with cli_notify_free at exit (NULL when nothing is pending). */

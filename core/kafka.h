@@ -178,12 +178,15 @@ int kfk_consumer_commit_wait(kfk_consumer *c, int timeout_ms, cs_err *err);
  * assignment, then from message to message), and (at a drain's start)
  * what lay before a partition's log start that its group never read. */
 unsigned long long kfk_consumer_lost(const kfk_consumer *c);
-/* Calls fn for every owned partition with its lag: the high watermark
- * librdkafka last fetched (cached, nothing asked of the broker) less the
- * next offset to read; -1 while either is unknown. */
-void kfk_consumer_lag(const kfk_consumer *c,
-                      void (*fn)(void *arg, int32_t partition, int64_t lag),
-                      void *arg);
+/* Every owned partition's lag as samples of f (a gauge labelled
+ * "partition"): the high watermark librdkafka last fetched (cached,
+ * nothing asked of the broker) less the next offset to read; a partition
+ * whose lag is unknown yet is left out. The one writer of every
+ * consumer's lag family (the correlator's, the executor's). */
+struct mx_out;
+struct mx_family;
+void kfk_consumer_lag_write(const kfk_consumer *c, struct mx_out *o,
+                            const struct mx_family *f);
 /* How many partitions the consumer owns now. */
 size_t kfk_consumer_owned(const kfk_consumer *c);
 /* Leaves the group (blocking, shutdown only). NULL is fine. */

@@ -3,6 +3,7 @@
  * says the batch is durable elsewhere; partitions owned, messages found
  * missing, and the drain of a backlog. */
 #include "core/kafka.h"
+#include "core/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -735,9 +736,10 @@ void kfk_consumer_free(kfk_consumer *c)
     free(c);
 }
 
-void kfk_consumer_lag(const kfk_consumer *c,
-                      void (*fn)(void *arg, int32_t partition, int64_t lag),
-                      void *arg)
+static void kfk_consumer_lag(const kfk_consumer *c,
+                             void (*fn)(void *arg, int32_t partition,
+                                        int64_t lag),
+                             void *arg)
 {
     for (size_t i = 0; i < c->nowned; i++) {
         int32_t p = c->owned[i];
@@ -751,6 +753,32 @@ void kfk_consumer_lag(const kfk_consumer *c,
         else
             fn(arg, p, hi > next ? hi - next : 0);
     }
+}
+
+struct lag_out {
+    mx_out *o;
+    const mx_family *f;
+};
+
+static void lag_sample(void *arg, int32_t partition, int64_t lag)
+{
+    struct lag_out *w = arg;
+    char p[16];
+    const char *v[] = {p};
+
+    if (lag < 0)
+        return;
+    snprintf(p, sizeof p, "%d", (int)partition);
+    mx_sample(w->o, w->f, v, (double)lag);
+}
+
+void kfk_consumer_lag_write(const kfk_consumer *c, mx_out *o,
+                            const mx_family *f)
+{
+    struct lag_out w = {o, f};
+
+    mx_family_begin(o, f);
+    kfk_consumer_lag(c, lag_sample, &w);
 }
 
 size_t kfk_consumer_owned(const kfk_consumer *c)

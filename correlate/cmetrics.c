@@ -221,18 +221,6 @@ static void write_open(const char *scenario, void *val, void *arg)
     mx_sample(w->o, &FAM[M_OPEN], v, (double)*(unsigned long *)val);
 }
 
-static void write_lag(void *arg, int32_t partition, int64_t lag)
-{
-    struct each *w = arg;
-    char p[16];
-    const char *v[] = {p};
-
-    if (lag < 0)
-        return;
-    snprintf(p, sizeof p, "%d", (int)partition);
-    mx_sample(w->o, &FAM[M_LAG], v, (double)lag);
-}
-
 static void write_counts(const cmetrics *m, mx_out *o)
 {
     mx_family_begin(o, &FAM[M_SIGNALS]);
@@ -279,7 +267,8 @@ void cm_write(const cmetrics *m, mx_out *o, const engine *e, const store *st,
     strmap_free(w.counts, free);
     mx_single(o, &FAM[M_REDIS], st && store_up(st));
     mx_single(o, &FAM[M_ASSIGNED], cons ? (double)kfk_consumer_owned(cons) : 0);
-    mx_family_begin(o, &FAM[M_LAG]);
     if (cons)
-        kfk_consumer_lag(cons, write_lag, &w);
+        kfk_consumer_lag_write(cons, o, &FAM[M_LAG]);
+    else
+        mx_family_begin(o, &FAM[M_LAG]);
 }

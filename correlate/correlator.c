@@ -197,14 +197,16 @@ static void note_change(correlator *c, const char *id, json_t *inc,
     static const char *const what[] = {"opened", "updated", "resolved",
                                        "reopened"};
     int kind = eng_flush_kind(c->eng);
-    const char *opened = json_string_value(json_object_get(inc, "opened"));
     const char *sum = json_string_value(json_object_get(inc, "summary"));
+    const char *opened;
     int64_t at;
     double detect = -1;
     json_t *a;
     size_t i;
 
-    if (opened && !ts_parse_rfc3339(opened, &at))
+    if (kind == ENG_OPENED &&
+        (opened = json_string_value(json_object_get(inc, "opened"))) &&
+        !ts_parse_rfc3339(opened, &at))
         detect = (double)(ts_now() - at) / TS_SEC;
     cm_incident(c->mx, kind, detect);
     json_array_foreach(acts, i, a)

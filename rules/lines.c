@@ -316,9 +316,13 @@ int ln_kube_event(const char *l, char *buf, size_t len)
 
     while (*p == ' ')
         p++;
-    if (*p != 'W' && *p != 'N') { /* a short last-seen column first */
-        const char *q = strstr(p, "  ");
-        if (!q || q - p > 12 || !(q = next_column(q)) || (*q != 'W' && *q != 'N'))
+    if (*p != 'W' && *p != 'N') {
+        /* a short last-seen column first: looked for in its 12 bytes only
+         * (every line no signature took comes here) */
+        const char *q = p;
+        while (q - p < 12 && *q && !(q[0] == ' ' && q[1] == ' '))
+            q++;
+        if (q[0] != ' ' || !(q = next_column(q)) || (*q != 'W' && *q != 'N'))
             return 0;
     }
     for (col[n++] = p; n < 5 && (p = next_column(p)) != NULL; n++)
