@@ -98,8 +98,14 @@ until_event "$a2" done
 
 touch "$tmp/slow"
 a4=$(request 4 hw.ecc_correctable_rising node.drain auto '{"node":"gpu-003"}')
-until_event "$a4" step_started
-sleep 0.5
+# Killed while scontrol sleeps in the update: the wrapper logs the call
+# before it sleeps, so the kill lands mid-step however slow the audit
+# topic is to read under load.
+for _ in $(seq 1 200); do
+  grep -q "^scontrol update NodeName=gpu-003" "$tmp/calls.log" && break
+  sleep 0.05
+done
+grep -q "^scontrol update NodeName=gpu-003" "$tmp/calls.log" || fail "the drain of gpu-003 never started"
 kill -9 "$act_pid"
 rm -f "$tmp/slow"
 for _ in $(seq 1 100); do [ "$(node_state gpu-003)" = drained ] && break; sleep 0.1; done
