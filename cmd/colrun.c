@@ -114,7 +114,13 @@ static void col_mx(mx_out *o, void *arg)
     cmx_counts c = {0};
 
     l->counts(l->counts_arg, &c);
+    c.kafka_up = kfk_producer_up(l->p);
     cmx_write(o, l->collector, &c);
+}
+
+static int col_ok(char *why, size_t len, void *arg)
+{
+    return kfk_producer_ready(((colrun_loop *)arg)->p, why, len);
 }
 
 int colrun_observe(colrun_loop *l, const char *collector, const char *config,
@@ -140,7 +146,7 @@ int colrun_observe(colrun_loop *l, const char *collector, const char *config,
     l->collector = collector;
     l->counts = counts;
     l->counts_arg = arg;
-    obs_add(l->obs, &(obs_part){collector, col_mx, NULL, l});
+    obs_add(l->obs, &(obs_part){collector, col_mx, col_ok, l});
     log_info(collector, "metrics on http://%s:%d/metrics (and /healthz, "
              "/readyz)", c.metrics_listen, obs_port(l->obs));
     return 0;

@@ -211,6 +211,16 @@ static void wh_mx(mx_out *o, void *arg)
     wh_metrics(arg, o);
 }
 
+static int wh_ok(char *why, size_t len, void *arg)
+{
+    return wh_ready(arg, why, len);
+}
+
+static int rw_ok(char *why, size_t len, void *arg)
+{
+    return rw_ready(arg, why, len);
+}
+
 static void corr_mx(mx_out *o, void *arg)
 {
     corr_metrics(arg, o);
@@ -235,9 +245,9 @@ int live_observe(live *l, const char *process, int port, cs_err *err)
     if (l->corr)
         obs_add(l->obs, &(obs_part){"correlator", corr_mx, corr_ok, l->corr});
     if (l->wh)
-        obs_add(l->obs, &(obs_part){"webhook", wh_mx, NULL, l->wh});
+        obs_add(l->obs, &(obs_part){"webhook", wh_mx, wh_ok, l->wh});
     if (l->rw)
-        obs_add(l->obs, &(obs_part){"remote-write", rw_mx, NULL, l->rw});
+        obs_add(l->obs, &(obs_part){"remote-write", rw_mx, rw_ok, l->rw});
     log_info("cascade", "metrics on http://%s:%d/metrics (and /healthz, "
              "/readyz)", l->cfg.metrics_listen, obs_port(l->obs));
     return 0;

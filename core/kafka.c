@@ -19,6 +19,7 @@
 #define KFK_POLL_MS 50
 
 struct kfk_producer {
+    kfk_link link; /* first: the opaque's (kfk_conf_watch) */
     rd_kafka_t *rk;
     struct event *timer, *wake;
     rd_kafka_queue_t *main_q;
@@ -61,6 +62,72 @@ static void kfk_error_cb(rd_kafka_t *rk, int code, const char *reason,
         return;
     log_warn("kafka", "%s: %s: %s", rd_kafka_name(rk),
              rd_kafka_err2name((rd_kafka_resp_err_t)code), reason);
+}
+
+/* Whether a broker's connection is up in librdkafka's statistics
+ * (brokers.NAME.state); the bootstrap and coordinator entries (nodeid
+ * -1) are the same connections under another name. */
+static int stats_up(const char *json, size_t len)
+{
+    json_t *st = json_loadb(json, len, 0, NULL), *b;
+    const char *name;
+    int up = 0;
+
+    json_object_foreach(json_object_get(st, "brokers"), name, b) {
+        const char *state = json_string_value(json_object_get(b, "state"));
+        if (state && !strcmp(state, "UP") &&
+            json_integer_value(json_object_get(b, "nodeid")) >= 0)
+            up = 1;
+    }
+    json_decref(st);
+    return up;
+}
+
+static int watch_stats_cb(rd_kafka_t *rk, char *json, size_t len,
+                          void *opaque)
+{
+    kfk_link *l = opaque;
+    int up = stats_up(json, len);
+
+    if (up != l->up)
+        LOG_AT(up ? LOG_LVL_INFO : LOG_LVL_WARN, "kafka",
+               "%s: %s", rd_kafka_name(rk),
+               up ? "connected to Kafka again" : "no broker connection up");
+    l->up = up;
+    return 0; /* librdkafka frees json */
+}
+
+static void watch_error_cb(rd_kafka_t *rk, int code, const char *reason,
+                           void *opaque)
+{
+    kfk_link *l = opaque;
+
+    if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        l->up = 0;
+    kfk_error_cb(rk, code, reason, opaque);
+}
+
+void kfk_conf_watch(rd_kafka_conf_t *conf)
+{
+    char ms[16];
+
+    snprintf(ms, sizeof ms, "%d", KFK_STATS_MS);
+    rd_kafka_conf_set(conf, "statistics.interval.ms", ms, NULL, 0);
+    rd_kafka_conf_set_stats_cb(conf, watch_stats_cb);
+    rd_kafka_conf_set_error_cb(conf, watch_error_cb);
+}
+
+int kfk_producer_up(const kfk_producer *p)
+{
+    return p->link.up;
+}
+
+int kfk_producer_ready(const kfk_producer *p, char *why, size_t len)
+{
+    if (p->link.up)
+        return 1;
+    snprintf(why, len, "no connection to a Kafka broker up");
+    return 0;
 }
 
 static int conf_set(rd_kafka_conf_t *conf, const char *key, const char *val,
@@ -337,8 +404,10 @@ kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err)
         return NULL;
     }
     p->pipefd[0] = p->pipefd[1] = -1; /* until attached to a loop */
+    p->link.up = 1;
     if (!(conf = kfk_conf_new(kv, o->props, err)))
         goto fail;
+    kfk_conf_watch(conf);
     rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, kfk_dr_cb);
     if (!(p->rk = kfk_client_new(RD_KAFKA_PRODUCER, conf, err)))

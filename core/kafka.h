@@ -192,6 +192,26 @@ size_t kfk_consumer_owned(const kfk_consumer *c);
 /* Leaves the group (blocking, shutdown only). NULL is fine. */
 void kfk_consumer_free(kfk_consumer *c);
 
+/* Whether the client is connected to Kafka now, for /readyz and a
+ * *_kafka_up gauge: 0 from librdkafka's all-brokers-down error (at once)
+ * until its statistics (every KFK_STATS_MS) show a broker's connection up
+ * again; 1 while they show one. Starts at 1: every process has had the
+ * brokers answer (topics checked, group joined) before it serves. */
+int kfk_producer_up(const kfk_producer *p);
+int kfk_consumer_up(const kfk_consumer *c);
+/* /readyz's check of a process whose work is producing (the receivers,
+ * the collectors): kfk_producer_up, else 0 with the reason in why. */
+int kfk_producer_ready(const kfk_producer *p, char *why, size_t len);
+
+/* For core's Kafka files: the connection state of a producer or consumer,
+ * the first member of the struct its opaque points to, kept by the
+ * callbacks kfk_conf_watch sets (on the thread that polls: the loop). */
+#define KFK_STATS_MS 2000
+typedef struct kfk_link {
+    int up;
+} kfk_link;
+void kfk_conf_watch(rd_kafka_conf_t *conf);
+
 /* For core's Kafka files: a configuration from key/value pairs (NULL
  * last) with props over them (NULL: none), logging through core/log.h,
  * and a client made from it (the configuration is consumed either

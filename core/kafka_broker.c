@@ -133,6 +133,19 @@ int kfk_broker_attach(kfk_broker *b, struct event_base *base)
     return 0;
 }
 
+void kfk_broker_set_down(kfk_broker *b, int down)
+{
+    /* one broker, id 1 (test.mock.num.brokers) */
+    rd_kafka_resp_err_t e = down ? rd_kafka_mock_broker_set_down(b->mc, 1)
+                                 : rd_kafka_mock_broker_set_up(b->mc, 1);
+
+    if (e)
+        log_warn("kafka", "embedded broker: %s: %s", down ? "down" : "up",
+                 rd_kafka_err2str(e));
+    else
+        log_info("kafka", "embedded broker %s", down ? "down" : "up again");
+}
+
 void kfk_broker_stop(kfk_broker *b)
 {
     if (!b)

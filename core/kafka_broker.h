@@ -21,6 +21,9 @@ const char *kfk_broker_bootstrap(const kfk_broker *b);
 /* Turns Nagle off on the broker's sockets, now and every 100 ms from the
  * loop (the mock cluster leaves it on: 40 ms per pipelined response). */
 int kfk_broker_attach(kfk_broker *b, struct event_base *base);
+/* Takes the broker down (its connections closed, new ones refused) or
+ * up again on the same address: for tests of what an outage does. */
+void kfk_broker_set_down(kfk_broker *b, int down);
 void kfk_broker_stop(kfk_broker *b);
 
 #endif

@@ -27,6 +27,7 @@
 #define KFK_IDLE_POLL_MS 20
 
 struct kfk_consumer {
+    kfk_link link; /* first: the opaque's (kfk_conf_watch) */
     rd_kafka_t *rk;
     rd_kafka_queue_t *q;
     int pipefd[2];
@@ -240,6 +241,7 @@ static int consumer_events(kfk_consumer *c, struct event_base *base,
     if (pipe2(c->pipefd, O_NONBLOCK | O_CLOEXEC)) {
         cs_err_set(err, "consumer wake-up pipe: %s", strerror(errno));
         c->pipefd[0] = c->pipefd[1] = -1;
+    c->link.up = 1;
         return -1;
     }
     c->wake = event_new(base, c->pipefd[0], EV_READ | EV_PERSIST,
@@ -464,6 +466,7 @@ static int consumer_client(kfk_consumer *c, const kfk_consumer_opts *o,
 
     if (!conf)
         return -1;
+    kfk_conf_watch(conf);
     rd_kafka_conf_set_offset_commit_cb(conf, consumer_commit_cb);
     rd_kafka_conf_set_rebalance_cb(conf, consumer_rebalance_cb);
     rd_kafka_conf_set_opaque(conf, c);
@@ -779,6 +782,11 @@ void kfk_consumer_lag_write(const kfk_consumer *c, mx_out *o,
 
     mx_family_begin(o, f);
     kfk_consumer_lag(c, lag_sample, &w);
+}
+
+int kfk_consumer_up(const kfk_consumer *c)
+{
+    return c->link.up;
 }
 
 size_t kfk_consumer_owned(const kfk_consumer *c)

@@ -15,7 +15,8 @@
 /* Declared once: cm_write goes over this table in order. */
 enum {
     M_SIGNALS, M_DEAD, M_LAST, M_BATCH, M_PHASE, M_DETECT, M_INCIDENTS,
-    M_OPEN, M_ACTIONS, M_REPUBLISHED, M_REDIS, M_ASSIGNED, M_LAG, M__COUNT
+    M_OPEN, M_ACTIONS, M_REPUBLISHED, M_REDIS, M_KAFKA, M_ASSIGNED, M_LAG,
+    M__COUNT
 };
 static const mx_family FAM[M__COUNT] = {
     [M_SIGNALS] = {"cascade_signals_read_total", MX_COUNTER,
@@ -51,6 +52,9 @@ static const mx_family FAM[M__COUNT] = {
     [M_REDIS] = {"cascade_redis_up", MX_GAUGE,
                  "1 while the link to Redis is connected and authenticated.",
                  NULL},
+    [M_KAFKA] = {"cascade_kafka_up", MX_GAUGE,
+                 "1 while the correlator's consumer and producer each have a "
+                 "broker connection up.", NULL},
     [M_ASSIGNED] = {"cascade_kafka_partitions_assigned", MX_GAUGE,
                     "Partitions of cascade.signals this correlator owns.", NULL},
     [M_LAG] = {"cascade_kafka_consumer_lag", MX_GAUGE,
@@ -251,7 +255,7 @@ static void write_counts(const cmetrics *m, mx_out *o)
 }
 
 void cm_write(const cmetrics *m, mx_out *o, const engine *e, const store *st,
-              const kfk_consumer *cons)
+              const kfk_consumer *cons, int kafka_up)
 {
     struct each w = {o, strmap_new()};
 
@@ -266,6 +270,7 @@ void cm_write(const cmetrics *m, mx_out *o, const engine *e, const store *st,
     each_of(w.counts, write_open, &w);
     strmap_free(w.counts, free);
     mx_single(o, &FAM[M_REDIS], st && store_up(st));
+    mx_single(o, &FAM[M_KAFKA], kafka_up);
     mx_single(o, &FAM[M_ASSIGNED], cons ? (double)kfk_consumer_owned(cons) : 0);
     if (cons)
         kfk_consumer_lag_write(cons, o, &FAM[M_LAG]);

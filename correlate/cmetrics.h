@@ -36,8 +36,10 @@ void cm_action(cmetrics *m, const char *playbook, const char *approval);
 void cm_republished(cmetrics *m, size_t n);
 
 /* The families, with the engine's open incidents by scenario, the store's
- * link and the consumer's lag (each may be NULL). */
+ * link and the consumer's lag (each may be NULL), and whether the Kafka
+ * clients are connected (kfk_*_up). */
 void cm_write(const cmetrics *m, mx_out *o, const struct engine *e,
-              const struct store *st, const struct kfk_consumer *cons);
+              const struct store *st, const struct kfk_consumer *cons,
+              int kafka_up);
 
 #endif

@@ -824,9 +824,16 @@ int corr_failed(const correlator *c)
     return c->failed;
 }
 
+/* Both clients: signals in, outputs out. */
+static int corr_kafka_up(const correlator *c)
+{
+    return (!c->cons || kfk_consumer_up(c->cons)) &&
+           (!c->out || kfk_producer_up(c->out));
+}
+
 void corr_metrics(const correlator *c, mx_out *o)
 {
-    cm_write(c->mx, o, c->eng, c->st, c->cons);
+    cm_write(c->mx, o, c->eng, c->st, c->cons, corr_kafka_up(c));
 }
 
 int corr_ready(const correlator *c, char *why, size_t len)
@@ -835,6 +842,8 @@ int corr_ready(const correlator *c, char *why, size_t len)
         snprintf(why, len, "stopped on a fault of its own");
     else if (!store_up(c->st))
         snprintf(why, len, "not connected to Redis");
+    else if (!corr_kafka_up(c))
+        snprintf(why, len, "no connection to a Kafka broker up");
     else if (!kfk_consumer_owned(c->cons))
         snprintf(why, len, "no partition of %s assigned yet",
                  KFK_TOPIC_SIGNALS);

@@ -1,7 +1,7 @@
 /* The collectors' shared families: see colmx.h. */
 #include "ingest/colmx.h"
 
-enum { X_READ, X_PUBLISHED, X_DROPPED, X_ERRORS, X__COUNT };
+enum { X_READ, X_PUBLISHED, X_DROPPED, X_ERRORS, X_KAFKA, X__COUNT };
 static const mx_family FAM[X__COUNT] = {
     [X_READ] = {"cascade_collector_read_total", MX_COUNTER,
                 "What the collector read: lines, journal entries, API "
@@ -16,6 +16,9 @@ static const mx_family FAM[X__COUNT] = {
     [X_ERRORS] = {"cascade_collector_errors_total", MX_COUNTER,
                   "Failed polls, HTTP and network errors of the collector.",
                   "collector"},
+    [X_KAFKA] = {"cascade_collector_kafka_up", MX_GAUGE,
+                 "1 while the collector's producer has a broker connection "
+                 "up.", "collector"},
 };
 
 void cmx_write(mx_out *o, const char *collector, const cmx_counts *c)
@@ -35,4 +38,6 @@ void cmx_write(mx_out *o, const char *collector, const cmx_counts *c)
     }
     mx_family_begin(o, &FAM[X_ERRORS]);
     mx_sample(o, &FAM[X_ERRORS], v, (double)c->errors);
+    mx_family_begin(o, &FAM[X_KAFKA]);
+    mx_sample(o, &FAM[X_KAFKA], v, c->kafka_up);
 }

@@ -14,6 +14,7 @@ typedef struct cmx_counts {
     unsigned long long rejected;  /* unreadable or refused input */
     unsigned long long dead;      /* sent to cascade.deadletter */
     unsigned long long errors;    /* failed polls, HTTP and network errors */
+    int kafka_up;                 /* its producer's link (kfk_producer_up) */
 } cmx_counts;
 
 void cmx_write(mx_out *o, const char *collector, const cmx_counts *c);

@@ -364,7 +364,14 @@ static const mx_family RW_MX[] = {
      "host label, not finite, invalid).", "fate"},
     {"cascade_rw_requests_waiting", MX_GAUGE,
      "Requests whose answer waits for Kafka's acknowledgement now.", NULL},
+    {"cascade_rw_kafka_up", MX_GAUGE,
+     "1 while the receiver's producer has a broker connection up.", NULL},
 };
+
+int rw_ready(const rwrecv *r, char *why, size_t len)
+{
+    return kfk_producer_ready(r->prod, why, len);
+}
 
 void rw_metrics(const rwrecv *r, mx_out *o)
 {
@@ -390,4 +397,5 @@ void rw_metrics(const rwrecv *r, mx_out *o)
     for (int i = 0; i < 5; i++)
         mx_sample(o, &RW_MX[1], &fate[i], f[i]);
     mx_single(o, &RW_MX[2], (double)st.waiting);
+    mx_single(o, &RW_MX[3], kfk_producer_up(r->prod));
 }

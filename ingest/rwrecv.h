@@ -65,6 +65,8 @@ void rw_set_token(rwrecv *r, const char *token);
 void rw_get_stats(const rwrecv *r, rw_stat *st);
 /* The same counts as metric families, for /metrics (core/obsrv.h). */
 void rw_metrics(const rwrecv *r, mx_out *o);
+/* As wh_ready (ingest/webhook.h). */
+int rw_ready(const rwrecv *r, char *why, size_t len);
 /* As wh_drain (ingest/webhook.h). */
 void rw_drain(rwrecv *r, void (*done)(void *), void *arg);
 void rw_free(rwrecv *r);

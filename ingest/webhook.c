@@ -670,7 +670,14 @@ static const mx_family WH_MX[] = {
      "unauthorized, wrong method or path).", "reason"},
     {"cascade_webhook_posts_waiting", MX_GAUGE,
      "Posts whose answer waits for Kafka's acknowledgement now.", NULL},
+    {"cascade_webhook_kafka_up", MX_GAUGE,
+     "1 while the receiver's producer has a broker connection up.", NULL},
 };
+
+int wh_ready(const webhook *w, char *why, size_t len)
+{
+    return kfk_producer_ready(w->prod, why, len);
+}
 
 void wh_metrics(const webhook *w, mx_out *o)
 {
@@ -696,4 +703,5 @@ void wh_metrics(const webhook *w, mx_out *o)
         mx_sample(o, &WH_MX[1], v, (double)n[i]);
     }
     mx_single(o, &WH_MX[2], (double)st.waiting);
+    mx_single(o, &WH_MX[3], kfk_producer_up(w->prod));
 }

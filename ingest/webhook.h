@@ -83,6 +83,9 @@ typedef struct wh_stat {
 void wh_get_stats(const webhook *w, wh_stat *st);
 /* The same counts as metric families, for /metrics (core/obsrv.h). */
 void wh_metrics(const webhook *w, mx_out *o);
+/* /readyz's check: 1 while its producer is connected to Kafka, else 0
+ * with the reason in why. */
+int wh_ready(const webhook *w, char *why, size_t len);
 /* Stopping: posts that arrive from now on are answered 503, and
  * done(arg) is called once none waits for Kafka any more (ack_timeout_s
  * at most) and the last answers had a moment to be written; at once when

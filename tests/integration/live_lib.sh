@@ -53,6 +53,7 @@ start_broker() {
     return 0
   fi
   "$bin" broker --for "$1" > "$tmp/broker.out" 2> "$tmp/broker.err" & pids+=($!)
+  broker_pid=$!
   # The background child opens broker.out itself, maybe after the first
   # look: a missing file is "not yet", not an error that set -e acts on
   # (live.act_http died of that, without a word, under ASan).

@@ -12,7 +12,11 @@
 #   - the correlator's and the executor's /readyz answer 200 once they
 #     hold their partitions and state, and 503 naming Redis once Redis is
 #     killed (cascade_redis_up 0, cascade_ready 0); 200 again when Redis
-#     is back.
+#     is back;
+#   - on the embedded broker, taken down (SIGUSR1) and up again (SIGUSR2):
+#     the correlator's, executor's, webhook's and collector's /readyz
+#     answer 503 naming Kafka and their *_kafka_up gauges read 0, then
+#     200 again (the real-Kafka tier shares its broker: not there).
 # usage: metrics.sh CASCADE_BIN CORPUS
 set -uo pipefail
 bin=$1 corpus=$2
@@ -20,6 +24,7 @@ here=$(dirname "$0")
 . "$here/live_lib.sh"
 . "$here/redis_lib.sh"
 . "$here/corpus.sh"
+. "$here/metrics_lib.sh"
 
 command -v prometheus > /dev/null || fail "prometheus is not installed (deploy/setup.sh)"
 command -v promtool > /dev/null || fail "promtool is not installed (deploy/setup.sh)"
@@ -54,14 +59,6 @@ NOTIFY_SOCKET=$tmp/notify.sock "$bin" correlate --config "$tmp/corr.yaml" --for 
 "$bin" dev --config "$tmp/dev.yaml" --for 200 > "$tmp/dev.out" 2> "$tmp/dev.err" &
 pids+=($!)
 
-# get PORT PATH: the body; the status code in $code
-get() {
-  local out
-  out=$(curl -s -w '\n%{http_code}' "http://127.0.0.1:$1$2") || { code=000; body=""; return; }
-  code=${out##*$'\n'}
-  body=${out%$'\n'*}
-  body=${body%$'\n'}
-}
 # until_ready PORT WANT: until /readyz answers WANT (60 s)
 until_ready() {
   for _ in $(seq 1 600); do
@@ -92,19 +89,6 @@ get "$mport" /healthz
 stream=$(corpus_stream "$corpus" cascade_node_crash_xid)
 "$bin" ingest file --brokers "$brokers" "$stream" > "$tmp/ingest.out" \
   2> "$tmp/ingest.err" || fail "ingest failed"
-# scrape PORT NAME [PATTERN]: /metrics of PORT into $tmp/NAME.metrics,
-# waiting (30 s) for a line matching PATTERN; promtool must accept it.
-scrape() {
-  for _ in $(seq 1 300); do
-    get "$1" /metrics
-    [ -z "${3:-}" ] || grep -q "$3" <<< "$body" && break
-    sleep 0.1
-  done
-  echo "$body" > "$tmp/$2.metrics"
-  [ -z "${3:-}" ] || grep -q "$3" "$tmp/$2.metrics" || fail "$2: no line matches $3"
-  promtool check metrics < "$tmp/$2.metrics" > "$tmp/promtool.err" 2>&1 ||
-    fail "promtool refuses the metrics of $2: $(cat "$tmp/promtool.err")"
-}
 scrape "$mport" correlate '^cascade_incidents_total{event="opened"} [1-9]'
 for f in cascade_signals_read_total cascade_batch_phase_seconds_bucket \
          cascade_detection_latency_seconds_count cascade_incidents_open \
@@ -116,6 +100,10 @@ scrape "$dport" dev '^cascade_webhook_posts_waiting'
 scrape "$wport" webhook '^cascade_build_info{.*process="ingest webhook"} 1'
 scrape "$fport" follow '^cascade_collector_published_total{collector="follow"} [1-9]'
 scrape "$aport" act '^cascade_act_actions_total{outcome="proposed"} [1-9]'
+for f in cascade_act_kafka_up cascade_act_redis_up; do
+  grep -q "^$f 1" "$tmp/act.metrics" || fail "the executor's $f is not 1"
+done
+grep -q '^cascade_kafka_up 1' "$tmp/correlate.metrics" || fail "the correlator's cascade_kafka_up is not 1"
 # the executor has no act section: it says at once which playbooks cannot run
 grep -q "playbook ticket.create cannot run here: no executor takes its step jira.upsert (configure act.jira)" \
   "$tmp/act.err" || fail "the executor did not say at start that it lacks Jira: $(grep 'cannot run' "$tmp/act.err" | head -3)"
@@ -124,26 +112,8 @@ grep -q '^cascade_act_runs_ended_total{playbook="[a-z._]*",state="proposed"} [1-
 grep -q "incident inc-[0-9a-f]* opened: " "$tmp/correlate.err" ||
   fail "no log line for the opened incident"
 
-# ---- a real Prometheus scrapes both ----
-cat > "$tmp/prometheus.yml" <<EOF
-global:
-  scrape_interval: 1s
-  scrape_timeout: 900ms
-scrape_configs:
-  - job_name: cascade
-    static_configs:
-      - targets: ['127.0.0.1:$mport', '127.0.0.1:$dport', '127.0.0.1:$aport', '127.0.0.1:$wport', '127.0.0.1:$fport']
-EOF
-promtool check config "$tmp/prometheus.yml" > "$tmp/promtool.err" 2>&1 ||
-  fail "promtool check config: $(cat "$tmp/promtool.err")"
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pport" > "$tmp/prometheus.out" \
-  2> "$tmp/prometheus.err" & pids+=($!)
-# query EXPR: the number of series in the instant vector
-query() {
-  curl -s --get "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1" |
-    python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["result"]))' 2>/dev/null
-}
+# ---- a real Prometheus scrapes all five ----
+start_prometheus "$mport" "$dport" "$aport" "$wport" "$fport"
 for _ in $(seq 1 300); do
   [ "$(query 'up{job="cascade"} == 1')" = 5 ] &&
     [ "$(query 'cascade_incidents_total{event="opened"} > 0')" = 1 ] && break
@@ -168,4 +138,21 @@ grep -q "Redis" <<< "$body" || fail "the executor's /readyz does not name Redis:
 redis_up "$rport"
 until_ready "$mport" 200
 until_ready "$aport" 200
+
+# ---- readiness follows Kafka ----
+if [ -z "${CASCADE_TEST_KAFKA:-}" ]; then
+  kill -USR1 "$broker_pid"
+  for p in "$mport:cascade_kafka_up" "$aport:cascade_act_kafka_up" \
+           "$wport:cascade_webhook_kafka_up" "$fport:cascade_collector_kafka_up"; do
+    until_ready "${p%%:*}" 503
+    grep -q "Kafka" <<< "$body" || fail "/readyz on ${p%%:*} does not name Kafka: $body"
+    get "${p%%:*}" /metrics
+    grep -q "^${p#*:}\({[^}]*}\)\? 0" <<< "$body" || fail "${p#*:} is not 0 with the broker down"
+  done
+  kill -USR2 "$broker_pid"
+  for p in "$mport" "$aport" "$wport" "$fport"; do until_ready "$p" 200; done
+  get "$mport" /metrics
+  grep -q '^cascade_kafka_up 1' <<< "$body" || fail "cascade_kafka_up is not 1 again"
+  echo "ok: /readyz follows the broker"
+fi
 echo "ok: /metrics accepted by promtool and scraped by Prometheus; /readyz follows Redis"
