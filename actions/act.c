@@ -256,6 +256,8 @@ act *act_start(struct event_base *base, const act_opts *o, kfk_producer *prod,
                cs_err *err)
 {
     act *a = xcalloc(1, sizeof *a);
+
+    a->pending = -1;
     struct timeval sweep = {o->approval_ttl_s > 40 ? 10 : 1, 0};
 
     a->outcomes = strmap_new();
@@ -348,8 +350,9 @@ void act_free(act *a)
 }
 
 /* Declared once: act_metrics writes them from act_stats. */
-enum { AM_ACTIONS, AM_REQUESTS, AM_WAITING, AM_REDIS, AM_ASSIGNED, AM_LAG,
-       AM_BY_PLAYBOOK, AM__COUNT };
+enum { AM_ACTIONS, AM_REQUESTS, AM_WAITING, AM_PENDING, AM_REDIS, AM_KAFKA,
+       AM_ASSIGNED, AM_LAG, AM_BY_PLAYBOOK, AM_BUDGET_USED, AM_BUDGET_MAX,
+       AM__COUNT };
 static const mx_family ACT_MX[AM__COUNT] = {
     [AM_ACTIONS] = {"cascade_act_actions_total", MX_COUNTER,
                     "Action requests the executor ended, by outcome.",
@@ -358,8 +361,15 @@ static const mx_family ACT_MX[AM__COUNT] = {
                      "Action requests read from cascade.actions.", NULL},
     [AM_WAITING] = {"cascade_act_approvals_requested_total", MX_COUNTER,
                     "Actions put to wait for a human's approval.", NULL},
+    [AM_PENDING] = {"cascade_act_approvals_pending", MX_GAUGE,
+                    "Actions waiting for a human's decision now (the "
+                    "journal's pending set, shared by the group: read at "
+                    "each expiry sweep).", NULL},
     [AM_REDIS] = {"cascade_act_redis_up", MX_GAUGE,
                   "1 while the journal's Redis link is connected.", NULL},
+    [AM_KAFKA] = {"cascade_act_kafka_up", MX_GAUGE,
+                  "1 while the executor's consumer and producer each have a "
+                  "broker connection up.", NULL},
     [AM_ASSIGNED] = {"cascade_act_partitions_assigned", MX_GAUGE,
                      "Partitions of cascade.actions this executor owns.", NULL},
     [AM_LAG] = {"cascade_act_consumer_lag", MX_GAUGE,
@@ -368,7 +378,36 @@ static const mx_family ACT_MX[AM__COUNT] = {
                         "Actions ended, by playbook and final state (done, "
                         "failed, refused, proposed, denied, expired).",
                         "playbook,state"},
+    [AM_BUDGET_USED] = {"cascade_act_budget_used", MX_GAUGE,
+                        "Actions counted against a playbook's budget within "
+                        "its window, by scope (cluster, or cluster/rack).",
+                        "playbook,scope,window"},
+    [AM_BUDGET_MAX] = {"cascade_act_budget_limit", MX_GAUGE,
+                       "The most a budget allows within its window; at it, "
+                       "further actions of the playbook wait for a human.",
+                       "playbook,scope,window"},
 };
+
+static int act_kafka_up(const act *a)
+{
+    return kfk_consumer_up(a->cons) && (!a->prod || kfk_producer_up(a->prod));
+}
+
+struct budget_write {
+    mx_out *o;
+    int limit;
+};
+
+static void budget_sample(void *arg, const guard_use *u)
+{
+    struct budget_write *w = arg;
+    char window[32];
+    const char *v[] = {u->playbook, u->scope, window};
+
+    snprintf(window, sizeof window, "%llds", (long long)(u->window / 1000));
+    mx_sample(w->o, &ACT_MX[w->limit ? AM_BUDGET_MAX : AM_BUDGET_USED], v,
+              w->limit ? u->max : u->used);
+}
 
 void act_metrics(const act *a, mx_out *o)
 {
@@ -387,7 +426,10 @@ void act_metrics(const act *a, mx_out *o)
     }
     mx_single(o, &ACT_MX[AM_REQUESTS], (double)a->st.requests);
     mx_single(o, &ACT_MX[AM_WAITING], (double)a->st.waiting);
+    if (a->pending >= 0)
+        mx_single(o, &ACT_MX[AM_PENDING], (double)a->pending);
     mx_single(o, &ACT_MX[AM_REDIS], jr_connected(a->jr));
+    mx_single(o, &ACT_MX[AM_KAFKA], act_kafka_up(a));
     mx_single(o, &ACT_MX[AM_ASSIGNED], (double)kfk_consumer_owned(a->cons));
     kfk_consumer_lag_write(a->cons, o, &ACT_MX[AM_LAG]);
     mx_family_begin(o, &ACT_MX[AM_BY_PLAYBOOK]);
@@ -405,6 +447,11 @@ void act_metrics(const act *a, mx_out *o)
         }
         mx_sample(o, &ACT_MX[AM_BY_PLAYBOOK], v, (double)*(unsigned long *)n);
     }
+    for (int limit = 0; limit < 2; limit++) {
+        struct budget_write w = {o, limit};
+        mx_family_begin(o, &ACT_MX[limit ? AM_BUDGET_MAX : AM_BUDGET_USED]);
+        guard_each_use(a->g, run_now_ms(), budget_sample, &w);
+    }
 }
 
 int act_ready(const act *a, char *why, size_t len)
@@ -413,6 +460,8 @@ int act_ready(const act *a, char *why, size_t len)
         snprintf(why, len, "its Kafka consumer failed for good");
     else if (!jr_connected(a->jr))
         snprintf(why, len, "not connected to Redis (the journal)");
+    else if (!act_kafka_up(a))
+        snprintf(why, len, "no connection to a Kafka broker up");
     else if (!a->ready)
         snprintf(why, len, "journal not read back yet");
     else if (!kfk_consumer_owned(a->cons))

@@ -83,6 +83,7 @@ struct act {
     int failed; /* the Kafka client failed for good (act_failed) */
     struct event *sweep, *commit_timer;
     act_stats st;
+    long pending; /* PENDING_KEY's size at the last sweep; -1: not read yet */
     /* "playbook\tstate" -> unsigned long: how runs ended, counted by
      * run_finish_state, shown by act_metrics */
     strmap *outcomes;

@@ -234,16 +234,27 @@ static void on_expired_ids(void *arg, redisReply *reply)
     }
 }
 
+static void on_pending_count(void *arg, redisReply *reply)
+{
+    act *a = arg;
+
+    if (reply && reply->type == REDIS_REPLY_INTEGER)
+        a->pending = (long)reply->integer;
+}
+
 void dec_sweep(evutil_socket_t fd, short what, void *arg)
 {
     act *a = arg;
     char now[24];
     const char *argv[] = {"ZRANGEBYSCORE", PENDING_KEY, "-inf", now, "LIMIT",
                           "0", "100"};
+    const char *count[] = {"ZCARD", PENDING_KEY};
 
     (void)fd;
     (void)what;
     snprintf(now, sizeof now, "%lld", (long long)run_now_ms());
     jr_cmd(a->jr, on_expired_ids, a, 7, argv);
+    /* the gauge of actions waiting on a human (act_metrics) */
+    jr_cmd(a->jr, on_pending_count, a, 2, count);
 }
 

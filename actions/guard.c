@@ -8,11 +8,16 @@
 #include "core/mem.h"
 #include "core/strmap.h"
 
-/* When actions ran, per budget scope ("PLAYBOOK|rack|CLUSTER|RACK" or
- * "PLAYBOOK|cluster|CLUSTER"); pruned to the budget's window on use. */
+/* When actions ran, per budget ("PLAYBOOK|rack|CLUSTER|RACK|WINDOW" or
+ * "PLAYBOOK|cluster|CLUSTER|WINDOW": the window in the key, so that two
+ * budgets of one scope never count an action twice); pruned to the
+ * budget's window on use. What it is for is kept for the metrics. */
 typedef struct ledger {
     int64_t *ts;
     size_t n, cap;
+    char playbook[96], scope[200];
+    int64_t window;
+    int max;
 } ledger;
 
 struct guard {
@@ -49,22 +54,43 @@ static void scope_key(char *buf, size_t len, const guard_req *r,
                       const pb_budget *b)
 {
     if (b->per_rack && r->rack && *r->rack)
-        snprintf(buf, len, "%s|rack|%s|%s", r->pb->id, r->cluster, r->rack);
+        snprintf(buf, len, "%s|rack|%s|%s|%lld", r->pb->id, r->cluster,
+                 r->rack, (long long)b->window);
     else
-        snprintf(buf, len, "%s|%s|%s", r->pb->id,
-                 b->per_rack ? "rack?" : "cluster", r->cluster);
+        snprintf(buf, len, "%s|%s|%s|%lld", r->pb->id,
+                 b->per_rack ? "rack?" : "cluster", r->cluster,
+                 (long long)b->window);
+}
+
+/* The budget's ledger, made on first use. */
+static ledger *ledger_of(guard *g, const guard_req *r, const pb_budget *b)
+{
+    char key[400];
+    ledger *l;
+
+    scope_key(key, sizeof key, r, b);
+    if (!(l = strmap_get(g->ledgers, key))) {
+        l = xcalloc(1, sizeof *l);
+        snprintf(l->playbook, sizeof l->playbook, "%s", r->pb->id);
+        if (b->per_rack && r->rack && *r->rack)
+            snprintf(l->scope, sizeof l->scope, "%s/%s", r->cluster, r->rack);
+        else
+            snprintf(l->scope, sizeof l->scope, "%s%s", r->cluster,
+                     b->per_rack ? "/?" : "");
+        l->window = b->window;
+        strmap_put(g->ledgers, key, l);
+    }
+    l->max = b->max; /* a reload may have changed it */
+    return l;
 }
 
 /* How many ran within the window before now. */
-static int used(guard *g, const char *key, int64_t window, int64_t now)
+static int used(ledger *l, int64_t now)
 {
-    ledger *l = strmap_get(g->ledgers, key);
     size_t keep = 0;
 
-    if (!l)
-        return 0;
     for (size_t i = 0; i < l->n; i++)
-        if (l->ts[i] > now - window)
+        if (l->ts[i] > now - l->window)
             l->ts[keep++] = l->ts[i];
     l->n = keep;
     return (int)keep;
@@ -73,15 +99,26 @@ static int used(guard *g, const char *key, int64_t window, int64_t now)
 /* The first budget the request would overspend, or NULL. */
 static const pb_budget *spent(guard *g, const guard_req *r, int *count)
 {
-    char key[400];
-
     for (int i = 0; i < r->pb->nbudgets; i++) {
         const pb_budget *b = &r->pb->budgets[i];
-        scope_key(key, sizeof key, r, b);
-        if ((*count = used(g, key, b->window, r->now)) >= b->max)
+        if ((*count = used(ledger_of(g, r, b), r->now)) >= b->max)
             return b;
     }
     return NULL;
+}
+
+void guard_each_use(guard *g, int64_t now, guard_use_fn fn, void *arg)
+{
+    size_t pos = 0;
+    const char *key;
+    void *v;
+
+    while (strmap_next(g->ledgers, &pos, &key, &v)) {
+        ledger *l = v;
+        guard_use u = {l->playbook, l->scope, l->window, 0, l->max};
+        u.used = used(l, now);
+        fn(arg, &u);
+    }
 }
 
 /* auto < canary < hitl */
@@ -213,17 +250,10 @@ guard_decision guard_check(guard *g, const guard_req *r)
 
 void guard_record(guard *g, const guard_req *r)
 {
-    char key[400];
-
     if (r->pb->cls == PB_CLASS_RECOVERY)
         return;
     for (int i = 0; i < r->pb->nbudgets; i++) {
-        ledger *l;
-        scope_key(key, sizeof key, r, &r->pb->budgets[i]);
-        if (!(l = strmap_get(g->ledgers, key))) {
-            l = xcalloc(1, sizeof *l);
-            strmap_put(g->ledgers, key, l);
-        }
+        ledger *l = ledger_of(g, r, &r->pb->budgets[i]);
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 8;
             l->ts = xrealloc(l->ts, l->cap * sizeof *l->ts);

@@ -55,6 +55,18 @@ guard_decision guard_check(guard *g, const guard_req *r);
 /* The action ran: it counts against its budgets from r->now on. Recovery
  * counts against none. */
 void guard_record(guard *g, const guard_req *r);
+/* A budget's use now, for the metrics: the playbook, its scope
+ * ("CLUSTER" or "CLUSTER/RACK"; "CLUSTER/?" for nodes of no known rack),
+ * the window (ms), and the actions counted in it against the most. */
+typedef struct guard_use {
+    const char *playbook, *scope;
+    int64_t window;
+    int used, max;
+} guard_use;
+typedef void (*guard_use_fn)(void *arg, const guard_use *u);
+/* fn for every budget an action has counted against since the start
+ * (pruned to its window first). */
+void guard_each_use(guard *g, int64_t now, guard_use_fn fn, void *arg);
 /* Whether every check holds on facts, an object of field -> value (a
  * string, or an integer for node.jobs). 0: yes; -1: no, with the first
  * failing check in why (a field missing from facts fails its check). */

@@ -27,11 +27,15 @@ echo "alice file:$tmp/alice.token change,job,recovery,destructive" > "$tmp/appro
 openssl rand -hex 32 > "$tmp/journal.key"
 key=(--journal-key "file:$tmp/journal.key")
 
+# its metrics on a port of their own (metrics.act)
+mport=$(free_port)
+printf 'metrics:\n  listen: 127.0.0.1\n  act: %s\n' "$mport" > "$tmp/metrics.yaml"
 act_n=0
 # start_act [FLAG...]: a cascade act on the test's cluster, and its API.
 start_act() {
   act_n=$((act_n + 1))
   start_act_n $act_n --brokers "$brokers" --redis "$tmp/redis.sock" --mode on \
+    --cascade-config "$tmp/metrics.yaml" \
     --scheduler slurm --canary gpu-003 --slurm-bin "$tmp/bin" \
     --approvers "$tmp/approvers" --port 0 --verify-poll-ms 200 "$@"
 }
@@ -117,6 +121,25 @@ audit | jq -c --arg a "$a4" 'select(.action == $a and .event == "step_interrupte
   fail "the restart did not record the interrupted step"
 [ "$(grep -c "update NodeName=gpu-003 State=DRAIN" "$tmp/calls.log")" = 1 ] ||
   fail "the drain of gpu-003 did not run exactly once"
+
+# The restarted executor's metrics: the drain, read back from the ledger,
+# counts against node.drain's budgets (2 per rack, 10 per cluster, an
+# hour); the cancels a1 and a3 wait for a human (read at the sweep).
+metrics() { curl -s "http://127.0.0.1:$mport/metrics"; }
+for _ in $(seq 1 150); do
+  metrics | grep -q '^cascade_act_approvals_pending 2$' && break
+  sleep 0.1
+done
+m=$(metrics)
+grep -q '^cascade_act_approvals_pending 2$' <<< "$m" ||
+  fail "pending approvals: $(grep approvals_pending <<< "$m")"
+for want in 'used{playbook="node.drain",scope="default/r1",window="3600s"} 1' \
+            'limit{playbook="node.drain",scope="default/r1",window="3600s"} 2' \
+            'used{playbook="node.drain",scope="default",window="3600s"} 1' \
+            'limit{playbook="node.drain",scope="default",window="3600s"} 10'; do
+  grep -qF "cascade_act_budget_$want" <<< "$m" ||
+    fail "no cascade_act_budget_$want in: $(grep budget <<< "$m")"
+done
 
 # ---- 3. a journal edited in Redis is refused on resume, and audited ----
 

@@ -159,6 +159,52 @@ static void test_budgets(const pb_catalog *c)
     guard_free(g);
 }
 
+struct uses {
+    int n;
+    char line[4][96];
+};
+
+static void collect(void *arg, const guard_use *u)
+{
+    struct uses *w = arg;
+
+    if (w->n < 4)
+        snprintf(w->line[w->n++], sizeof w->line[0], "%s %s %lld %d/%d",
+                 u->playbook, u->scope, (long long)u->window, u->used, u->max);
+}
+
+/* Two budgets of one scope (an hour's and a day's, per cluster) each
+ * count an action once; guard_each_use reports each with its use. */
+static void test_budget_use(void)
+{
+    pb_budget b[2] = {{0, 2, 60 * MIN}, {0, 3, 24 * 60 * MIN}};
+    pb_playbook pb = {.id = "job.resubmit", .version = "1.0.0",
+                      .cls = PB_CLASS_JOB, .approval = APPR_AUTO,
+                      .mode = PB_MODE_ON, .budgets = b, .nbudgets = 2};
+    guard *g = guard_new();
+    guard_req r = {.pb = &pb, .mode = PB_MODE_ON, .approval = APPR_AUTO,
+                   .cluster = "c1", .rack = "r1"};
+    struct uses w = {0};
+
+    CHECK_INT(guard_check(g, &r).verdict, GUARD_RUN);
+    guard_record(g, &r);
+    r.now = 10 * MIN; /* one action counted once: 1 of 2, not 2 of 2 */
+    CHECK_INT(guard_check(g, &r).verdict, GUARD_RUN);
+    guard_record(g, &r);
+    r.now = 70 * MIN; /* the hour's budget has room again, the day's 2/3 */
+    CHECK_INT(guard_check(g, &r).verdict, GUARD_RUN);
+    guard_record(g, &r);
+    r.now = 80 * MIN;
+    CHECK_INT(guard_check(g, &r).verdict, GUARD_APPROVAL); /* day: 3 of 3 */
+    guard_each_use(g, 80 * MIN, collect, &w);
+    CHECK_INT(w.n, 2);
+    CHECK(!strcmp(w.line[0], "job.resubmit c1 3600000 1/2") ||
+          !strcmp(w.line[1], "job.resubmit c1 3600000 1/2"));
+    CHECK(!strcmp(w.line[0], "job.resubmit c1 86400000 3/3") ||
+          !strcmp(w.line[1], "job.resubmit c1 86400000 3/3"));
+    guard_free(g);
+}
+
 static void test_modes(const pb_catalog *c, guard *g)
 {
     guard_req r = req(c, "job.resubmit", "r1", 0);
@@ -205,6 +251,7 @@ int main(void)
     test_classes(c, g);
     test_required(c);
     test_budgets(c);
+    test_budget_use();
     test_modes(c, g);
     test_preconditions(c);
     guard_free(g);
