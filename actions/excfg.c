@@ -19,7 +19,18 @@
 typedef struct loading {
     ex_conf c;
     const pb_catalog *rules;
+    const char *at; /* "act." in the one config, "" in an old file */
 } loading;
+
+/* The prefix of a nested block's problems: "act.http." */
+static const char *nested(char *buf, size_t len, const void *obj,
+                          const char *name)
+{
+    const loading *l = obj;
+
+    snprintf(buf, len, "%s%s.", l->at ? l->at : "", name);
+    return buf;
+}
 
 void ex_conf_init(ex_conf *c)
 {
@@ -207,15 +218,21 @@ static const yd_table root = YD_TABLE("the top level", root_keys);
 
 static int read_http(yd_doc *d, const yd_key *k, yaml_node_t *v, void *obj)
 {
+    char at[48];
+
     (void)k;
-    return yd_read(d, v, &http_table, "http.", obj) ? -1 : 0;
+    return yd_read(d, v, &http_table, nested(at, sizeof at, obj, "http"),
+                   obj) ? -1 : 0;
 }
 
 static int read_journal(yd_doc *d, const yd_key *k, yaml_node_t *v,
                         void *obj)
 {
+    char at[48];
+
     (void)k;
-    return yd_read(d, v, &journal_table, "journal.", obj) ? -1 : 0;
+    return yd_read(d, v, &journal_table,
+                   nested(at, sizeof at, obj, "journal"), obj) ? -1 : 0;
 }
 
 /* What each section cannot work without. */
@@ -249,11 +266,11 @@ static int read_endpoint(yd_doc *d, const yd_key *k, yaml_node_t *v,
 {
     loading *l = obj;
     ex_endpoint *e = (ex_endpoint *)(void *)((char *)obj + k->off);
-    char prefix[32];
+    char prefix[48];
 
     e->set = 1;
-    snprintf(prefix, sizeof prefix, "%s.", k->name);
-    if (yd_read(d, v, &endpoint_tables[k - root_keys], prefix, obj))
+    if (yd_read(d, v, &endpoint_tables[k - root_keys],
+                nested(prefix, sizeof prefix, obj, k->name), obj))
         return -1;
     return endpoint_complete(d, v, k->name, &l->c, e);
 }
@@ -319,6 +336,7 @@ static int read_root(yd_doc *d, const char *path, loading *l)
         return 0;
     if (act->type != YAML_MAPPING_NODE)
         return fail(d, act, "section 'act' must be a mapping of keys");
+    l->at = "act.";
     return yd_read(d, act, &root, "act.", l) ? -1 : 0;
 }
 

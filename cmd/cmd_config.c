@@ -34,7 +34,9 @@ int cmd_config(int argc, char **argv)
     cs_config c;
     cs_err err;
 
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    /* `cascade config check --help` too: a file is never named so */
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))) {
         printf("usage: cascade config check FILE | cascade config defaults\n\n"
                "  check FILE  validate a YAML config; prints the effective\n"
                "              configuration (secrets redacted), or the file,\n"

@@ -84,6 +84,12 @@ static void test_config(const pb_catalog *c)
     CHECK_INT(load(c, &x, "redis: {address: r:6379}\nact:\n"
                    "  modes: {no.such: on}\n", &err), -1);
     CHECK(strstr(err.msg, "act.yaml:3:11: no playbook 'no.such' in the rules"));
+    /* a nested key is named by its whole path in the one file */
+    CHECK_INT(load(c, &x, "kafka: {brokers: k:9092}\nact:\n"
+                   "  http: {timeout_s: 9000}\n", &err), -1);
+    CHECK(strstr(err.msg, "act.yaml:3:21: act.http.timeout_s: expected an integer"));
+    CHECK_INT(load(c, &x, "http: {timeout_s: 9000}\n", &err), -1);
+    CHECK(strstr(err.msg, "act.yaml:1:19: http.timeout_s: expected an integer"));
     CHECK_INT(load(c, &x, "metrics: {act: 9466}\nact: [slack]\n", &err), -1);
     CHECK(strstr(err.msg, "act.yaml:2:6: section 'act' must be a mapping"));
 
