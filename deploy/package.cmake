@@ -8,6 +8,10 @@ install(FILES deploy/systemd/cascade-correlate.service
               deploy/systemd/cascade-act.service
               deploy/systemd/cascade-ingest-webhook.service
               deploy/systemd/cascade-ingest-log.service
+              deploy/systemd/cascade-ingest-journal.service
+              deploy/systemd/cascade-ingest-slurm.service
+              deploy/systemd/cascade-ingest-k8s.service
+              deploy/systemd/cascade-ingest-remote-write.service
         DESTINATION lib/systemd/system)
 install(FILES deploy/systemd/cascade.sysusers DESTINATION lib/sysusers.d
         RENAME cascade.conf)
