@@ -22,6 +22,8 @@ set -euo pipefail
 # systemd, dpkg-dev: systemd-analyze verifies the package's units and
 # dpkg-shlibdeps finds its dependencies (ops.package); python3-venv: the
 # test tools' own virtualenv (below).
+# mmdebstrap, skopeo: the container image, built without a container
+# engine (deploy/image/build.sh) and read back by skopeo (ops.image).
 # redis-sentinel: the failover test's Sentinels (live.redis_failover starts
 # its own; the system one the package enables is left as it is).
 # What building and running cascade needs (`deploy/setup.sh --run`, the
@@ -40,7 +42,7 @@ TEST_PKGS=(
   redis-tools redis-sentinel kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
   python3-confluent-kafka systemd-journal-remote prometheus
-  systemd dpkg-dev python3-venv
+  systemd dpkg-dev python3-venv mmdebstrap skopeo
 )
 mode=${1:---test}
 case "$mode" in
@@ -78,6 +80,10 @@ if [ "$mode" = --run ]; then
 fi
 # The broker's jars: from Maven Central once, from the cache after.
 "$(dirname "$0")/kafka/kafka.sh" fetch
+
+# The image's Debian packages: from deb.debian.org once, from the cache
+# after (image builds then run offline).
+"$(dirname "$0")/image/build.sh" --fetch
 
 # Test tools from PyPI, in a virtualenv of the project's own (never the
 # system's Python): kubernetes-validate, the Kubernetes API's schemas
