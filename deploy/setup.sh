@@ -82,8 +82,13 @@ fi
 "$(dirname "$0")/kafka/kafka.sh" fetch
 
 # The image's Debian packages: from deb.debian.org once, from the cache
-# after (image builds then run offline).
-"$(dirname "$0")/image/build.sh" --fetch
+# after (image builds then run offline). mmdebstrap's root mode: as root
+# only (ops.image, which needs root too, is skipped otherwise).
+if [ "$(id -u)" -eq 0 ]; then
+  "$(dirname "$0")/image/build.sh" --fetch
+else
+  echo "setup: not root: the container image's package cache is not fetched (ops.image skips)"
+fi
 
 # Test tools from PyPI, in a virtualenv of the project's own (never the
 # system's Python): kubernetes-validate, the Kubernetes API's schemas
