@@ -198,7 +198,7 @@ static void note_change(correlator *c, const char *id, json_t *inc,
                                        "reopened"};
     int kind = eng_flush_kind(c->eng);
     const char *sum = json_string_value(json_object_get(inc, "summary"));
-    const char *opened;
+    const char *opened, *into;
     int64_t at;
     double detect = -1;
     json_t *a;
@@ -213,10 +213,16 @@ static void note_change(correlator *c, const char *id, json_t *inc,
         cm_action(c->mx,
                   json_string_value(json_object_get(a, "playbook")),
                   json_string_value(json_object_get(a, "approval")));
-    LOG_AT(kind == ENG_UPDATED ? LOG_LVL_DEBUG : LOG_LVL_INFO, "correlate",
-           "incident %s %s: %s (%s; %zu new actions)", id, what[kind & 3],
-           json_string_value(json_object_get(inc, "scenario")),
-           sum ? sum : "", json_array_size(acts));
+    /* merged into a storm: said at info whatever the publication's kind,
+     * so that the incident an operator followed is not lost in debug */
+    if ((into = json_string_value(json_object_get(inc, "merged_into"))))
+        log_info("correlate", "incident %s merged into %s: %s", id, into,
+                 json_string_value(json_object_get(inc, "scenario")));
+    else
+        LOG_AT(kind == ENG_UPDATED ? LOG_LVL_DEBUG : LOG_LVL_INFO, "correlate",
+               "incident %s %s: %s (%s; %zu new actions)", id, what[kind & 3],
+               json_string_value(json_object_get(inc, "scenario")),
+               sum ? sum : "", json_array_size(acts));
 }
 
 static void on_change(void *arg, const char *id, json_t *inc,

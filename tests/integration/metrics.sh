@@ -9,6 +9,7 @@
 #     the correlator's incidents are there to query and the executor's
 #     shadow proposals;
 #   - the correlator tells systemd READY=1 ($NOTIFY_SOCKET) once ready;
+#   - node incidents merged into a rack's storm are logged at info;
 #   - the correlator's and the executor's /readyz answer 200 once they
 #     hold their partitions and state, and 503 naming Redis once Redis is
 #     killed (cascade_redis_up 0, cascade_ready 0); 200 again when Redis
@@ -125,6 +126,35 @@ done
 [ "$(query 'cascade_incidents_total{event="opened"} > 0')" = 1 ] ||
   fail "Prometheus has no opened incidents from the correlator"
 [ "$(query 'cascade_build_info{process="dev"}')" = 1 ] || fail "no build info from cascade dev"
+
+# ---- an incident merged into a storm is logged at info ----
+# three nodes of a rack down within minutes: the two node incidents
+# already published are published again, merged into the rack's storm
+at() { date -u -d "@$(( $(date +%s) - $1 ))" +%FT%TZ; }
+storm_part() {
+  printf '%s\n' "$@" > "$tmp/storm.jsonl"
+  "$bin" ingest file --brokers "$brokers" "$tmp/storm.jsonl" >> "$tmp/ingest.out" \
+    2>> "$tmp/ingest.err" || fail "ingest of the storm failed"
+}
+opened() { grep -c "incident inc-[0-9a-f]* opened: node" "$tmp/correlate.err"; }
+until_opened() {
+  for _ in $(seq 1 300); do [ "$(opened)" -ge "$1" ] && return 0; sleep 0.1; done
+  fail "$(opened) node incidents opened, not $1"
+}
+inv() { echo "{\"ts\":\"$(at 900)\",\"cluster\":\"storm\",\"source\":\"inventory\",\"host\":\"$1\",\"rack\":\"rack-9\",\"gpus\":8}"; }
+down() { echo "{\"ts\":\"$(at "$2")\",\"cluster\":\"storm\",\"source\":\"slurm\",\"line\":\"error: Nodes $1 not responding\"}"; }
+before=$(opened)
+storm_part "$(inv gpu-401)" "$(inv gpu-402)" "$(inv gpu-403)" "$(down gpu-401 600)"
+until_opened $((before + 1))
+storm_part "$(down gpu-402 480)"
+until_opened $((before + 2))
+storm_part "$(down gpu-403 300)"
+for _ in $(seq 1 300); do
+  [ "$(grep -c " info  correlate: incident inc-[0-9a-f]* merged into inc-" "$tmp/correlate.err")" -ge 2 ] && break
+  sleep 0.1
+done
+[ "$(grep -c " info  correlate: incident inc-[0-9a-f]* merged into inc-" "$tmp/correlate.err")" = 2 ] ||
+  fail "the two node incidents merged into the storm are not logged at info: $(grep merged "$tmp/correlate.err")"
 
 # ---- readiness follows Redis ----
 kill -9 "${redis_pids[$rport]}"
