@@ -15,6 +15,7 @@
 #ifndef CS_ACT_H
 #define CS_ACT_H
 
+#include <hiredis/hiredis.h>
 #include <jansson.h>
 
 #include "actions/excfg.h"
@@ -78,6 +79,21 @@ void act_decide(act *a, const char *id, int approve, const char *who,
  * ...}): status 200, 404 (unknown id) or 503 (stopping). */
 typedef void (*act_lookup_fn)(void *arg, int status, const json_t *journal);
 void act_lookup(act *a, const char *id, act_lookup_fn fn, void *arg);
+/* The journal of the actions in a state: "pending" (waiting for a human,
+ * soonest to expire first: expires_ms) or "running" (oldest first:
+ * started_ms), at most limit (0: 1000); each entry as act_lookup gives it
+ * with its "id". fn gets 200 and the array, or 503 (Redis gone). -1 for
+ * another state (fn never called). */
+typedef void (*act_list_fn)(void *arg, int status, const json_t *entries);
+int act_list(act *a, const char *state, size_t limit, act_list_fn fn,
+             void *arg);
+/* The same read with a blocking connection (the command line: works with
+ * no executor running). NULL with err. */
+json_t *act_list_sync(redisContext *c, const char *state, size_t limit,
+                      cs_err *err);
+/* A journal entry (HGETALL's reply) as JSON: its fields, the request
+ * parsed, the seal left out; NULL for none. */
+json_t *act_journal_json(const redisReply *reply);
 /* Whether it stopped the loop because its Kafka consumer failed for good
  * (fenced by another executor of its instance id): exit non-zero. */
 int act_failed(const act *a);

@@ -271,6 +271,55 @@ static int route(const char *path, char *id, size_t idlen, int *approve)
     return 0;
 }
 
+static void on_listed(void *arg, int status, const json_t *entries)
+{
+    struct evhttp_request *req = arg;
+
+    if (status == 200)
+        reply(req, 200, json_pack("{s:O}", "actions", entries));
+    else
+        fail(req, status, "the journal cannot be read now (Redis)");
+}
+
+/* GET /v1/actions?state=pending|running[&limit=N]: behind a token, as the
+ * decisions are (the list shows every waiting request). */
+static void list_actions(apv_server *s, struct evhttp_request *req)
+{
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    const char *state, *limit;
+    long n = 0;
+
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+        fail(req, 405, "use GET");
+        return;
+    }
+    if (!who(s, evhttp_request_get_input_headers(req))) {
+        fail(req, 401, "missing or unknown bearer token");
+        return;
+    }
+    /* parsing "" too: it is what initializes q */
+    if (evhttp_parse_query_str(query ? query : "", &q)) {
+        evhttp_clear_headers(&q);
+        fail(req, 400, "the query cannot be read");
+        return;
+    }
+    state = evhttp_find_header(&q, "state");
+    limit = evhttp_find_header(&q, "limit");
+    if (limit) {
+        char *end;
+        n = strtol(limit, &end, 10);
+        if (!*limit || *end || n < 1 || n > 1000)
+            n = -1;
+    }
+    if (n < 0)
+        fail(req, 400, "limit is 1 to 1000");
+    else if (act_list(s->a, state ? state : "pending", (size_t)n, on_listed, req))
+        fail(req, 400, "state is pending or running (finished actions are on "
+             "cascade.audit: cascade incidents show)");
+    evhttp_clear_headers(&q);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     apv_server *s = arg;
@@ -287,9 +336,13 @@ static void on_request(struct evhttp_request *req, void *arg)
         reply(req, 200, json_pack("{s:s}", "status", "ok"));
         return;
     }
+    if (!strcmp(path, "/v1/actions")) {
+        list_actions(s, req);
+        return;
+    }
     if (route(path, id, sizeof id, &approve)) {
-        fail(req, 404, "no such route (GET /v1/actions/ID, POST "
-             "/v1/actions/ID/approve or /deny)");
+        fail(req, 404, "no such route (GET /v1/actions?state=pending|running, "
+             "GET /v1/actions/ID, POST /v1/actions/ID/approve or /deny)");
         return;
     }
     if (approve == 2) {

@@ -165,22 +165,8 @@ typedef struct lookup {
 static void on_lookup(void *arg, redisReply *reply)
 {
     lookup *l = arg;
-    json_t *out = NULL;
+    json_t *out = act_journal_json(reply);
 
-    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements) {
-        out = json_object();
-        for (size_t i = 0; i + 1 < reply->elements; i += 2) {
-            const char *f = reply->element[i]->str, *v = reply->element[i + 1]->str;
-            if (!f || !v)
-                continue;
-            if (!strcmp(f, "req"))
-                json_object_set_new(out, "request", json_loads(v, 0, NULL));
-            else if (!strcmp(f, "mac"))
-                continue; /* the seal says nothing to a reader */
-            else
-                json_object_set_new(out, f, json_string(v));
-        }
-    }
     l->fn(l->arg, reply ? (out ? 200 : 404) : 503, out);
     json_decref(out);
     free(l);

@@ -29,6 +29,8 @@ int cmd_rules(int argc, char **argv);
 int cmd_act(int argc, char **argv);
 int cmd_approve(int argc, char **argv);
 int cmd_shadow(int argc, char **argv);
+int cmd_incidents(int argc, char **argv);
+int cmd_actions(int argc, char **argv);
 
 #include "core/config.h"
 #include "core/err.h"
