@@ -167,14 +167,16 @@ void run_audit(run *r, const char *event, const char *detail, json_t *extra)
     cs_err err;
 
     ts_format(ts_now(), ts, sizeof ts); /* microseconds */
-    rec = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:O?, s:s}",
+    rec = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:O?, s:s, s:s?}",
                     "ts", ts, "action", r->id, "event", event, "who", r->who,
                     "incident", run_req_str(r, "incident"), "cluster",
                     run_req_str(r, "cluster"), "playbook",
                     r->pb ? r->pb->id : NULL, "version",
                     r->pb ? r->pb->version : NULL, "scenario",
                     run_req_str(r, "scenario"), "target", r->target, "detail",
-                    detail ? detail : "");
+                    detail ? detail : "",
+                    /* an agent's request (cascade mcp): its initiator */
+                    "requested_by", run_req_str(r, "requested_by"));
     if (!rec) /* text that is not UTF-8: keep the record, say so */
         rec = json_pack("{s:s, s:s, s:s, s:s, s:s}", "ts", ts, "action", r->id,
                         "event", event, "who", r->who, "detail",

@@ -38,6 +38,47 @@ static void done_with(scan *s, int32_t id)
     }
 }
 
+/* Whether the broker says where a time starts: asked for time 0, a real
+ * Kafka answers the log's start (>= 0), the embedded broker -1. */
+static int can_seek(scan *s, const rd_kafka_topic_partition_list_t *l,
+                    int timeout_ms)
+{
+    rd_kafka_topic_partition_list_t *probe = rd_kafka_topic_partition_list_new(1);
+    int ok;
+
+    rd_kafka_topic_partition_list_add(probe, s->o->topic, l->elems[0].partition)
+        ->offset = 0;
+    ok = !rd_kafka_offsets_for_times(s->rk, probe, timeout_ms) &&
+         !probe->elems[0].err && probe->elems[0].offset >= 0;
+    rd_kafka_topic_partition_list_destroy(probe);
+    return ok;
+}
+
+/* Each partition from where since_ms starts; one with nothing at or
+ * after it is done at once. Left from the start when the broker cannot
+ * say. */
+static void seek_to_time(scan *s, rd_kafka_topic_partition_list_t *l,
+                         int timeout_ms)
+{
+    rd_kafka_topic_partition_list_t *t;
+
+    if (!can_seek(s, l, timeout_ms))
+        return;
+    t = rd_kafka_topic_partition_list_copy(l);
+    for (int i = 0; i < t->cnt; i++)
+        t->elems[i].offset = s->o->since_ms;
+    if (!rd_kafka_offsets_for_times(s->rk, t, timeout_ms))
+        for (int i = 0; i < t->cnt; i++) {
+            if (t->elems[i].err)
+                continue; /* that one from the start */
+            if (t->elems[i].offset < 0)
+                done_with(s, t->elems[i].partition);
+            l->elems[i].offset = t->elems[i].offset < 0 ? RD_KAFKA_OFFSET_END
+                                                        : t->elems[i].offset;
+        }
+    rd_kafka_topic_partition_list_destroy(t);
+}
+
 /* The partitions, each with where to start; NULL with err. */
 static rd_kafka_topic_partition_list_t *plan(scan *s, int timeout_ms,
                                              cs_err *err)
@@ -89,6 +130,8 @@ static rd_kafka_topic_partition_list_t *plan(scan *s, int timeout_ms,
         rd_kafka_topic_partition_list_add(l, s->o->topic, id)->offset =
             RD_KAFKA_OFFSET_BEGINNING;
     }
+    if (s->o->seek && s->o->since_ms > 0 && l->cnt)
+        seek_to_time(s, l, timeout_ms);
 out:
     if (md)
         rd_kafka_metadata_destroy(md);

@@ -16,10 +16,12 @@ typedef struct kfk_scan_opts {
     const cfg_kprops *props; /* kafka.properties (NULL: none) */
     const char *topic;
     /* Messages whose timestamp is this (ms since the epoch) or later; 0:
-     * every message. Every partition is still read from its start (the
-     * older messages skipped here), since the embedded broker cannot say
-     * where a time starts. */
+     * every message. The older ones are skipped here; with seek, each
+     * partition is read only from where the broker says since_ms starts
+     * (ListOffsets by time) when it can say (a real Kafka: the embedded
+     * broker answers -1 to any time, and is then read from the start). */
     int64_t since_ms;
+    int seek;
     int timeout_ms; /* the whole scan's limit */
     /* Each message, partition by partition in offset order (partitions
      * interleave); nonzero stops the scan. */

@@ -61,6 +61,12 @@ for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing+=("$p")
 done
+# Node.js and npm for the test clients (tests/node), Debian's unless a
+# Node.js is there already (its own npm with it: Debian's npm package
+# would conflict with another Node.js build).
+if [ "$mode" = --test ] && ! command -v npm > /dev/null; then
+  missing+=(nodejs npm)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PKGS[@]} packages present"
 else
@@ -88,6 +94,14 @@ if [ "$(id -u)" -eq 0 ]; then
   "$(dirname "$0")/image/build.sh" --fetch
 else
   echo "setup: not root: the container image's package cache is not fetched (ops.image skips)"
+fi
+
+# Test clients from npm (tests/node: the official MCP SDK the agents'
+# tool layer is driven with), from the lockfile; npm's cache keeps the
+# packages, so a second run installs offline.
+if [ ! -d "$(dirname "$0")/../tests/node/node_modules/@modelcontextprotocol/sdk" ]; then
+  (cd "$(dirname "$0")/../tests/node" &&
+     npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
 fi
 
 # Test tools from PyPI, in a virtualenv of the project's own (never the
