@@ -137,4 +137,8 @@ auth=(-H "Authorization: Bearer $(cat "$tmp/mcp.token")" -H 'Content-Type: appli
   fail "an unknown session: not 404"
 audit | jq -c 'select(.event == "tool_call" and .who == "agent:http-agent")' | grep -c . > /dev/null ||
   fail "the HTTP calls are not audited"
+kill -TERM "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null
+if grep -E "ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:" "$tmp"/stdio.err "$tmp"/http.err; then
+  fail "sanitizer report"
+fi
 echo "ok: the MCP SDK over stdio and HTTP: six tools, a drain pending for a human, a notification run alone, every call audited"
