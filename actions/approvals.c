@@ -186,8 +186,7 @@ static void fail(struct evhttp_request *req, int code, const char *msg)
     error_reply(req, code, msg);
 }
 
-static const approver *who(const apv_server *s,
-                           const struct evkeyvalq *headers)
+static const approver *find(const approvers *p, const struct evkeyvalq *headers)
 {
     const char *h = evhttp_find_header(headers, "Authorization");
     const approver *found = NULL;
@@ -197,11 +196,22 @@ static const approver *who(const apv_server *s,
     for (h += 7; *h == ' '; h++)
         ;
     /* every entry compared, so the time says nothing of who matched */
-    for (size_t i = 0; i < s->p->n; i++)
-        if (str_secret_equal(h, strlen(h), s->p->v[i].token,
-                             strlen(s->p->v[i].token)))
-            found = &s->p->v[i];
+    for (size_t i = 0; i < p->n; i++)
+        if (str_secret_equal(h, strlen(h), p->v[i].token, strlen(p->v[i].token)))
+            found = &p->v[i];
     return found;
+}
+
+const char *apv_name_of(const approvers *p, const struct evkeyvalq *headers)
+{
+    const approver *a = find(p, headers);
+    return a ? a->name : NULL;
+}
+
+static const approver *who(const apv_server *s,
+                           const struct evkeyvalq *headers)
+{
+    return find(s->p, headers);
 }
 
 typedef struct pending_reply {

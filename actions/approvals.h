@@ -26,6 +26,11 @@ typedef struct approvers approvers;
 /* err: "PATH:LINE: what" for the first problem. */
 approvers *apv_load(const char *path, cs_err *err);
 size_t apv_count(const approvers *p);
+/* The name of the approver whose token headers carry (Authorization:
+ * Bearer TOKEN, compared in constant time), or NULL: for another server
+ * that takes the same people (the console). */
+struct evkeyvalq;
+const char *apv_name_of(const approvers *p, const struct evkeyvalq *headers);
 void apv_free(approvers *p);
 
 typedef struct apv_server apv_server;

@@ -205,7 +205,9 @@ static const yd_key root_keys[] = {
     {"modes", YD_MAP, 0, 0, 0, 0, 0, 0,
      "modes must map playbook ids to shadow, canary or on", read_modes},
     {"http", YD_MAP, 0, 0, 0, 0, 0, 0, 0, read_http},
-    {"journal", YD_MAP, 0, 0, 0, 0, 0, 0, 0, read_journal}};
+    {"journal", YD_MAP, 0, 0, 0, 0, 0, 0, 0, read_journal},
+    /* after the sections: endpoint_tables is indexed by their place */
+    SET("console_url", console_url, url_to)};
 static const yd_table endpoint_tables[] = {
     YD_TABLE("'slack'", slack_keys), YD_TABLE("'jira'", jira_keys),
     YD_TABLE("'pagerduty'", pagerduty_keys),

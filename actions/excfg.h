@@ -6,6 +6,7 @@
  *   modes:      {PLAYBOOK: shadow|canary|on, ...}  (over --mode)
  *   http:       {timeout_s, ca_file}
  *   slack:      {url: SECRET, approval_url, ca_file, insecure}
+ *   console_url: cascade console's address (Slack's button, tickets)
  *   jira:       {url, project, issue_type, auth: basic|bearer, user,
  *                token: SECRET, ca_file, insecure}
  *   pagerduty:  {url, routing_key: SECRET, ca_file, insecure}
@@ -39,6 +40,8 @@ typedef struct ex_mode {
 typedef struct ex_conf {
     ex_endpoint slack, jira, pagerduty, webhook, k8s, slurmrestd;
     char approval_url[512]; /* the approvals API as people reach it */
+    char console_url[512];  /* cascade console as people reach it: Slack's
+                             * button and tickets link to the incident */
     char jira_project[64], jira_issue_type[64];
     int jira_bearer;        /* else basic (user + token) */
     char k8s_namespace[128];

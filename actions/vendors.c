@@ -87,10 +87,20 @@ static json_t *mrkdwn(const char *label, const char *text)
     return json_pack("{s:s, s:s}", "type", "mrkdwn", "text", buf);
 }
 
+/* Block Kit's actions block of one link button. */
+static json_t *button(const char *text, const char *url)
+{
+    return json_pack("{s:s, s:[{s:s, s:{s:s, s:s}, s:s, s:s, s:s}]}", "type",
+                     "actions", "elements", "type", "button", "text", "type",
+                     "plain_text", "text", text, "url", url, "action_id",
+                     "cascade-review", "style", "primary");
+}
+
 json_t *vn_slack_message(const json_t *req, const char *text,
-                         const char *approval_url)
+                         const char *approval_url, const char *console_url)
 {
     char head[151], cause[512], prop[2000], fallback[600], target[200];
+    char url[1024];
     char ctx[200];
     json_t *blocks = json_array(), *fields;
     const char *node = target_of(req, "node"), *job = target_of(req, "job");
@@ -123,16 +133,15 @@ json_t *vn_slack_message(const json_t *req, const char *text,
                                             "fields", fields));
     json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section",
                                             "text", mrkdwn("Proposed actions", prop)));
-    if (approval_url && *approval_url) {
-        char url[1024];
+    if (console_url && *console_url && *rq(req, "incident")) {
+        /* the incident's page: its chain, and Approve for what waits */
+        snprintf(url, sizeof url, "%s/#/incidents/%s", console_url,
+                 rq(req, "incident"));
+        json_array_append_new(blocks, button("Open in the console", url));
+    } else if (approval_url && *approval_url) {
         snprintf(url, sizeof url, "%s/v1/actions/%s", approval_url,
                  rq(req, "id"));
-        json_array_append_new(
-            blocks, json_pack("{s:s, s:[{s:s, s:{s:s, s:s}, s:s, s:s, s:s}]}",
-                              "type", "actions", "elements", "type", "button",
-                              "text", "type", "plain_text", "text",
-                              "Review and approve", "url", url, "action_id",
-                              "cascade-review", "style", "primary"));
+        json_array_append_new(blocks, button("Review and approve", url));
     }
     json_array_append_new(
         blocks, json_pack("{s:s, s:[o]}", "type", "context", "elements",
@@ -171,7 +180,7 @@ json_t *vn_pagerduty_event(const json_t *req, const char *action,
 json_t *vn_jira_fields(const json_t *req, const char *summary,
                        const ex_conf *c, int create)
 {
-    char sum[256], desc[4000], cause[512], prop[2000], label[128];
+    char sum[256], desc[4000], cause[512], prop[2000], label[128], link[700];
     json_t *f;
 
     /* Jira's summary is one line of at most 255 characters */
@@ -181,13 +190,17 @@ json_t *vn_jira_fields(const json_t *req, const char *summary,
             *p = ' ';
     root_cause_text(req, cause, sizeof cause);
     proposed_text(req, "\n* ", prop, sizeof prop);
+    link[0] = '\0';
+    if (c->console_url[0])
+        snprintf(link, sizeof link, "*In the console:* %s/#/incidents/%s\n\n",
+                 c->console_url, rq(req, "incident"));
     snprintf(desc, sizeof desc,
              "Incident %s (%s) on cluster %s, status %s.\n\n%s\n\n"
-             "*Root cause:* %s\n\n*Proposed actions:*\n* %s\n\n"
+             "*Root cause:* %s\n\n*Proposed actions:*\n* %s\n\n%s"
              "Opened and updated by cascade; closing it is left to people.",
              rq(req, "incident"), rq(req, "scenario"), rq(req, "cluster"),
              *rq(req, "status") ? rq(req, "status") : "open", rq(req, "summary"),
-             cause, prop);
+             cause, prop, link);
     f = json_pack("{s:s, s:s}", "summary", sum, "description", desc);
     if (create) {
         snprintf(label, sizeof label, "cascade-%s", rq(req, "incident"));
@@ -425,7 +438,8 @@ static int start(vop *o, const char *op, cs_err *err)
         snprintf(o->what, sizeof o->what, "slack: POST incoming webhook");
         return send_json(o, &c->slack, "POST", c->slack.url,
                          vn_slack_message(o->req, arg_str(o, "text", rq(o->req, "summary")),
-                                          c->approval_url), done_ok, err);
+                                          c->approval_url, c->console_url),
+                         done_ok, err);
     }
     if (!strcmp(op, "jira.upsert"))
         return jira_upsert(o, err);

@@ -42,7 +42,7 @@ executor vn_executor(vendors *v);
 
 /* The request bodies, for tests. */
 json_t *vn_slack_message(const json_t *req, const char *text,
-                         const char *approval_url);
+                         const char *approval_url, const char *console_url);
 json_t *vn_pagerduty_event(const json_t *req, const char *action,
                            const char *routing_key, const char *severity);
 json_t *vn_jira_fields(const json_t *req, const char *summary,

@@ -22,6 +22,8 @@ static const cli_command commands[] = {
      cmd_incidents},
     {"actions", "list the actions waiting for a human (or running)",
      cmd_actions},
+    {"console", "the operator's page: incidents live, chains, approvals",
+     cmd_console},
     {"mcp", "the operator's tools for agents (Model Context Protocol)",
      cmd_mcp},
     {"approve", "approve a waiting action (cascade act's approvals API)",

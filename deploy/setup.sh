@@ -22,6 +22,8 @@ set -euo pipefail
 # systemd, dpkg-dev: systemd-analyze verifies the package's units and
 # dpkg-shlibdeps finds its dependencies (ops.package); python3-venv: the
 # test tools' own virtualenv (below).
+# chromium: the console's browser test (driven by playwright-core from
+# npm, tests/node).
 # mmdebstrap, skopeo: the container image, built without a container
 # engine (deploy/image/build.sh) and read back by skopeo (ops.image).
 # redis-sentinel: the failover test's Sentinels (live.redis_failover starts
@@ -42,7 +44,7 @@ TEST_PKGS=(
   redis-tools redis-sentinel kcat jq prometheus-alertmanager python3 curl openssl
   slurm-wlm slurmrestd munge sec maven openjdk-17-jre-headless
   python3-confluent-kafka systemd-journal-remote prometheus
-  systemd dpkg-dev python3-venv mmdebstrap skopeo
+  systemd dpkg-dev python3-venv mmdebstrap skopeo chromium
 )
 mode=${1:---test}
 case "$mode" in
@@ -97,9 +99,11 @@ else
 fi
 
 # Test clients from npm (tests/node: the official MCP SDK the agents'
-# tool layer is driven with), from the lockfile; npm's cache keeps the
+# tool layer is driven with, playwright-core for the console), from the
+# lockfile; npm's cache keeps the
 # packages, so a second run installs offline.
-if [ ! -d "$(dirname "$0")/../tests/node/node_modules/@modelcontextprotocol/sdk" ]; then
+if [ ! -d "$(dirname "$0")/../tests/node/node_modules/@modelcontextprotocol/sdk" ] ||
+   [ ! -d "$(dirname "$0")/../tests/node/node_modules/playwright-core" ]; then
   (cd "$(dirname "$0")/../tests/node" &&
      npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
 fi

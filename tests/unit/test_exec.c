@@ -150,7 +150,7 @@ static void test_slack(void)
     memset(longtext, 'x', sizeof longtext - 1);
     longtext[sizeof longtext - 1] = 0;
     req = request(longtext);
-    m = vn_slack_message(req, longtext, "https://cascade.example");
+    m = vn_slack_message(req, longtext, "https://cascade.example", "");
     blocks = json_object_get(m, "blocks");
     CHECK(json_string_length(json_object_get(m, "text")) > 0);
     CHECK_STR(json_string_value(json_object_get(json_array_get(blocks, 0), "type")),
@@ -167,8 +167,16 @@ static void test_slack(void)
                   json_array_get(blocks, 4), "elements"), 0), "url")),
               "https://cascade.example/v1/actions/act-00112233aabbccdd");
     json_decref(m);
+    /* with the console: the button opens the incident's page there */
+    m = vn_slack_message(req, "short", "https://cascade.example",
+                         "https://console.example");
+    blocks = json_object_get(m, "blocks");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(
+                  json_array_get(blocks, 4), "elements"), 0), "url")),
+              "https://console.example/#/incidents/inc-7");
+    json_decref(m);
     /* no approval URL: no button, still the command in the context */
-    m = vn_slack_message(req, "short", "");
+    m = vn_slack_message(req, "short", "", "");
     blocks = json_object_get(m, "blocks");
     CHECK_STR(json_string_value(json_object_get(json_array_get(blocks, 4), "type")),
               "context");
@@ -213,10 +221,14 @@ static void test_jira(void)
               "cascade-inc-7");
     CHECK(strstr(json_string_value(json_object_get(f, "description")),
                  "*Root cause:* hw.xid_79 on node gpu-9"));
+    CHECK(!strstr(json_string_value(json_object_get(f, "description")), "console"));
     json_decref(w);
+    snprintf(x.console_url, sizeof x.console_url, "https://console.example");
     w = vn_jira_fields(req, "s", &x, 0);
     f = json_object_get(w, "fields");
     CHECK(!json_object_get(f, "project") && !json_object_get(f, "labels"));
+    CHECK(strstr(json_string_value(json_object_get(f, "description")),
+                 "*In the console:* https://console.example/#/incidents/inc-7\n"));
     json_decref(w);
     json_decref(req);
 }
