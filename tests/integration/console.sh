@@ -83,4 +83,8 @@ grep -q "alice: actions/$(j .drain)/approve" "$tmp/console.err" || fail "the con
 for s in console-incidents console-incident console-approved; do
   [ -s "$shots/$s.png" ] || fail "no screenshot $s.png"
 done
+kill -TERM "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null
+if grep -E "ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:" "$tmp/console.err"; then
+  fail "sanitizer report"
+fi
 echo "ok: console in Chromium: signed in, live list, chain drawn, drain approved by alice and done"
