@@ -33,6 +33,7 @@ int cmd_incidents(int argc, char **argv);
 int cmd_actions(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_console(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #include "core/config.h"
 #include "core/err.h"

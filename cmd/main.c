@@ -24,6 +24,8 @@ static const cli_command commands[] = {
      cmd_actions},
     {"console", "the operator's page: incidents live, chains, approvals",
      cmd_console},
+    {"report", "a period's incidents, timings, lemons, idle GPUs as HTML charts",
+     cmd_report},
     {"mcp", "the operator's tools for agents (Model Context Protocol)",
      cmd_mcp},
     {"approve", "approve a waiting action (cascade act's approvals API)",

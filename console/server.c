@@ -16,7 +16,10 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/str.h"
+#include "core/ts.h"
 #include "view/render.h"
+#include "view/report.h"
+#include "view/reporthtml.h"
 
 #define MAX_WATCH 16
 #define HEALTH_S 5
@@ -51,7 +54,7 @@ static void send_body(struct evhttp_request *req, int code, const char *type,
     /* the page's own scripts only: no inline script, nothing from elsewhere */
     evhttp_add_header(h, "Content-Security-Policy",
                       "default-src 'self'; img-src 'self' data:; "
-                      "style-src 'self'; script-src 'self'");
+                      "style-src 'self' 'unsafe-inline'; script-src 'self'");
     evbuffer_add(out, body, len);
     evhttp_send_reply(req, code, code < 300 ? "OK" : "Error", out);
     evbuffer_free(out);
@@ -277,6 +280,41 @@ static void health(cn_server *s, struct evhttp_request *req)
                                   cn_live_ready(s->live)));
 }
 
+/* The report (view/reporthtml.h) of the live view: ?since=7d. */
+static void report(cn_server *s, struct evhttp_request *req)
+{
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    const char *since;
+    int64_t now = ts_now(), from;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+    json_t *st;
+
+    evhttp_parse_query_str(query ? query : "", &q);
+    since = evhttp_find_header(&q, "since");
+    if (vw_since(since ? since : "7d", now, &from)) {
+        evhttp_clear_headers(&q);
+        fail(req, 400, "since is 7d, 12h, 90m or an RFC 3339 time");
+        return;
+    }
+    evhttp_clear_headers(&q);
+    st = vw_report(&(vw_report_in){.incs = cn_live_incidents(s->live),
+                                   .trail = cn_live_trail(s->live),
+                                   .since_us = from, .until_us = now});
+    if (!(f = open_memstream(&buf, &len))) {
+        json_decref(st);
+        fail(req, 500, "out of memory");
+        return;
+    }
+    vw_report_html(f, st);
+    fclose(f);
+    send_body(req, 200, "text/html; charset=utf-8", buf, len);
+    free(buf);
+    json_decref(st);
+}
+
 /* ---- routes ---- */
 
 /* "/api/actions/ID/approve" -> "/v1/actions/ID/approve", or NULL. */
@@ -311,6 +349,8 @@ static void api(cn_server *s, struct evhttp_request *req, const char *path,
         forward(s, req, "GET", "/v1/actions?state=pending");
     else if (get && !strcmp(path, "/api/health"))
         health(s, req);
+    else if (get && !strcmp(path, "/api/report"))
+        report(s, req);
     else if (!get && (to = decision_path(path, buf, sizeof buf))) {
         log_info("console", "%s: %s", who, path + 5);
         forward(s, req, "POST", to);

@@ -13,6 +13,7 @@
  *                                 checks it and audits their name
  *   GET  /api/health              each watched process's /readyz and a
  *                                 few of its metrics
+ *   GET  /api/report?since=7d     cascade report's page of the live view
  *
  * Every /api route needs a bearer token of the approvers file (the same
  * people, the same tokens as the executor's approvals API). */

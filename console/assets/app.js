@@ -62,6 +62,7 @@ function route() {
   clearInterval(timer);
   const m = location.hash.match(/^#\/incidents\/(inc-[0-9a-f]+)$/);
   if (m) showIncident(m[1]);
+  else if (location.hash.startsWith("#/report")) showReport();
   else showList();
 }
 
@@ -150,6 +151,21 @@ function proc(p) {
   return el("div", { class: `proc ${p.ready ? "up" : "down"}` },
     el("div", { class: "name" }, f.process || p.url),
     el("div", { class: "muted" }, p.ready ? "ready" : p.why || "not ready"), ...facts);
+}
+
+// ---- the report: cascade report's page, of what the console has read ----
+
+async function showReport() {
+  const since = el("select", { id: "since" }, ...["1d", "7d", "30d"].map((d) =>
+    el("option", d === "7d" ? { value: d, selected: "" } : { value: d }, `last ${d}`)));
+  const frame = el("iframe", { id: "report", title: "report" });
+  const load = async () => {
+    const r = await fetch(`/api/report?since=${since.value}`, { headers: { Authorization: `Bearer ${token}` } });
+    frame.srcdoc = await r.text();
+  };
+  since.addEventListener("change", load);
+  view().replaceChildren(el("h1", {}, "Report"), el("div", { class: "filters" }, since), frame);
+  await load();
 }
 
 // ---- one incident ----

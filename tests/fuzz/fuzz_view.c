@@ -2,11 +2,14 @@
  * message on them (anyone with write access to a topic can put one
  * there): the incident and audit parsers, a selection with every filter,
  * the table, and one incident shown whole with its trail. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "view/incidents.h"
 #include "view/render.h"
+#include "view/report.h"
+#include "view/reporthtml.h"
 #include "view/trail.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
@@ -30,6 +33,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         vw_show(null, sel[i], t);
     }
     free(sel);
+    json_t *st = vw_report(&(vw_report_in){.incs = v, .trail = t,
+                                           .since_us = 0, .until_us = INT64_MAX});
+    vw_report_html(null, st);
+    json_decref(st);
     fclose(null);
     vw_trail_free(t);
     vw_incidents_free(v);

@@ -39,8 +39,10 @@ printf 'metrics:\n  listen: 127.0.0.1\n  correlate: %s\n  act: %s\n' "$mport" "$
 start_act_n 1 --brokers "$brokers" --redis "$tmp/redis.sock" --mode on \
   --scheduler slurm --slurm-bin "$tmp/bin" --approvers "$tmp/approvers" --port 0 \
   --cascade-config "$tmp/m.yaml" --verify-poll-ms 200 --for 250
-# the field capture's two crashes, on nodes of the test's SLURM cluster
-sed 's/gpu-453/gpu-002/g; s/gpu-451/gpu-003/g' "$stream" > "$tmp/first.jsonl"
+# the field capture's two crashes, on nodes of the test's SLURM cluster,
+# yesterday (the report shows the last days)
+sed "s/gpu-453/gpu-002/g; s/gpu-451/gpu-003/g; s/2026-03-02T/$(date -u -d yesterday +%F)T/g" \
+  "$stream" > "$tmp/first.jsonl"
 "$bin" ingest file --brokers "$brokers" "$tmp/first.jsonl" > "$tmp/ingest.out" 2> "$tmp/ingest.err" ||
   fail "ingest failed"
 "$bin" console --approvers "$tmp/approvers" --act-url "$api" --port "$cport" \
@@ -53,8 +55,11 @@ for _ in $(seq 1 200); do
   sleep 0.1
 done
 
-# fed while the page is open: a rack storm of another cluster's nodes
-more=$(cd "$here/../data/fixtures/base" && pwd)/rack_power_storm.jsonl
+# fed while the page is open: a rack storm of other nodes, an hour after
+# the crashes (the cluster's clock has moved on to them)
+sed "s/2026-03-02T08:/$(date -u -d yesterday +%F)T09:/g" \
+  "$here/../data/fixtures/base/rack_power_storm.jsonl" > "$tmp/more.jsonl"
+more=$tmp/more.jsonl
 node "$node_dir/console_e2e.mjs" "http://127.0.0.1:$cport/" alice-secret "$shots" gpu-002 -- \
   "$bin" ingest file --brokers "$brokers" "$more" > "$tmp/e2e.json" 2> "$tmp/e2e.err" ||
   fail "the browser test failed: $(tail -20 "$tmp/e2e.err")"
@@ -74,13 +79,15 @@ j .refused | grep -c "not known" > /dev/null || fail "a wrong token: $(j .refuse
 j .drainAfter | grep -c "^done (human:alice)$" > /dev/null || fail "the drain ended $(j .drainAfter)"
 j '.auditEvents | join(" ")' | grep -c "approved/human:alice.*done/human:alice" > /dev/null ||
   fail "the page's audit: $(j .auditEvents)"
+[ "$(j '.report.charts')" -ge 3 ] && [ "$(j '.report.approved')" = 1 ] &&
+  [ "$(j '.report.incidents')" -ge 2 ] || fail "the console's report: $(j .report)"
 [ "$(j '.errors | length')" = 0 ] || fail "the page: $(j .errors)"
 # what the executor did, outside the page
 [ "$(node_state gpu-002)" = drained ] || fail "gpu-002 is $(node_state gpu-002), not drained"
 audit | jq -c --arg d "$(j .drain)" 'select(.action == $d and .event == "approved" and .who == "human:alice")' |
   grep -c . > /dev/null || fail "the executor's audit does not name alice"
 grep -q "alice: actions/$(j .drain)/approve" "$tmp/console.err" || fail "the console did not log the decision"
-for s in console-incidents console-incident console-approved; do
+for s in console-incidents console-incident console-approved console-report; do
   [ -s "$shots/$s.png" ] || fail "no screenshot $s.png"
 done
 kill -TERM "${pids[-1]}" 2>/dev/null; wait "${pids[-1]}" 2>/dev/null

@@ -77,6 +77,18 @@ try {
   out.auditEvents = await page.locator("#audit tbody tr").evaluateAll((rows, d) =>
     rows.filter((r) => r.children[1].textContent === d).map((r) => `${r.children[2].textContent}/${r.children[3].textContent}`), out.drain);
   await page.screenshot({ path: `${shots}/console-approved.png`, fullPage: true });
+
+  // the report of what the console has read, with the approval in it
+  await page.click("header a[href='#/report']");
+  const report = page.frameLocator("#report");
+  await report.locator("svg#chart-days").waitFor({ timeout: 30000 });
+  await report.locator("svg#chart-actions").waitFor({ timeout: 30000 });
+  out.report = {
+    charts: await report.locator("svg.chart").count(),
+    incidents: await report.locator("#n-incidents").textContent(),
+    approved: await report.locator(".card", { hasText: "approved by people" }).locator("b").textContent(),
+  };
+  await page.screenshot({ path: `${shots}/console-report.png`, fullPage: true });
   out.errors = errors;
 } finally {
   await browser.close();

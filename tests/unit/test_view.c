@@ -7,6 +7,7 @@
 #include "rules/playbooks.h"
 #include "view/incidents.h"
 #include "view/render.h"
+#include "view/report.h"
 #include "view/trail.h"
 
 #define INC(id, scen, status, node, job, opened, updated, extra)                \
@@ -136,8 +137,20 @@ static void test_action_ids(void)
     vw_trail_free(t);
 }
 
+static void test_percentile(void)
+{
+    double v[] = {9, 1, 5, 3, 7, 2, 8, 4, 6, 10};
+
+    CHECK(vw_percentile(v, 10, 50) == 5);  /* nearest rank: the 5th */
+    CHECK(vw_percentile(v, 10, 90) == 9);
+    CHECK(vw_percentile(v, 10, 100) == 10);
+    CHECK(vw_percentile(v, 1, 90) == 1);
+    CHECK(vw_percentile(v, 0, 50) == 0);
+}
+
 int main(void)
 {
+    test_percentile();
     test_select();
     test_since();
     test_trail();
