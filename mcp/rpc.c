@@ -10,8 +10,12 @@
 #define CASCADE_VERSION "0"
 #endif
 
-static const char *const VERSIONS[] = {MCP_PROTOCOL_LATEST, "2025-03-26",
-                                       "2024-11-05"};
+/* 2025-11-25 changed nothing a tools-only server with JSON answers says
+ * (serverInfo, tools, structuredContent beside a text block, argument
+ * problems as isError, an unknown tool -32602): the same answers serve
+ * every revision here. */
+static const char *const VERSIONS[] = {MCP_PROTOCOL_LATEST, "2025-06-18",
+                                       "2025-03-26", "2024-11-05"};
 
 int mcp_version_known(const char *v)
 {

@@ -11,7 +11,7 @@
 #include "mcp/tools.h"
 
 /* The newest protocol revision served, and the others answered as such. */
-#define MCP_PROTOCOL_LATEST "2025-06-18"
+#define MCP_PROTOCOL_LATEST "2025-11-25"
 int mcp_version_known(const char *v);
 
 typedef struct mcp_session {

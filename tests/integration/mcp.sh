@@ -59,6 +59,7 @@ node "$node_dir/mcp_client.mjs" stdio test-agent "$bin" mcp --brokers "$brokers"
   fail "the SDK client failed over stdio: $(tail -5 "$tmp/stdio.err")"
 j() { jq -r "$1" "$tmp/stdio.json"; }
 [ "$(j '.server.name')" = cascade ] || fail "server: $(j .server)"
+[ "$(j .protocol)" = 2025-11-25 ] || fail "the revision agreed over stdio: $(j .protocol)"
 [ "$(j '[.tools[].name] | sort | join(",")')" = \
   "get_incident,list_approvals,list_incidents,list_playbooks,propose_action,recent_signals" ] ||
   fail "tools: $(j '[.tools[].name]')"
@@ -118,6 +119,8 @@ done
 MCP_PLAN='[["approvals", "list_approvals", {}], ["list", "list_incidents", {"node": "gpu-453"}]]'
 node "$node_dir/mcp_client.mjs" http "$url" "$(cat "$tmp/mcp.token")" > "$tmp/http.json" \
   2> "$tmp/client.err" || fail "the SDK client failed over HTTP: $(tail -5 "$tmp/client.err")"
+[ "$(jq -r .protocol "$tmp/http.json")" = 2025-11-25 ] ||
+  fail "the revision agreed over HTTP: $(jq -r .protocol "$tmp/http.json")"
 [ "$(jq -r '.calls.approvals.result.approvals | length' "$tmp/http.json")" = 3 ] ||
   fail "HTTP approvals: $(jq -c .calls.approvals "$tmp/http.json")"
 [ "$(jq -r '.calls.list.result.incidents | length' "$tmp/http.json")" = 1 ] ||
@@ -131,6 +134,11 @@ auth=(-H "Authorization: Bearer $(cat "$tmp/mcp.token")" -H 'Content-Type: appli
 [ "$(code -X POST "${auth[@]}" -H 'Origin: http://evil.example' -d "$init" "$url")" = 403 ] ||
   fail "a foreign Origin: not 403"
 [ "$(code "${auth[@]}" "$url")" = 405 ] || fail "GET: not 405"
+# an older client keeps its revision, and gets a session
+curl -s -D "$tmp/init.head" -o "$tmp/init.json" -X POST "${auth[@]}" -d "$init" "$url"
+[ "$(jq -r .result.protocolVersion "$tmp/init.json")" = 2025-06-18 ] ||
+  fail "a 2025-06-18 client got: $(cat "$tmp/init.json")"
+grep -qi "^Mcp-Session-Id: [0-9a-f]\{32\}" "$tmp/init.head" || fail "no session id: $(cat "$tmp/init.head")"
 [ "$(code -X POST "${auth[@]}" -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "$url")" = 400 ] ||
   fail "no session: not 400"
 [ "$(code -X POST "${auth[@]}" -H 'Mcp-Session-Id: nosuch' -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "$url")" = 404 ] ||

@@ -27,10 +27,14 @@ if (mode === "stdio") {
 }
 
 const client = new Client({ name: agent, version: "1.0.0" });
+// the revision the client and server agreed on (the HTTP transport keeps
+// it; stdio's is kept here the same way)
+const keep = transport.setProtocolVersion?.bind(transport);
+transport.setProtocolVersion = (v) => { transport.agreed = v; keep?.(v); };
 await client.connect(transport);
 const out = {
   server: client.getServerVersion(),
-  protocol: transport.protocolVersion ?? null,
+  protocol: transport.agreed ?? null,
   tools: (await client.listTools()).tools.map((t) => ({
     name: t.name,
     readOnly: t.annotations?.readOnlyHint ?? null,
