@@ -119,7 +119,7 @@ int cmd_console(int argc, char **argv)
     cs_err err;
     approvers *people;
     struct event_base *base = NULL;
-    struct event *ev[3] = {NULL, NULL, NULL};
+    struct event *ev[3] = {NULL, NULL, NULL}, *notify;
     struct timeval tv;
     cn_live *live = NULL;
     cn_server *srv = NULL;
@@ -163,11 +163,14 @@ int cmd_console(int argc, char **argv)
         ev[2] = evtimer_new(base, on_stop, base);
         event_add(ev[2], &tv);
     }
+    /* systemd's Type=notify: serving from here on */
+    notify = cli_notify_ready(base, NULL, NULL);
     printf("console: http://%s:%d/\n", a.listen, cn_port(srv));
     fflush(stdout);
     log_info("console", "serving http://%s:%d/ (%zu people may sign in)", a.listen,
              cn_port(srv), apv_count(people));
     event_base_dispatch(base);
+    cli_notify_free(notify);
     rc = 0;
 out:
     cn_free(srv);

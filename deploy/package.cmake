@@ -12,6 +12,7 @@ install(FILES deploy/systemd/cascade-correlate.service
               deploy/systemd/cascade-ingest-slurm.service
               deploy/systemd/cascade-ingest-k8s.service
               deploy/systemd/cascade-ingest-remote-write.service
+              deploy/systemd/cascade-console.service
         DESTINATION lib/systemd/system)
 install(FILES deploy/systemd/cascade.sysusers DESTINATION lib/sysusers.d
         RENAME cascade.conf)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian package, built by CPack from this build tree:
-#   - its files: the binary, the eight systemd units (one per process), the cascade user
+#   - its files: the binary, the nine systemd units (one per process), the cascade user
 #     (sysusers), the example config, alert rules, dashboard and docs;
 #   - its dependencies found by dpkg-shlibdeps;
 #   - the binary from the package runs and says its version and commit;
@@ -28,6 +28,7 @@ for f in ./usr/bin/cascade ./usr/lib/systemd/system/cascade-correlate.service \
          ./usr/lib/systemd/system/cascade-ingest-slurm.service \
          ./usr/lib/systemd/system/cascade-ingest-k8s.service \
          ./usr/lib/systemd/system/cascade-ingest-remote-write.service \
+         ./usr/lib/systemd/system/cascade-console.service \
          ./usr/lib/sysusers.d/cascade.conf \
          ./usr/share/doc/cascade/examples/cascade.example.yaml \
          ./usr/share/doc/cascade/copyright ./usr/share/doc/cascade/OPERATIONS.md \
