@@ -208,12 +208,6 @@ const char *apv_name_of(const approvers *p, const struct evkeyvalq *headers)
     return a ? a->name : NULL;
 }
 
-static const approver *who(const apv_server *s,
-                           const struct evkeyvalq *headers)
-{
-    return find(s->p, headers);
-}
-
 typedef struct pending_reply {
     struct evhttp_request *req;
     char id[32], by[64], reason[512];
@@ -304,7 +298,7 @@ static void list_actions(apv_server *s, struct evhttp_request *req)
         fail(req, 405, "use GET");
         return;
     }
-    if (!who(s, evhttp_request_get_input_headers(req))) {
+    if (!find(s->p, evhttp_request_get_input_headers(req))) {
         fail(req, 401, "missing or unknown bearer token");
         return;
     }
@@ -369,7 +363,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         fail(req, 405, "use POST");
         return;
     }
-    if (!(u = who(s, evhttp_request_get_input_headers(req)))) {
+    if (!(u = find(s->p, evhttp_request_get_input_headers(req)))) {
         fail(req, 401, "missing or unknown bearer token");
         return;
     }
@@ -414,7 +408,7 @@ static int on_headers(const hl_head *head, void *arg)
         (strcmp(head->method, "POST") ||
          route(head->path, id, sizeof id, &approve) || approve == 2))
         return 0;
-    return who(s, head->headers) ? 0 : 401;
+    return find(s->p, head->headers) ? 0 : 401;
 }
 
 static void on_refused(struct evhttp_request *req, int code, const char *why,

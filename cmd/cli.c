@@ -168,3 +168,19 @@ void cli_notify_free(struct event *ev)
     free(event_get_callback_arg(ev));
     event_free(ev);
 }
+
+int cli_scan(const cs_config *c, const char *who, const char *topic,
+             int64_t since_ms, int timeout_ms,
+             int (*fn)(void *arg, const rd_kafka_message_t *m), void *arg)
+{
+    cs_err err;
+    kfk_scan_opts o = {.brokers = c->brokers, .props = &c->kprops,
+                       .topic = topic, .since_ms = since_ms,
+                       .timeout_ms = timeout_ms, .fn = fn, .arg = arg};
+
+    if (kfk_scan(&o, NULL, &err)) {
+        fprintf(stderr, "cascade %s: %s\n", who, err.msg);
+        return -1;
+    }
+    return 0;
+}

@@ -37,6 +37,7 @@ int cmd_report(int argc, char **argv);
 
 #include "core/config.h"
 #include "core/err.h"
+#include "core/kafka_scan.h"
 #include "core/rtarget.h"
 
 struct pb_catalog;
@@ -60,6 +61,14 @@ struct pb_catalog *cli_load_rules(const char *dir, const char *who,
 /* The address --redis ADDR gives t (its credentials and the rest stay):
  * 0, or -1 with the problem printed as "cascade CMD: --redis: ...". */
 int cli_redis_flag(const char *cmd, const char *addr, rtarget *t);
+
+/* A topic of c's Kafka read to its end (core/kafka_scan.h): messages
+ * from since_ms (0: all) to fn(arg, m), within timeout_ms; -1 with the
+ * reason printed as "cascade WHO: ...". For the commands that read the
+ * durable record (incidents, report). */
+int cli_scan(const cs_config *c, const char *who, const char *topic,
+             int64_t since_ms, int timeout_ms,
+             int (*fn)(void *arg, const rd_kafka_message_t *m), void *arg);
 
 struct event_base;
 struct event;

@@ -150,16 +150,8 @@ static int read_topic(const cs_config *c, const inc_args *a, const char *topic,
                       int64_t since_us, int (*fn)(void *, const rd_kafka_message_t *),
                       feed *fd)
 {
-    cs_err err;
-    kfk_scan_opts o = {.brokers = c->brokers, .props = &c->kprops,
-                       .topic = topic, .since_ms = since_us / 1000,
-                       .timeout_ms = a->timeout_s * 1000, .fn = fn, .arg = fd};
-
-    if (kfk_scan(&o, NULL, &err)) {
-        fprintf(stderr, "cascade incidents: %s\n", err.msg);
-        return -1;
-    }
-    return 0;
+    return cli_scan(c, "incidents", topic, since_us / 1000, a->timeout_s * 1000,
+                    fn, fd);
 }
 
 static int terminal_width(void)

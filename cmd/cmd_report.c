@@ -92,15 +92,13 @@ typedef struct sink {
 static int take_incident(void *arg, const rd_kafka_message_t *m)
 {
     sink *s = arg;
-    json_t *inc = json_loadb(m->payload, m->len, 0, NULL);
-    const char *id = json_string_value(json_object_get(inc, "id"));
+    const char *id = vw_incidents_take(s->incs, m->payload, m->len);
     rd_kafka_timestamp_type_t tt;
     int64_t ts = rd_kafka_message_timestamp(m, &tt);
 
-    if (!vw_incidents_add(s->incs, m->payload, m->len) && id && ts > 0 &&
-        !json_object_get(s->published, id))
+    /* the first version's time: when the incident was first published */
+    if (id && ts > 0 && !json_object_get(s->published, id))
         json_object_set_new(s->published, id, json_integer(ts * 1000));
-    json_decref(inc);
     return 0;
 }
 
@@ -156,20 +154,6 @@ static int add_audit_line(void *arg, const char *l, size_t n, cs_err *err)
 static int add_operator_line(void *arg, const char *l, size_t n, cs_err *err)
 {
     return shadow_add_operator(arg, l, n, err);
-}
-
-static int scan(const cs_config *c, const char *topic,
-                int (*fn)(void *, const rd_kafka_message_t *), sink *s)
-{
-    cs_err err;
-    kfk_scan_opts o = {.brokers = c->brokers, .props = &c->kprops, .topic = topic,
-                       .timeout_ms = 60000, .fn = fn, .arg = s};
-
-    if (kfk_scan(&o, NULL, &err)) {
-        fprintf(stderr, "cascade report: %s\n", err.msg);
-        return -1;
-    }
-    return 0;
 }
 
 /* Shadow's match rate over the incidents of the period. */
@@ -243,8 +227,8 @@ int cmd_report(int argc, char **argv)
                             "kafka.brokers in --config, or --incidents FILE\n");
             goto out;
         }
-        if (scan(&c, KFK_TOPIC_INCIDENTS, take_incident, &s) ||
-            scan(&c, KFK_TOPIC_AUDIT, take_audit, &s))
+        if (cli_scan(&c, "report", KFK_TOPIC_INCIDENTS, 0, 60000, take_incident, &s) ||
+            cli_scan(&c, "report", KFK_TOPIC_AUDIT, 0, 60000, take_audit, &s))
             goto out;
     }
     if (a.operators && score(a.operators, s.incs, since, until, &in)) {

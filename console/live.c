@@ -22,15 +22,9 @@ static void on_incidents(void *arg, rd_kafka_message_t **m, size_t n)
     cn_live *l = arg;
 
     for (size_t i = 0; i < n; i++) {
-        json_t *inc;
-        const char *id;
-        if (vw_incidents_add(l->incs, m[i]->payload, m[i]->len))
-            continue;
-        l->seq++;
-        inc = json_loadb(m[i]->payload, m[i]->len, 0, NULL);
-        if ((id = json_string_value(json_object_get(inc, "id"))))
-            strmap_put(l->changed, id, (void *)(uintptr_t)l->seq);
-        json_decref(inc);
+        const char *id = vw_incidents_take(l->incs, m[i]->payload, m[i]->len);
+        if (id)
+            strmap_put(l->changed, id, (void *)(uintptr_t)++l->seq);
     }
     kfk_consumer_release(l->inc); /* nothing is ever committed */
 }

@@ -78,17 +78,11 @@ static void fail(struct evhttp_request *req, int code, const char *msg)
 
 static json_t *summary(const cn_live *l, const json_t *inc)
 {
-    const char *id = json_string_value(json_object_get(inc, "id"));
+    json_t *s = vw_summary(inc);
 
-    return json_pack("{s:O, s:O, s:s, s:O, s:O, s:O, s:O, s:I, s:I}", "id",
-                     json_object_get(inc, "id"), "scenario",
-                     json_object_get(inc, "scenario"), "status", vw_status(inc),
-                     "scope", json_object_get(inc, "scope"), "opened",
-                     json_object_get(inc, "opened"), "updated",
-                     json_object_get(inc, "updated"), "summary",
-                     json_object_get(inc, "summary"), "actions",
-                     (json_int_t)json_array_size(json_object_get(inc, "actions")),
-                     "changed", (json_int_t)cn_live_changed(l, id));
+    json_object_set_new(s, "changed", json_integer((json_int_t)cn_live_changed(
+                                          l, json_string_value(json_object_get(inc, "id")))));
+    return s;
 }
 
 static void list_incidents(cn_server *s, struct evhttp_request *req)

@@ -124,18 +124,8 @@ static json_t *t_list_incidents(const mcp_env *e, const char *agent,
         return NULL;
     sel = vw_select(v, &f, &n);
     list = json_array();
-    for (size_t i = 0; i < n && i < (size_t)limit; i++) {
-        const json_t *inc = sel[i];
-        json_array_append_new(
-            list, json_pack("{s:O, s:O, s:s, s:O, s:O, s:O, s:O, s:I}", "id",
-                            json_object_get(inc, "id"), "scenario",
-                            json_object_get(inc, "scenario"), "status",
-                            vw_status(inc), "scope", json_object_get(inc, "scope"),
-                            "opened", json_object_get(inc, "opened"), "updated",
-                            json_object_get(inc, "updated"), "summary",
-                            json_object_get(inc, "summary"), "actions",
-                            (json_int_t)json_array_size(json_object_get(inc, "actions"))));
-    }
+    for (size_t i = 0; i < n && i < (size_t)limit; i++)
+        json_array_append_new(list, vw_summary(sel[i]));
     n = n < (size_t)limit ? n : (size_t)limit;
     out = json_pack("{s:o, s:I, s:o}", "incidents", list, "matched",
                     (json_int_t)n, "text", text_of(table_text, sel, &n));

@@ -33,7 +33,7 @@ void vw_incidents_free(vw_incidents *v)
     free(v);
 }
 
-int vw_incidents_add(vw_incidents *v, const char *json, size_t len)
+const char *vw_incidents_take(vw_incidents *v, const char *json, size_t len)
 {
     json_t *inc = json_loadb(json, len, 0, NULL);
     const char *id = json_string_value(json_object_get(inc, "id"));
@@ -41,10 +41,15 @@ int vw_incidents_add(vw_incidents *v, const char *json, size_t len)
     if (!id || strncmp(id, "inc-", 4) ||
         !json_is_string(json_object_get(inc, "scenario"))) {
         json_decref(inc);
-        return -1;
+        return NULL;
     }
     json_decref(strmap_put(v->byid, id, inc));
-    return 0;
+    return id;
+}
+
+int vw_incidents_add(vw_incidents *v, const char *json, size_t len)
+{
+    return vw_incidents_take(v, json, len) ? 0 : -1;
 }
 
 size_t vw_incidents_count(const vw_incidents *v)
@@ -69,6 +74,18 @@ const char *vw_status(const json_t *inc)
     if (str_of(inc, "merged_into"))
         return "merged";
     return s ? s : "open";
+}
+
+json_t *vw_summary(const json_t *inc)
+{
+    return json_pack("{s:O, s:O, s:s, s:O, s:O, s:O, s:O, s:I}", "id",
+                     json_object_get(inc, "id"), "scenario",
+                     json_object_get(inc, "scenario"), "status", vw_status(inc),
+                     "scope", json_object_get(inc, "scope"), "opened",
+                     json_object_get(inc, "opened"), "updated",
+                     json_object_get(inc, "updated"), "summary",
+                     json_object_get(inc, "summary"), "actions",
+                     (json_int_t)json_array_size(json_object_get(inc, "actions")));
 }
 
 static int same(const char *a, const char *b)

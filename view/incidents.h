@@ -19,9 +19,17 @@ void vw_incidents_free(vw_incidents *v);
  * id's current version (messages of one id come in order: they share a
  * key). -1 when it is not an incident record (left out). */
 int vw_incidents_add(vw_incidents *v, const char *json, size_t len);
+/* The same, giving the id of the incident stored (valid while it is the
+ * current version), or NULL: for a caller that keys more by it. */
+const char *vw_incidents_take(vw_incidents *v, const char *json, size_t len);
 size_t vw_incidents_count(const vw_incidents *v);
 /* The current version of an incident (borrowed), or NULL. */
 const json_t *vw_incidents_get(const vw_incidents *v, const char *id);
+
+/* An incident as a list shows it (a new reference): id, scenario,
+ * status (vw_status), scope, opened, updated, summary, and how many
+ * actions it proposed. */
+json_t *vw_summary(const json_t *inc);
 
 /* What a selection keeps; NULL or 0 fields keep everything. */
 typedef struct vw_filter {
