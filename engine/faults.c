@@ -167,6 +167,29 @@ incident *eng_open_node_incident(engine *e, const sig *s, const char *host,
     return inc;
 }
 
+/* A node's open incident whose fault got worse (the NVMe drive that timed
+ * out is now removed): the later scenario, if the catalog says it
+ * escalates the open one, becomes the incident's, with its response. The
+ * first signal stays the root's time. */
+static void escalate(engine *e, incident *inc, const fact *f)
+{
+    const pb_scenario *sc;
+
+    if (!f->scenario || !strcmp(f->scenario, inc->sc->id) ||
+        strcmp(inc->root_scenario, inc->sc->id) || eng_is_storm(inc) ||
+        !(sc = pb_find(e->cat, f->scenario)) || !pb_escalates(sc, inc->sc->id))
+        return;
+    if (!inc->escalated_from[0])
+        str_copy(inc->escalated_from, sizeof inc->escalated_from,
+                 inc->sc->id);
+    inc->sc = sc;
+    inc->root_scenario = sc->id;
+    inc->cause = *f;
+    if (f->gpu[0])
+        str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
+    inc->dirty = 1;
+}
+
 void eng_on_node_fault(engine *e, const sig *s, const fact *f,
                           const char *host)
 {
@@ -183,6 +206,8 @@ void eng_on_node_fault(engine *e, const sig *s, const fact *f,
         inc = NULL;
     if (!eng_fresh(e, inc))
         inc = eng_open_node_incident(e, s, host, f->scenario, f);
+    else
+        escalate(e, inc, f);
     eng_touch(inc, s);
     if (!inc->gpu[0] && f->gpu[0] && !eng_is_storm(inc))
         str_copy(inc->gpu, sizeof inc->gpu, f->gpu);

@@ -736,6 +736,9 @@ json_t *eng_incident_json(engine *e, const incident *inc)
         json_object_set_new(root, "node", json_string(inc->root_node));
     if (inc->root_job[0])
         json_object_set_new(root, "job", json_string(inc->root_job));
+    if (inc->escalated_from[0]) /* the scenario it was opened as */
+        json_object_set_new(root, "escalated_from",
+                            json_string(inc->escalated_from));
     summary(inc, resolved, sum, sizeof sum);
     js = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
                    "s:s}",

@@ -128,6 +128,8 @@ void eng_persist_incident(engine *e, const incident *inc)
     jw_end_arr(&w);
     key_str(&w, "cluster", inc->cluster);
     key_int(&w, "count", inc->count);
+    if (inc->escalated_from[0])
+        key_str(&w, "escalated_from", inc->escalated_from);
     key_int(&w, "first", (long long)inc->first);
     key_str(&w, "gpu", inc->gpu);
     key_str(&w, "job", inc->job);
@@ -408,6 +410,8 @@ int eng_record_incident(engine *e, const char *field, json_t *o,
                      jstr(o, "key") + 5);
     str_copy(inc->root_node, sizeof inc->root_node, jstr(o, "root_node"));
     str_copy(inc->root_job, sizeof inc->root_job, jstr(o, "root_job"));
+    str_copy(inc->escalated_from, sizeof inc->escalated_from,
+             jstr(o, "escalated_from"));
     str_copy(inc->team, sizeof inc->team, jstr(o, "team"));
     inc->root_ts = jint(o, "root_ts");
     inc->opened = jint(o, "opened");

@@ -115,6 +115,8 @@ typedef struct incident {
     const pb_scenario *sc;
     char cluster[64], node[128], gpu[16], job[64];
     const char *root_scenario;
+    char escalated_from[64]; /* the node scenario it was opened as, if it
+                              * escalated (faults.c) */
     char root_node[128], root_job[64];
     char team[64]; /* a team's incident (capacity.peak_demand) */
     int64_t root_ts, opened, updated, first, last;

@@ -35,6 +35,9 @@ void cat_free_scenario(pb_scenario *s)
         json_decref(s->steps[i].params);
     }
     free((pb_step *)s->steps);
+    for (int i = 0; i < s->nescalates; i++)
+        free((char *)s->escalates[i]);
+    free((char **)s->escalates);
     free((char *)s->id);
     free((char *)s->what);
     free((char *)s->todo);
@@ -133,6 +136,41 @@ const char *pb_xid_scenario(const pb_catalog *c, int code)
 size_t pb_catalog_count(const pb_catalog *c)
 {
     return c->n;
+}
+
+int pb_escalates(const pb_scenario *to, const char *from)
+{
+    for (int i = 0; from && i < to->nescalates; i++)
+        if (!strcmp(to->escalates[i], from))
+            return 1;
+    return 0;
+}
+
+/* Each scenario an `escalates:` names is a node scenario of the catalog,
+ * and not the one naming it. */
+static int link_escalates(const pb_catalog *c, pb_error_fn fn, void *arg)
+{
+    int errors = 0;
+    char msg[300];
+
+    for (size_t i = 0; i < c->n; i++)
+        for (int k = 0; k < c->v[i].nescalates; k++) {
+            const char *id = c->v[i].escalates[k];
+            const pb_scenario *from = pb_find(c, id);
+
+            if (from && from != &c->v[i] && from->node_level &&
+                c->v[i].node_level)
+                continue;
+            snprintf(msg, sizeof msg, "scenario %s: escalates '%s', %s",
+                     c->v[i].id, id,
+                     !from ? "which is not in the catalog"
+                     : from == &c->v[i] ? "itself"
+                     : "but both must be node_level scenarios");
+            errors++;
+            if (fn)
+                fn(arg, c->v[i].escalates_where, msg);
+        }
+    return errors;
 }
 
 const pb_scenario *pb_find(const pb_catalog *c, const char *scenario)
@@ -387,6 +425,7 @@ int pb_catalog_link(pb_catalog *c, pb_error_fn fn, void *arg)
     }
     errors += link_playbooks(c, fn, arg);
     errors += link_correlations(c, fn, arg);
+    errors += link_escalates(c, fn, arg);
     if (c->same_gpu && (!pb_find(c, c->same_gpu) || !pb_find(c, c->same_job))) {
         snprintf(msg, sizeof msg, "xid_tracked: scenario '%s' or '%s' is not "
                  "in the catalog", c->same_gpu, c->same_job);

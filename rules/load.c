@@ -113,7 +113,7 @@ static int read_step(yd_doc *d, yaml_node_t *n, pb_step *st)
 typedef struct scenario_in {
     const char *id, *what, *todo;
     int node_level, root_actions;
-    yaml_node_t *actions;
+    yaml_node_t *actions, *escalates;
 } scenario_in;
 
 static const yd_key scenario_keys[] = {
@@ -126,8 +126,33 @@ static const yd_key scenario_keys[] = {
      .bad = "root_actions must be true or false"},
     {"actions", YD_LIST, YD_REQUIRED, AT(scenario_in, actions),
      .bad = "actions must be a list"},
+    {"escalates", YD_LIST, 0, AT(scenario_in, escalates),
+     .bad = "escalates must be a list of scenario ids"},
 };
 static const yd_table scenario_table = YD_TABLE("a scenario", scenario_keys);
+
+/* `escalates:` the ids; whether they name scenarios is checked once every
+ * file is read (pb_catalog_link). */
+static void read_escalates(yd_doc *d, yaml_node_t *list, pb_scenario *s)
+{
+    size_t n = yd_len(list);
+
+    if (!n)
+        return;
+    s->escalates = xcalloc(n, sizeof *s->escalates);
+    yd_where(d, list, s->escalates_where, sizeof s->escalates_where);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *item = yd_item(d, list, i);
+        const char *id = yd_scalar(item);
+
+        if (!id || !strchr(id, '.')) {
+            yd_problem(d, item, "escalates: '%s' is not a scenario id",
+                       id ? id : "");
+            continue;
+        }
+        s->escalates[s->nescalates++] = xstrdup(id);
+    }
+}
 
 static void read_scenario(yd_doc *d, pb_catalog *c, yaml_node_t *n)
 {
@@ -150,6 +175,7 @@ static void read_scenario(yd_doc *d, pb_catalog *c, yaml_node_t *n)
         if (read_step(d, yd_item(d, in.actions, i), &steps[s.nsteps]) == 0)
             s.nsteps++;
     s.steps = steps;
+    read_escalates(d, in.escalates, &s);
     if (yd_errors(d) != before) {
         cat_free_scenario(&s);
         return;

@@ -81,6 +81,12 @@ typedef struct pb_scenario {
     const char *todo; /* what to do, for the summary */
     const pb_step *steps;
     int nsteps;
+    /* Node scenarios this one escalates (`escalates:`): a node's open
+     * incident of one of them takes this scenario when this fault follows
+     * on the node (an NVMe timeout, then the controller removed). */
+    const char **escalates;
+    int nescalates;
+    char escalates_where[160]; /* FILE:LINE:COL, for pb_catalog_link */
 } pb_scenario;
 
 /* A signature: a pattern over one source's text, with named fields
@@ -237,6 +243,8 @@ size_t pb_catalog_count(const pb_catalog *c);
 
 /* NULL for an id the catalog does not have. */
 const pb_scenario *pb_find(const pb_catalog *c, const char *scenario);
+/* Whether scenario `to` escalates scenario `from` (its `escalates:`). */
+int pb_escalates(const pb_scenario *to, const char *from);
 const char *pb_approval_name(pb_approval a);
 
 /* Signatures in file order (the order they are tried in). */

@@ -377,9 +377,33 @@ static void test_checks(void)
     CHECK(strstr(problems, "event 't.zzz' is not a signature") != NULL);
 }
 
+/* `escalates:` names node scenarios of the catalog, other than itself. */
+static void test_escalates_checks(void)
+{
+#define ESC(a, b)                                                              \
+    "family: t\n"                                                             \
+    "scenarios:\n"                                                            \
+    "  - {id: t.worse, node_level: true, what: w, todo: t, actions: [], "      \
+    "escalates: [" a "]}\n"                                                   \
+    "  - {id: t.bad, node_level: " b ", what: w, todo: t, actions: []}\n"
+
+    CHECK_INT(check_text(ESC("t.bad", "true")), 0);
+    CHECK_INT(check_text(ESC("t.bad", "false")), 1);
+    CHECK(!strncmp(problems, "t.yaml:3:", 9)); /* the list's place */
+    CHECK(strstr(problems, "scenario t.worse: escalates 't.bad', "
+                           "but both must be node_level") != NULL);
+    CHECK_INT(check_text(ESC("t.gone, t.worse", "true")), 2);
+    CHECK(strstr(problems, "escalates 't.gone', which is not in the catalog"));
+    CHECK(strstr(problems, "escalates 't.worse', itself"));
+    CHECK_INT(check_text(ESC("nodot", "true")), 1);
+    CHECK(strstr(problems, "escalates: 'nodot' is not a scenario id"));
+#undef ESC
+}
+
 int main(int argc, char **argv)
 {
     rules_dir = argc > 1 ? argv[1] : "bench/rules";
+    test_escalates_checks();
     test_threshold();
     test_sequence();
     test_group();

@@ -61,7 +61,7 @@ static void test_errors(void)
     CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    todo: t\n"
                      "    colour: red\n    actions: []\n"), 2);
     CHECK_STR(errs, "t.yaml:5:5: unknown key 'colour' in a scenario (known: id, "
-              "node_level, what, todo, root_actions, actions)\n"
+              "node_level, what, todo, root_actions, actions, escalates)\n"
                     "t.yaml:3:5: scenario a.b: 'what' is required\n");
     CHECK_INT(add(c, "family: f\nscenarios:\n  - id: a.b\n    what: w\n"
                      "    todo: t\n    actions:\n"
