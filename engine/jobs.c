@@ -18,25 +18,53 @@
 
 static void on_job_preempted(engine *e, const sig *s, job *j);
 static const char *marked_cause(engine *e, const job *j, const char *host,
-                                const char *only);
+                                const char *only, const char **at);
+
+/* The NIC a failed job's NCCL transfers failed on is the suspect: the
+ * node's NIC incident (the one marks.c opens when the errors spread over
+ * jobs), with the job as its effect. */
+static void nic_failed_job(engine *e, const sig *s, job *j, const char *host)
+{
+    char key[200];
+    fact f;
+    incident *inc;
+
+    eng_rule_fact(&f, FACT_NODE_FAULT, "fabric.nic_flaky", host, "");
+    snprintf(f.excerpt, sizeof f.excerpt, "job %.40s failed after NCCL IB "
+             "errors on %.40s", j->id, host);
+    snprintf(key, sizeof key, "nic:%.180s", host);
+    inc = eng_advisory(e, s, &f, key, 1);
+    if (!inc)
+        inc = strmap_get(eng_cs(e, j->cluster)->open_node, key);
+    if (inc)
+        eng_add_child(inc, j->id, j->state, s->ts);
+}
 
 /* A failure nothing else explained, told by a mark of the job's: a job
  * of several nodes after NCCL chose loopback or a bridge, or could not
  * reach a peer over its bootstrap socket (the interface, whatever the
- * ranks printed); a Ray actor that died, when no cause printed after it
- * (the memory monitor's kill, say) opened an incident of its own. */
+ * ranks printed); a job whose NCCL transfers failed on one node's NIC
+ * (IB completion errors: the NIC is the suspect, on the node that logged
+ * them); a Ray actor that died, when no cause printed after it (the
+ * memory monitor's kill, say) opened an incident of its own. */
 static int failed_on_mark(engine *e, const sig *s, job *j)
 {
-    static const char *const explain[] = {"nccl.iface_mismatch",
-                                          "ray.actor_died"};
+    static const char *const explain[] = {
+        "nccl.iface_mismatch", "fabric.nic_flaky", "ray.actor_died"};
+    const char *at = NULL;
     fact f;
 
     for (size_t i = 0; i < sizeof explain / sizeof *explain; i++) {
         if (!pb_find(e->cat, explain[i]) ||
-            !marked_cause(e, j, NULL, explain[i]))
+            !marked_cause(e, j, NULL, explain[i], &at))
             continue;
+        if (!strcmp(explain[i], "fabric.nic_flaky") && at) {
+            nic_failed_job(e, s, j, at);
+            return 1;
+        }
         eng_rule_fact(&f, FACT_JOB_FAULT, explain[i],
-                      json_string_value(json_array_get(j->nodes, 0)), j->id);
+                      at ? at : json_string_value(json_array_get(j->nodes, 0)),
+                      j->id);
         eng_on_job_fault(e, s, &f);
         eng_add_child(strmap_get(eng_cs(e, j->cluster)->open_job, j->id),
                       j->id, j->state, s->ts);
@@ -384,9 +412,10 @@ static int mark_explains(const job *j, const char *scenario)
 
 /* The scenario a mark in this job's windows gives its collective timeouts:
  * NCCL that bootstrapped on loopback explains every later hang. `only`
- * limits it to one scenario (NULL: any). */
+ * limits it to one scenario (NULL: any); *at (when given) gets the node
+ * whose window held the mark. */
 static const char *marked_cause(engine *e, const job *j, const char *host,
-                                const char *only)
+                                const char *only, const char **at)
 {
     size_t i;
     const char *best = NULL;
@@ -405,6 +434,8 @@ static const char *marked_cause(engine *e, const job *j, const char *host,
                 continue;
             best = en->scenario;
             best_ts = en->ts;
+            if (at)
+                *at = h;
         }
     }
     return best;
@@ -415,7 +446,8 @@ static const char *marked_cause(engine *e, const job *j, const char *host,
 static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
 {
     const char *cause =
-        marked_cause(e, eng_job_of(e, s->cluster, f->job), f->host, NULL);
+        marked_cause(e, eng_job_of(e, s->cluster, f->job), f->host, NULL,
+                     NULL);
 
     if (cause && pb_find(e->cat, cause)) {
         fact g = *f;

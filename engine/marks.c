@@ -102,6 +102,7 @@ static void nic_mark(engine *e, const sig *s, const fact *f)
 {
     char win[300], key[300];
     node_win *w;
+    incident *open;
     size_t jobs = 0;
     int64_t first = 0;
     fact g = *f;
@@ -124,6 +125,13 @@ static void nic_mark(engine *e, const sig *s, const fact *f)
     }
     if (jobs < 2 && s->ts - first < NIC_SPREAD)
         return;
+    /* a job that failed on this node's NIC opened its incident already */
+    snprintf(key, sizeof key, "nic:%.180s", f->host);
+    if (eng_fresh(e, (open = strmap_get(eng_cs(e, s->cluster)->open_node,
+                                        key)))) {
+        eng_touch(open, s);
+        return;
+    }
     snprintf(key, sizeof key, "nic:%s", win + 5);
     g.kind = FACT_NODE_FAULT;
     str_copy(g.job, sizeof g.job, "");

@@ -10,6 +10,7 @@
 #include "core/mem.h"
 #include "core/str.h"
 #include "core/strmap.h"
+#include "rules/lines.h"
 
 struct assemblies {
     strmap *tracebacks; /* "cluster|host|job|rank" -> struct traceback */
@@ -403,4 +404,43 @@ void asb_key_kernel(const char *cluster, const char *host, char *key,
     key_put(key, len, &at, "|");
     key_put(key, len, &at, host);
     key_put(key, len, &at, "|kernel");
+}
+
+/* A traceback's frame: which pass (forward, backward) it shows. */
+void asb_frame_pass(struct traceback *tb, const char *l)
+{
+    if (ln_backward_frame(l))
+        tb->backward = 1;
+    else if (strstr(l, "in forward") || strstr(l, "_call_impl") ||
+             strstr(l, "model(") || strstr(l, "forward("))
+        tb->forward = 1;
+}
+
+/* Whether line (already stripped of its rank prefix) continues the report:
+ * indented, not before it, and while it is still being printed. */
+int asb_report_continues(const struct traceback *tb, const char *line,
+                            int64_t ts)
+{
+    return ln_is_frame(line) && ts >= tb->started &&
+           ts - tb->last <= REPORT_QUIET && tb->lines < REPORT_MAX_LINES;
+}
+
+/* Adds a line to the detail: a line ending in ':' is a title for the next
+ * one; others are separated by "; ". A line already read is not added
+ * again (a redelivery after a restart repeats lines). */
+void asb_report_add(struct traceback *tb, const char *line, int64_t ts)
+{
+    const char *piece = ln_report_piece(line);
+    size_t len = strlen(tb->text);
+
+    tb->last = ts;
+    tb->lines++;
+    tb->dirty = 1;
+    if (!*piece || strstr(tb->text, piece))
+        return;
+    snprintf(tb->text + len, sizeof tb->text - len, "%s%s",
+             !len ? "" : ln_ends_with_colon(tb->text) ? " " : "; ", piece);
+    for (char *t = tb->text + len; *t; t++)
+        if (*t == '\t') /* the stored form separates fields with tabs */
+            *t = ' ';
 }

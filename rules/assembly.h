@@ -92,4 +92,13 @@ void asb_changes(assemblies *a, asb_clock_fn now_of, asb_change_fn fn,
 /* One stored assembly read back: 0, or -1 when unreadable. */
 int asb_restore(assemblies *a, const char *key, const char *value);
 
+/* A frame line of a traceback: marks the pass it shows. */
+void asb_frame_pass(struct traceback *tb, const char *line);
+/* Whether line (without its rank prefix) continues a report: indented,
+ * not before it, and while it is still being printed. */
+int asb_report_continues(const struct traceback *tb, const char *line,
+                         int64_t ts);
+/* Adds a line to a report's detail (see assembly.c). */
+void asb_report_add(struct traceback *tb, const char *line, int64_t ts);
+
 #endif

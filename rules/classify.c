@@ -446,7 +446,7 @@ int cls_edge_keep(const classifier *c, int source, const char *line)
         return ln_kmsg_part(line) != NULL;
     if (source != SRC_APP && !reads_app(source))
         return 0;
-    return ln_is_frame(t) || ln_trace_head(t) || ln_kube_event(t, NULL, 0);
+    return ln_is_frame(t) || ln_trace_head(t) || ln_kube_text(t, NULL, 0);
 }
 
 const char *cls_text(const sig *s, char *buf, size_t len)
@@ -552,7 +552,7 @@ static int classify_sig(classifier *c, const sig *s, const char *text,
     const pb_signature *g = match_line(c, s->source, s->line, text, &text);
     int k;
 
-    if (!g && s->source != SRC_K8S && ln_kube_event(text, ev, sizeof ev) &&
+    if (!g && s->source != SRC_K8S && ln_kube_text(text, ev, sizeof ev) &&
         (g = first_match(c, SRC_K8S, ev, -1)))
         text = ev;
     if (!(*gp = g))
@@ -692,15 +692,6 @@ int cls_classify_labels(classifier *c, const char *labels_json, fact *out)
 
 /* Frames name the pass that was running: autograd's engine or a
  * .backward() call means backward; module __call__/forward means forward. */
-static void frame_pass(struct traceback *tb, const char *l)
-{
-    if (ln_backward_frame(l))
-        tb->backward = 1;
-    else if (strstr(l, "in forward") || strstr(l, "_call_impl") ||
-             strstr(l, "model(") || strstr(l, "forward("))
-        tb->forward = 1;
-}
-
 /* An app line without its launchers' tags ("[rank3]: ...", "(pid=9) ..."); *rank
  * gets the prefix's rank, else the signal's. */
 static const char *app_line(const sig *s, int *rank)
@@ -718,40 +709,15 @@ static const char *app_key(const sig *s, char *key, size_t len, int *rank)
     return line;
 }
 
-/* Whether line (already stripped of its rank prefix) continues the report:
- * indented, not before it, and while it is still being printed. */
-static int report_continues(const struct traceback *tb, const char *line,
-                            int64_t ts)
-{
-    return ln_is_frame(line) && ts >= tb->started &&
-           ts - tb->last <= REPORT_QUIET && tb->lines < REPORT_MAX_LINES;
-}
-
-/* Adds a line to the detail: a line ending in ':' is a title for the next
- * one; others are separated by "; ". A line already read is not added
- * again (a redelivery after a restart repeats lines). */
-static void report_add(struct traceback *tb, const char *line, int64_t ts)
-{
-    const char *piece = ln_report_piece(line);
-    size_t len = strlen(tb->text);
-
-    tb->last = ts;
-    tb->lines++;
-    tb->dirty = 1;
-    if (!*piece || strstr(tb->text, piece))
-        return;
-    snprintf(tb->text + len, sizeof tb->text - len, "%s%s",
-             !len ? "" : ln_ends_with_colon(tb->text) ? " " : "; ", piece);
-    for (char *t = tb->text + len; *t; t++)
-        if (*t == '\t') /* the stored form separates fields with tabs */
-            *t = ' ';
-}
-
 /* A report's head opens an assembly instead of giving its fact now. */
-static void report_open(classifier *c, const char *key, const sig *s)
+static void report_open(classifier *c, const char *key, const sig *s,
+                        const fact *f)
 {
     struct traceback *tb = asb_open(c->asb, key, s->host, s->ts);
 
+    /* an OOM's pass, from the traceback it ended, until its report ends */
+    tb->backward = f->kind == FACT_CUDA_OOM && f->pass == OOM_PASS_BACKWARD;
+    tb->forward = f->kind == FACT_CUDA_OOM && f->pass == OOM_PASS_FORWARD;
     tb->kind = TB_REPORT;
     tb->last = s->ts;
     /* a signal read without one gets its object; out of memory is not
@@ -779,11 +745,11 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         key[0] = '\0';
     }
 
-    if (tb && tb->kind == TB_REPORT && report_continues(tb, line, s->ts)) {
+    if (tb && tb->kind == TB_REPORT && asb_report_continues(tb, line, s->ts)) {
         /* the head itself again (a redelivery) adds nothing */
         const char *head = json_string_value(json_object_get(tb->head, "line"));
         if (!head || strcmp(s->line, head))
-            report_add(tb, line, s->ts);
+            asb_report_add(tb, line, s->ts);
         return 0;
     }
     if (tb && tb->kind == TB_REPORTED) {
@@ -806,9 +772,15 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         tb = asb_open(c->asb, key, s->host, s->ts);
     if (tb && ln_is_frame(line) && !ln_exception_line(line)) {
         int f = tb->forward, b = tb->backward;
-        frame_pass(tb, line);
+        char raised[512];
+        asb_frame_pass(tb, line);
         if (f != tb->forward || b != tb->backward)
             tb->dirty = 1;
+        /* the raise statement stands for the exception line it prints,
+         * which a paste or a crash may have lost (the same fact twice is
+         * one incident) */
+        if (ln_raise_text(line, raised, sizeof raised))
+            return classify_text(c, s, raised, out);
         return 0;
     }
     if ((n = classify_sig(c, s, line, out, &g)) > 0) {
@@ -825,7 +797,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         if (g->report) {
             if (!key[0])
                 asb_key_app(s->cluster, s->host, s->job, rank, key, sizeof key);
-            report_open(c, key, s);
+            report_open(c, key, s, out);
             return 0;
         }
     }
@@ -851,6 +823,14 @@ static int report_fact(classifier *c, struct traceback *tb, sig *head,
                 out->rank = rank;
                 if (tb->text[0])
                     str_copy(out->detail, sizeof out->detail, tb->text);
+                if (out->kind == FACT_CUDA_OOM) { /* TensorFlow's op names */
+                    out->pass = tb->backward || ln_backward_op(tb->text)
+                                    ? OOM_PASS_BACKWARD
+                                : tb->forward ? OOM_PASS_FORWARD
+                                              : OOM_PASS_UNKNOWN;
+                    if (!out->scenario)
+                        out->scenario = oom_scenario(out);
+                }
                 n = 1;
             }
         }
@@ -899,7 +879,7 @@ int cls_report_next(classifier *c, const sig *s, const char *cluster,
          * neither continues nor ends it. */
         if (now - tb->last <= REPORT_QUIET &&
             (!line || strcmp(k, key) || now < tb->started ||
-             report_continues(tb, line, now))) {
+             asb_report_continues(tb, line, now))) {
             open++;
             continue;
         }

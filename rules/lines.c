@@ -147,6 +147,32 @@ static size_t host_prefix(const char *l)
     return 0;
 }
 
+/* vLLM's logger: "ERROR 10-25 13:08:43 [core.py:708] " (older: "INFO
+ * 11-18 18:07:28 engine.py:366] "), before every line of a traceback it
+ * logs; what follows keeps its own indentation. */
+static size_t level_prefix(const char *l)
+{
+    static const char *const levels[] = {"DEBUG ", "INFO ", "WARNING ",
+                                         "ERROR ", "CRITICAL "};
+    const char *p = NULL, *q;
+
+    for (size_t i = 0; !p && i < sizeof levels / sizeof *levels; i++)
+        if (!strncmp(l, levels[i], strlen(levels[i])))
+            p = l + strlen(levels[i]);
+    /* MM-DD HH:MM:SS, then the source place up to "] " */
+    if (!p || !isdigit((unsigned char)p[0]) || p[2] != '-' || p[5] != ' ' ||
+        p[8] != ':' || p[11] != ':')
+        return 0;
+    for (p += 14; *p == '.' || isdigit((unsigned char)*p); p++)
+        ;
+    if (*p++ != ' ')
+        return 0;
+    p += *p == '[';
+    for (q = p; *q && *q != ']' && *q != ' ' && q - p < 100; q++)
+        ;
+    return q > p && q[0] == ']' && q[1] == ' ' ? (size_t)(q + 2 - l) : 0;
+}
+
 size_t ln_launcher_prefix(const char *l, int *rank)
 {
     size_t at = 0, n = 1;
@@ -169,6 +195,8 @@ size_t ln_launcher_prefix(const char *l, int *rank)
             break;
         default:
             if (*p >= '0' && *p <= '9' && (n = task_prefix(p, rank)))
+                break;
+            if (*p >= 'C' && *p <= 'W' && (n = level_prefix(p)))
                 break;
             n = host_prefix(p);
         }
@@ -340,6 +368,96 @@ int ln_kube_event(const char *l, char *buf, size_t len)
     /* the message is the fifth column in both layouts */
     return snprintf(buf, len, "%.*s: %s", (int)rlen, col[type + 1], col[4]) <
            (int)len;
+}
+
+int ln_kube_message(const char *l, char *buf, size_t len)
+{
+    static const struct {
+        const char *open, *reason;
+    } known[] = {
+        {"MountVolume.", "FailedMount"},
+        {"Unable to attach or mount volumes", "FailedMount"},
+        {"Unable to mount volumes", "FailedMount"},
+        {"AttachVolume.Attach failed", "FailedAttachVolume"},
+        {"Multi-Attach error for volume", "FailedAttachVolume"},
+        {"Failed to pull image", "Failed"},
+        {"Error:", "Failed"}, /* CreateContainerConfigError's text */
+        {"Back-off restarting failed container", "BackOff"},
+        {"Failed to create pod sandbox", "FailedCreatePodSandBox"},
+        {"Allocate failed due to", "UnexpectedAdmissionError"},
+        {"Pod Allocate failed due to", "UnexpectedAdmissionError"},
+        {"The node was low on resource", "Evicted"},
+        {"The node had condition", "Evicted"},
+        {"Pod ephemeral local storage usage exceeds", "Evicted"},
+        {"Usage of EmptyDir volume", "Evicted"},
+    };
+    static const char *const reasons[] = {
+        "FailedMount: ", "FailedAttachVolume: ", "Failed: ", "BackOff: ",
+        "Evicted: ", "FailedScheduling: ", "FailedCreatePodSandBox: ",
+        "UnexpectedAdmissionError: ", "CreateContainerConfigError: "};
+    const char *p = l;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
+        if (!strncmp(p, reasons[i], strlen(reasons[i]))) /* the event's own form */
+            return !buf || snprintf(buf, len, "%s", p) < (int)len;
+    if (!strncmp(p, "message: ", 9)) { /* a pod's status, as YAML */
+        p += 9;
+        if (*p == '\'' || *p == '"')
+            p++;
+    }
+    if (!strncmp(p, "(combined from similar events): ", 32))
+        p += 32;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        size_t n = strlen(known[i].open);
+        if (strncmp(p, known[i].open, n))
+            continue;
+        if (!buf)
+            return 1;
+        return snprintf(buf, len, "%s: %s", known[i].reason, p) < (int)len;
+    }
+    return 0;
+}
+
+int ln_kube_text(const char *l, char *buf, size_t len)
+{
+    return ln_kube_event(l, buf, len) || ln_kube_message(l, buf, len);
+}
+
+int ln_raise_text(const char *l, char *buf, size_t len)
+{
+    const char *p = l, *name, *msg, *end;
+    char quote;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncmp(p, "raise ", 6))
+        return 0;
+    name = p += 6;
+    while (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
+        if (*p++ == '.')
+            name = p; /* the class, not its module */
+    if (p == name || *p++ != '(')
+        return 0;
+    if (*p == 'f' || *p == 'r')
+        p++;
+    if (*p != '"' && *p != '\'')
+        return 0;
+    quote = *p++;
+    msg = p;
+    end = strchr(msg, quote);
+    if ((end ? end : msg + strlen(msg)) - msg < 8)
+        return 0; /* too short to say anything */
+    return snprintf(buf, len, "%.*s: %.*s", (int)(strchr(name, '(') - name),
+                    name, (int)(end ? end - msg : (long)strlen(msg)), msg) <
+           (int)len;
+}
+
+int ln_backward_op(const char *text)
+{
+    return strstr(text, "gradients/") || strstr(text, "gradient_tape/") ||
+           strstr(text, "_grad/");
 }
 
 int ln_trace_head(const char *l)

@@ -23,6 +23,21 @@ double ln_to_bytes(const char *num, const char *unit);
  * Message" in buf, the form the k8s signatures read. 0 when the line is
  * no such row (or buf is too small); buf NULL: the row's shape only. */
 int ln_kube_event(const char *l, char *buf, size_t len);
+/* A Kubernetes event's message printed bare, without its reason (a job's
+ * tooling, a pod's status `message:`, a paste of one event): the reason
+ * told by how the kubelet's and controllers' messages open. The same
+ * "Reason: Message" in buf, and the same answers as ln_kube_event. */
+int ln_kube_message(const char *l, char *buf, size_t len);
+/* Either: an event row, else a bare message. */
+int ln_kube_text(const char *l, char *buf, size_t len);
+/* A traceback's code line raising an exception with a literal message
+ * (`raise ValueError("No available memory for the cache blocks. "`): the
+ * exception line it stands for ("ValueError: No available memory...") in
+ * buf. 0 when it is none, or its message is too short to say anything. */
+int ln_raise_text(const char *l, char *buf, size_t len);
+/* Whether a TensorFlow op name in text is in the gradient graph (the
+ * backward pass): "gradients/...", "gradient_tape/...", "..._grad/...". */
+int ln_backward_op(const char *text);
 /* A traceback's frame line: indented. */
 int ln_is_frame(const char *l);
 /* A frame line that shows the backward pass (autograd, .backward()). */

@@ -260,6 +260,13 @@ static void test_launcher_tags(void)
         {"gpu-001: step 12 done", 0, -1},
         {"(most recent call first): x", 0, -1},
         {"12/100: loss 0.3", 0, -1},
+        /* vLLM's logger, before a traceback's lines (both generations) */
+        {"(EngineCore_DP0 pid=2) ERROR 10-25 13:08:43 [core.py:708]   File", 58, -1},
+        {"INFO 11-18 18:07:28 engine.py:366] x", 35, -1},
+        {"ERROR 10-25 13:08:43.123 [core.py:708] x", 39, -1},
+        /* a level word that is text */
+        {"ERROR in step 12: x", 0, -1},
+        {"WARNING 12-31 loss went up] x", 0, -1},
     };
 
     for (size_t i = 0; i < sizeof tags / sizeof *tags; i++) {
@@ -697,6 +704,22 @@ static void test_kube_rows(void)
         {"  Normal   Scheduled  10s  default-scheduler  Successfully "
          "assigned default/train-0 to gpu-1", NULL},
         {"Epoch  3   loss  0.41   acc  0.88", NULL},
+        /* an event's message printed bare: the reason told by its opening */
+        {"Multi-Attach error for volume \"pvc-1\" Volume is already "
+         "exclusively attached to one node and can't be attached to another",
+         "k8s.volume_multi_attach"},
+        {"  message: 'The node was low on resource: ephemeral-storage. "
+         "Container w was using 73712Ki, which exceeds its request of 0. '",
+         "k8s.pod_evicted_disk"},
+        {"Error:secret \"hcloud-csi\" not found", "k8s.secret_missing"},
+        {"FailedMount: MountVolume.SetUp failed for volume \"nfs-vol\" : "
+         "mount failed: exit status 32", "k8s.nfs_mount_failed"},
+        {"(combined from similar events): Failed to pull image \"r/x:1\": "
+         "rpc error: code = NotFound desc = r/x:1: not found",
+         "sched.image_pull_tag"},
+        /* an opening no event has, and "Error:" that names no object */
+        {"Multi-Attach is not supported here", NULL},
+        {"Error: the config file is missing a key", NULL},
     };
     fact f[CLS_MAX_FACTS];
     char buf[256];
@@ -715,6 +738,32 @@ static void test_kube_rows(void)
     CHECK_STR(buf, "Failed: Error: ErrImagePull");
     CHECK_INT(ln_kube_event("  Warning  Failed  16s  kubelet  Error: "
                             "ErrImagePull", buf, 8), 0);
+    CHECK_INT(ln_kube_message("Multi-Attach error for volume", buf,
+                              sizeof buf), 1);
+    CHECK_STR(buf, "FailedAttachVolume: Multi-Attach error for volume");
+    CHECK_INT(ln_kube_message("Multi-Attach error for volume", buf, 8), 0);
+    CHECK_INT(ln_kube_message("Multi-Attach error for volume", NULL, 0), 1);
+}
+
+/* A traceback's raise statement stands for its exception line. */
+static void test_raise_text(void)
+{
+    char buf[128];
+
+    CHECK_INT(ln_raise_text("    raise ValueError(\"No available memory for "
+                            "the cache blocks. \"", buf, sizeof buf), 1);
+    CHECK_STR(buf, "ValueError: No available memory for the cache blocks. ");
+    CHECK_INT(ln_raise_text("  raise torch.cuda.OutOfMemoryError(f'CUDA out "
+                            "of memory {x}')", buf, sizeof buf), 1);
+    CHECK_STR(buf, "OutOfMemoryError: CUDA out of memory {x}");
+    /* a re-raise, a variable, a message too short, a call that is not */
+    CHECK_INT(ln_raise_text("    raise", buf, sizeof buf), 0);
+    CHECK_INT(ln_raise_text("    raise err", buf, sizeof buf), 0);
+    CHECK_INT(ln_raise_text("    raise KeyError(\"x\")", buf, sizeof buf), 0);
+    CHECK_INT(ln_raise_text("    raise_error(\"No available memory\")", buf,
+                            sizeof buf), 0);
+    CHECK_INT(ln_raise_text("    raise ValueError(\"No available memory for "
+                            "the cache blocks\")", buf, 16), 0);
 }
 
 /* One kernel line of host in cluster, at 08:10:04.1. */
@@ -867,6 +916,7 @@ int main(void)
     test_alert();
     test_k8s_event_versions();
     test_kube_rows();
+    test_raise_text();
     test_kernel_wrapped();
     test_kmsg_xid();
     test_desync_report();
