@@ -152,18 +152,30 @@ static size_t host_prefix(const char *l)
  * logs; what follows keeps its own indentation. */
 static size_t level_prefix(const char *l)
 {
-    static const char *const levels[] = {"DEBUG ", "INFO ", "WARNING ",
-                                         "ERROR ", "CRITICAL "};
     const char *p = NULL, *q;
 
-    for (size_t i = 0; !p && i < sizeof levels / sizeof *levels; i++)
-        if (!strncmp(l, levels[i], strlen(levels[i])))
-            p = l + strlen(levels[i]);
-    /* MM-DD HH:MM:SS, then the source place up to "] " */
-    if (!p || !isdigit((unsigned char)p[0]) || p[2] != '-' || p[5] != ' ' ||
-        p[8] != ':' || p[11] != ':')
+    switch (l[1]) { /* the second byte: "DCGM: " costs one compare */
+    case 'N':
+        p = !strncmp(l, "INFO ", 5) ? l + 5 : NULL;
+        break;
+    case 'R':
+        p = !strncmp(l, "ERROR ", 6) ? l + 6 : !strncmp(l, "CRITICAL ", 9) ? l + 9 : NULL;
+        break;
+    case 'A':
+        p = !strncmp(l, "WARNING ", 8) ? l + 8 : NULL;
+        break;
+    case 'E':
+        p = !strncmp(l, "DEBUG ", 6) ? l + 6 : NULL;
+        break;
+    }
+    /* MM-DD HH:MM:SS (read byte by byte: a short line ends the match),
+     * then the source place up to "] " */
+    if (!p)
         return 0;
-    for (p += 14; *p == '.' || isdigit((unsigned char)*p); p++)
+    for (const char *f = "00-00 00:00:00"; *f; f++, p++)
+        if (*f == '0' ? !isdigit((unsigned char)*p) : *p != *f)
+            return 0;
+    for (; *p == '.' || isdigit((unsigned char)*p); p++)
         ;
     if (*p++ != ' ')
         return 0;
@@ -370,48 +382,57 @@ int ln_kube_event(const char *l, char *buf, size_t len)
            (int)len;
 }
 
+#define KM(s) s, sizeof s - 1
 int ln_kube_message(const char *l, char *buf, size_t len)
 {
     static const struct {
-        const char *open, *reason;
+        const char *s;
+        size_t n;
+    } reasons[] = {
+        {KM("FailedMount: ")}, {KM("FailedAttachVolume: ")}, {KM("Failed: ")},
+        {KM("BackOff: ")}, {KM("Evicted: ")}, {KM("FailedScheduling: ")},
+        {KM("FailedCreatePodSandBox: ")}, {KM("UnexpectedAdmissionError: ")},
+        {KM("CreateContainerConfigError: ")}};
+    static const struct {
+        const char *s;
+        size_t n;
+        const char *reason;
     } known[] = {
-        {"MountVolume.", "FailedMount"},
-        {"Unable to attach or mount volumes", "FailedMount"},
-        {"Unable to mount volumes", "FailedMount"},
-        {"AttachVolume.Attach failed", "FailedAttachVolume"},
-        {"Multi-Attach error for volume", "FailedAttachVolume"},
-        {"Failed to pull image", "Failed"},
-        {"Error:", "Failed"}, /* CreateContainerConfigError's text */
-        {"Back-off restarting failed container", "BackOff"},
-        {"Failed to create pod sandbox", "FailedCreatePodSandBox"},
-        {"Allocate failed due to", "UnexpectedAdmissionError"},
-        {"Pod Allocate failed due to", "UnexpectedAdmissionError"},
-        {"The node was low on resource", "Evicted"},
-        {"The node had condition", "Evicted"},
-        {"Pod ephemeral local storage usage exceeds", "Evicted"},
-        {"Usage of EmptyDir volume", "Evicted"},
+        {KM("MountVolume."), "FailedMount"},
+        {KM("Unable to attach or mount volumes"), "FailedMount"},
+        {KM("Unable to mount volumes"), "FailedMount"},
+        {KM("AttachVolume.Attach failed"), "FailedAttachVolume"},
+        {KM("Multi-Attach error for volume"), "FailedAttachVolume"},
+        {KM("Failed to pull image"), "Failed"},
+        {KM("Error:"), "Failed"}, /* CreateContainerConfigError's text */
+        {KM("Back-off restarting failed container"), "BackOff"},
+        {KM("Failed to create pod sandbox"), "FailedCreatePodSandBox"},
+        {KM("Allocate failed due to"), "UnexpectedAdmissionError"},
+        {KM("Pod Allocate failed due to"), "UnexpectedAdmissionError"},
+        {KM("The node was low on resource"), "Evicted"},
+        {KM("The node had condition"), "Evicted"},
+        {KM("Pod ephemeral local storage usage exceeds"), "Evicted"},
+        {KM("Usage of EmptyDir volume"), "Evicted"},
     };
-    static const char *const reasons[] = {
-        "FailedMount: ", "FailedAttachVolume: ", "Failed: ", "BackOff: ",
-        "Evicted: ", "FailedScheduling: ", "FailedCreatePodSandBox: ",
-        "UnexpectedAdmissionError: ", "CreateContainerConfigError: "};
     const char *p = l;
 
     while (*p == ' ' || *p == '\t')
         p++;
+    /* every line no signature took comes here: one byte decides most */
+    if (!strchr("ABCEFMPTU(m", *p) || !*p)
+        return 0;
     for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
-        if (!strncmp(p, reasons[i], strlen(reasons[i]))) /* the event's own form */
+        if (*p == *reasons[i].s && !strncmp(p, reasons[i].s, reasons[i].n))
             return !buf || snprintf(buf, len, "%s", p) < (int)len;
-    if (!strncmp(p, "message: ", 9)) { /* a pod's status, as YAML */
+    if (*p == 'm' && !strncmp(p, "message: ", 9)) { /* a pod's status, as YAML */
         p += 9;
         if (*p == '\'' || *p == '"')
             p++;
     }
-    if (!strncmp(p, "(combined from similar events): ", 32))
+    if (*p == '(' && !strncmp(p, "(combined from similar events): ", 32))
         p += 32;
     for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
-        size_t n = strlen(known[i].open);
-        if (strncmp(p, known[i].open, n))
+        if (*p != *known[i].s || strncmp(p, known[i].s, known[i].n))
             continue;
         if (!buf)
             return 1;
@@ -419,6 +440,7 @@ int ln_kube_message(const char *l, char *buf, size_t len)
     }
     return 0;
 }
+#undef KM
 
 int ln_kube_text(const char *l, char *buf, size_t len)
 {
