@@ -25,6 +25,7 @@ static const char *marked_cause(engine *e, const job *j, const char *host,
  * jobs), with the job as its effect. */
 static void nic_failed_job(engine *e, const sig *s, job *j, const char *host)
 {
+    node_win *w = eng_win_find(e, j->cluster, host);
     char key[200];
     fact f;
     incident *inc;
@@ -36,8 +37,17 @@ static void nic_failed_job(engine *e, const sig *s, job *j, const char *host)
     inc = eng_advisory(e, s, &f, key, 1);
     if (!inc)
         inc = strmap_get(eng_cs(e, j->cluster)->open_node, key);
-    if (inc)
-        eng_add_child(inc, j->id, j->state, s->ts);
+    if (!inc)
+        return;
+    /* the root is the first IB error the job logged there */
+    for (size_t k = 0; w && k < w->n; k++)
+        if (w->v[k].kind == FACT_MARK && w->v[k].scenario &&
+            !strcmp(w->v[k].scenario, f.scenario) &&
+            !strcmp(w->v[k].job, j->id) && w->v[k].ts < inc->root_ts) {
+            inc->root_ts = w->v[k].ts;
+            inc->dirty = 1;
+        }
+    eng_add_child(inc, j->id, j->state, s->ts);
 }
 
 /* A failure nothing else explained, told by a mark of the job's: a job
