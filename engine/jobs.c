@@ -55,12 +55,14 @@ static void nic_failed_job(engine *e, const sig *s, job *j, const char *host)
  * reach a peer over its bootstrap socket (the interface, whatever the
  * ranks printed); a job whose NCCL transfers failed on one node's NIC
  * (IB completion errors: the NIC is the suspect, on the node that logged
- * them); a Ray actor that died, when no cause printed after it (the
- * memory monitor's kill, say) opened an incident of its own. */
+ * them); c10d that could not resolve the master's name; a Ray actor that
+ * died, when no cause printed after it (the memory monitor's kill, say)
+ * opened an incident of its own. */
 static int failed_on_mark(engine *e, const sig *s, job *j)
 {
     static const char *const explain[] = {
-        "nccl.iface_mismatch", "fabric.nic_flaky", "ray.actor_died"};
+        "nccl.iface_mismatch", "fabric.nic_flaky", "dist.hostname_unresolved",
+        "ray.actor_died"};
     const char *at = NULL;
     fact f;
 
