@@ -17,15 +17,20 @@
 #include "rules/playbooks.h"
 
 static void on_job_preempted(engine *e, const sig *s, job *j);
+/* Where the mark marked_cause chose was read: its node and time. */
+typedef struct mark_at {
+    const char *host;
+    int64_t ts;
+} mark_at;
 static const char *marked_cause(engine *e, const job *j, const char *host,
-                                const char *only, const char **at);
+                                const char *only, mark_at *at);
 
 /* The NIC a failed job's NCCL transfers failed on is the suspect: the
  * node's NIC incident (the one marks.c opens when the errors spread over
  * jobs), with the job as its effect. */
-static void nic_failed_job(engine *e, const sig *s, job *j, const char *host)
+static void nic_failed_job(engine *e, const sig *s, job *j, const mark_at *at)
 {
-    node_win *w = eng_win_find(e, j->cluster, host);
+    const char *host = at->host;
     char key[200];
     fact f;
     incident *inc;
@@ -40,13 +45,10 @@ static void nic_failed_job(engine *e, const sig *s, job *j, const char *host)
     if (!inc)
         return;
     /* the root is the first IB error the job logged there */
-    for (size_t k = 0; w && k < w->n; k++)
-        if (w->v[k].kind == FACT_MARK && w->v[k].scenario &&
-            !strcmp(w->v[k].scenario, f.scenario) &&
-            !strcmp(w->v[k].job, j->id) && w->v[k].ts < inc->root_ts) {
-            inc->root_ts = w->v[k].ts;
-            inc->dirty = 1;
-        }
+    if (at->ts < inc->root_ts) {
+        inc->root_ts = at->ts;
+        inc->dirty = 1;
+    }
     eng_add_child(inc, j->id, j->state, s->ts);
 }
 
@@ -63,19 +65,20 @@ static int failed_on_mark(engine *e, const sig *s, job *j)
     static const char *const explain[] = {
         "nccl.iface_mismatch", "fabric.nic_flaky", "dist.hostname_unresolved",
         "ray.actor_died"};
-    const char *at = NULL;
+    mark_at at = {NULL, 0};
     fact f;
 
     for (size_t i = 0; i < sizeof explain / sizeof *explain; i++) {
         if (!pb_find(e->cat, explain[i]) ||
             !marked_cause(e, j, NULL, explain[i], &at))
             continue;
-        if (!strcmp(explain[i], "fabric.nic_flaky") && at) {
-            nic_failed_job(e, s, j, at);
+        if (!strcmp(explain[i], "fabric.nic_flaky") && at.host) {
+            nic_failed_job(e, s, j, &at);
             return 1;
         }
         eng_rule_fact(&f, FACT_JOB_FAULT, explain[i],
-                      at ? at : json_string_value(json_array_get(j->nodes, 0)),
+                      at.host ? at.host
+                              : json_string_value(json_array_get(j->nodes, 0)),
                       j->id);
         eng_on_job_fault(e, s, &f);
         eng_add_child(strmap_get(eng_cs(e, j->cluster)->open_job, j->id),
@@ -424,10 +427,10 @@ static int mark_explains(const job *j, const char *scenario)
 
 /* The scenario a mark in this job's windows gives its collective timeouts:
  * NCCL that bootstrapped on loopback explains every later hang. `only`
- * limits it to one scenario (NULL: any); *at (when given) gets the node
- * whose window held the mark. */
+ * limits it to one scenario (NULL: any). The earliest such mark wins;
+ * *at (when given) gets its node and time. */
 static const char *marked_cause(engine *e, const job *j, const char *host,
-                                const char *only, const char **at)
+                                const char *only, mark_at *at)
 {
     size_t i;
     const char *best = NULL;
@@ -447,7 +450,7 @@ static const char *marked_cause(engine *e, const job *j, const char *host,
             best = en->scenario;
             best_ts = en->ts;
             if (at)
-                *at = h;
+                *at = (mark_at){h, en->ts};
         }
     }
     return best;

@@ -382,48 +382,65 @@ int ln_kube_event(const char *l, char *buf, size_t len)
            (int)len;
 }
 
+/* How events' messages open. reason NULL: the event's own "Reason:
+ * message" form, as tooling prints it; else the reason the message
+ * opening says, the kubelet's and controllers' wording. */
 #define KM(s) s, sizeof s - 1
+static const struct {
+    const char *s;
+    size_t n;
+    const char *reason;
+} kube_opens[] = {
+    {KM("FailedMount: "), NULL},
+    {KM("FailedAttachVolume: "), NULL},
+    {KM("Failed: "), NULL},
+    {KM("BackOff: "), NULL},
+    {KM("Evicted: "), NULL},
+    {KM("FailedScheduling: "), NULL},
+    {KM("FailedCreatePodSandBox: "), NULL},
+    {KM("UnexpectedAdmissionError: "), NULL},
+    {KM("CreateContainerConfigError: "), NULL},
+    {KM("MountVolume."), "FailedMount"},
+    {KM("Unable to attach or mount volumes"), "FailedMount"},
+    {KM("Unable to mount volumes"), "FailedMount"},
+    {KM("AttachVolume.Attach failed"), "FailedAttachVolume"},
+    {KM("Multi-Attach error for volume"), "FailedAttachVolume"},
+    {KM("Failed to pull image"), "Failed"},
+    {KM("Error:"), "Failed"}, /* CreateContainerConfigError's text */
+    {KM("Back-off restarting failed container"), "BackOff"},
+    {KM("Failed to create pod sandbox"), "FailedCreatePodSandBox"},
+    {KM("Allocate failed due to"), "UnexpectedAdmissionError"},
+    {KM("Pod Allocate failed due to"), "UnexpectedAdmissionError"},
+    {KM("The node was low on resource"), "Evicted"},
+    {KM("The node had condition"), "Evicted"},
+    {KM("Pod ephemeral local storage usage exceeds"), "Evicted"},
+    {KM("Usage of EmptyDir volume"), "Evicted"},
+};
+#undef KM
+
+/* The entry of kube_opens that p opens with, among those with a reason
+ * (own 0) or without (own 1); -1 when none. */
+static int kube_open(const char *p, int own)
+{
+    for (size_t i = 0; i < sizeof kube_opens / sizeof *kube_opens; i++)
+        if ((kube_opens[i].reason == NULL) == own && *p == *kube_opens[i].s &&
+            !strncmp(p, kube_opens[i].s, kube_opens[i].n))
+            return (int)i;
+    return -1;
+}
+
 int ln_kube_message(const char *l, char *buf, size_t len)
 {
-    static const struct {
-        const char *s;
-        size_t n;
-    } reasons[] = {
-        {KM("FailedMount: ")}, {KM("FailedAttachVolume: ")}, {KM("Failed: ")},
-        {KM("BackOff: ")}, {KM("Evicted: ")}, {KM("FailedScheduling: ")},
-        {KM("FailedCreatePodSandBox: ")}, {KM("UnexpectedAdmissionError: ")},
-        {KM("CreateContainerConfigError: ")}};
-    static const struct {
-        const char *s;
-        size_t n;
-        const char *reason;
-    } known[] = {
-        {KM("MountVolume."), "FailedMount"},
-        {KM("Unable to attach or mount volumes"), "FailedMount"},
-        {KM("Unable to mount volumes"), "FailedMount"},
-        {KM("AttachVolume.Attach failed"), "FailedAttachVolume"},
-        {KM("Multi-Attach error for volume"), "FailedAttachVolume"},
-        {KM("Failed to pull image"), "Failed"},
-        {KM("Error:"), "Failed"}, /* CreateContainerConfigError's text */
-        {KM("Back-off restarting failed container"), "BackOff"},
-        {KM("Failed to create pod sandbox"), "FailedCreatePodSandBox"},
-        {KM("Allocate failed due to"), "UnexpectedAdmissionError"},
-        {KM("Pod Allocate failed due to"), "UnexpectedAdmissionError"},
-        {KM("The node was low on resource"), "Evicted"},
-        {KM("The node had condition"), "Evicted"},
-        {KM("Pod ephemeral local storage usage exceeds"), "Evicted"},
-        {KM("Usage of EmptyDir volume"), "Evicted"},
-    };
     const char *p = l;
+    int k;
 
     while (*p == ' ' || *p == '\t')
         p++;
     /* every line no signature took comes here: one byte decides most */
-    if (!strchr("ABCEFMPTU(m", *p) || !*p)
+    if (!*p || !strchr("ABCEFMPTU(m", *p))
         return 0;
-    for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
-        if (*p == *reasons[i].s && !strncmp(p, reasons[i].s, reasons[i].n))
-            return !buf || snprintf(buf, len, "%s", p) < (int)len;
+    if (kube_open(p, 1) >= 0)
+        return !buf || snprintf(buf, len, "%s", p) < (int)len;
     if (*p == 'm' && !strncmp(p, "message: ", 9)) { /* a pod's status, as YAML */
         p += 9;
         if (*p == '\'' || *p == '"')
@@ -431,16 +448,11 @@ int ln_kube_message(const char *l, char *buf, size_t len)
     }
     if (*p == '(' && !strncmp(p, "(combined from similar events): ", 32))
         p += 32;
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
-        if (*p != *known[i].s || strncmp(p, known[i].s, known[i].n))
-            continue;
-        if (!buf)
-            return 1;
-        return snprintf(buf, len, "%s: %s", known[i].reason, p) < (int)len;
-    }
-    return 0;
+    if ((k = kube_open(p, 0)) < 0)
+        return 0;
+    return !buf ||
+           snprintf(buf, len, "%s: %s", kube_opens[k].reason, p) < (int)len;
 }
-#undef KM
 
 int ln_kube_text(const char *l, char *buf, size_t len)
 {
