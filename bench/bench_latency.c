@@ -31,6 +31,11 @@
  * --topic-prefix: the topics' prefix (kafka.topic_prefix), so that a run
  * can warm a broker on topics of its own before the measured one.
  *
+ * --every S --intervals FILE: the same figures for each S seconds of the
+ * run (by when each pattern's completing signal went out), one line each
+ * in FILE: start_s end_s patterns seen p50_ms p99_ms p999_ms max_ms. A
+ * soak's minutes: the whole run's percentiles hide a bad minute.
+ *
  * Prints one line: rate offered patterns seen p50_ms p99_ms p999_ms max_ms
  * (offered: the rate achieved; seen: patterns whose incident arrived within
  * 10 s of the last signal). Exit 1 when none arrived. */
@@ -414,6 +419,33 @@ static void offer(run *r, rd_kafka_t *rk, double *achieved)
     free(timeout.buf);
 }
 
+static int cmp_double(const void *a, const void *b);
+
+/* Percentiles of the patterns sent in [from, to) seconds after the first
+ * one, as a line of FILE; v is scratch of npat doubles. */
+static void interval_line(FILE *f, const run *r, double from, double to,
+                          double *v)
+{
+    int n = 0, sent = 0;
+
+    for (int i = 0; i < r->npat; i++) {
+        double at = r->sent[i] - r->sent[0];
+        if (r->sent[i] <= 0 || at < from || at >= to)
+            continue;
+        sent++;
+        if (r->lat[i] >= 0)
+            v[n++] = r->lat[i] * 1000;
+    }
+    if (n == 0) {
+        fprintf(f, "%.0f %.0f %d 0 - - - -\n", from, to, sent);
+        return;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    fprintf(f, "%.0f %.0f %d %d %.2f %.2f %.2f %.2f\n", from, to, sent, n,
+            v[n / 2], v[(size_t)((double)n * 0.99)],
+            v[(size_t)((double)n * 0.999)], v[n - 1]);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -423,6 +455,8 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     run r = {.seconds = 10, .patterns = 100, .fetch_wait = "1"};
+    const char *intervals = NULL;
+    double every = 0;
     int bad = 0;
     pthread_t th;
     rd_kafka_t *rk;
@@ -444,6 +478,10 @@ int main(int argc, char **argv)
             r.seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--patterns"))
             r.patterns = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--every"))
+            every = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--intervals"))
+            intervals = argv[i + 1];
         else if (!strcmp(argv[i], "--topic-prefix"))
             bad |= topic_set_prefix(argv[i + 1], NULL) != 0;
         else if (!strcmp(argv[i], "--fetch-wait") && atoi(argv[i + 1]) >= 0)
@@ -453,10 +491,12 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad || argc % 2 == 0 || !r.brokers || r.rate <= 0 || r.seconds <= 0 ||
-        r.patterns < 0 || r.patterns > r.rate / 2) {
+        r.patterns < 0 || r.patterns > r.rate / 2 || every < 0 ||
+        !every != !intervals) {
         fprintf(stderr, "usage: bench_latency [--hop] --brokers ADDR --rate R "
                         "[--seconds S] [--patterns P (<= R/2)] "
-                        "[--fetch-wait MS] [--topic-prefix P]\n");
+                        "[--fetch-wait MS] [--topic-prefix P] "
+                        "[--every S --intervals FILE]\n");
         return 2;
     }
     r.npat = (int)(r.patterns * r.seconds) + 1;
@@ -501,6 +541,17 @@ int main(int argc, char **argv)
     printf("%.0f %.0f %d %d %.2f %.2f %.2f %.2f\n", r.rate, achieved, r.npat, n,
            v[n / 2], v[(size_t)((double)n * 0.99)],
            v[(size_t)((double)n * 0.999)], v[n - 1]);
+    fflush(stdout);
+    if (intervals) { /* v is scratch now */
+        FILE *f = fopen(intervals, "w");
+        if (!f) {
+            perror(intervals);
+            return 1;
+        }
+        for (double t = 0; t < r.seconds; t += every)
+            interval_line(f, &r, t, t + every, v);
+        fclose(f);
+    }
     free(r.sent);
     free(r.lat);
     free(v);

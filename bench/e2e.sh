@@ -93,7 +93,7 @@ for r in $(seq 1 "$runs"); do
   d=$work/run$r
   mkdir -p "$d"
   start_stack "$d" "$cascade" || exit 1
-  printf 'rules:\n  dir: "%s"\nlog:\n  level: %s\n' "$rules" "${E2E_LOG_LEVEL:-info}" > "$d/cascade.yaml"
+  printf 'rules:\n  dir: "%s"\nlog:\n  level: %s\n'"${E2E_EXTRA_CONF:-}" "$rules" "${E2E_LOG_LEVEL:-info}" > "$d/cascade.yaml"
   # shellcheck disable=SC2206 # a wrapper is words: "perf record -g -o F"
   corr=(${E2E_WRAP_CORRELATOR:-} "$cascade" correlate --brokers "$brokers" --redis "$d/redis.sock"
         --group "bench-$r" --config "$d/cascade.yaml" ${batch:+--batch "$batch"})

@@ -4,7 +4,7 @@
 # over TCP) and bench_latency offering signals at each rate, 100 patterns
 # a second completing peer.xid79_job_cancel.
 #
-# usage: bench/latency.sh [--seconds S] [--runs N] [--fetch-wait MS] [--hop|--relay] BUILD_DIR RATE...
+# usage: bench/latency.sh [--seconds S] [--runs N] [--fetch-wait MS] [--every S] [--hop|--relay] BUILD_DIR RATE...
 #
 # --hop: no correlator; the time from producing a signal to reading it back
 # from cascade.signals (one hop through the broker; a detection takes two).
@@ -16,6 +16,11 @@
 # broker answers a waiting fetch only when the wait is over (a real broker
 # answers when data comes); 0 polls, at the CPU the last column shows.
 #
+# --every S: a soak's view. After each run's line, one line per S seconds
+# of it: "interval RATE START END patterns seen p50 p99 p999 max RSS_KIB
+# REDIS_BYTES REWRITES" (the patterns sent in that span and their
+# latencies; the correlator's resident memory and Redis's used_memory at
+# its end; the AOF rewrites Redis finished in it, 0 or more).
 # Prints one line per run and rate:
 #   rate offered patterns seen p50_ms p99_ms p999_ms max_ms cores
 # (bench_latency's line, then the cores the correlator or relay used while
@@ -36,7 +41,7 @@
 # gc.log): its stop-the-world pauses are the tail.
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
-seconds=10 runs=1 hop= relay= wait_ms=1
+seconds=10 runs=1 hop= relay= wait_ms=1 every=
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '7p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -46,6 +51,7 @@ while [ $# -gt 0 ]; do
     --hop) hop=--hop; shift ;;
     --relay) relay=1; shift ;;
     --fetch-wait) wait_ms=$2; shift 2 ;;
+    --every) every=$2; shift 2 ;;
     -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
@@ -100,6 +106,28 @@ warm_load() {
     --rate "$r" --seconds "$s" > /dev/null ||
     { say "warm-up load failed"; return 1; }
 }
+# sample_memory DIR PID: every $every s from now, the correlator's RSS
+# (KiB), Redis's used_memory and its AOF rewrites finished since the last
+# sample, one line each to DIR/memory, until killed.
+sample_memory() {
+  local last now rss mem
+  last=$(redis_rewrites "$1")
+  : > "$1/memory"
+  while sleep "$every"; do
+    rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$2/status" 2>/dev/null || echo -)
+    mem=$(redis-cli -s "$1/redis.sock" info memory 2>/dev/null |
+      sed -n 's/^used_memory:\([0-9]*\).*/\1/p')
+    now=$(redis_rewrites "$1")
+    echo "${rss:--} ${mem:--} $(( ${now:-0} - ${last:-0} ))" >> "$1/memory"
+    last=$now
+  done
+}
+# redis_rewrites DIR: AOF rewrites Redis has finished (INFO's aof_rewrites,
+# Redis 7), counting one under way as not yet
+redis_rewrites() {
+  redis-cli -s "$1/redis.sock" info persistence 2>/dev/null |
+    sed -n 's/^aof_rewrites:\([0-9]*\).*/\1/p'
+}
 # gc_pauses DIR: the broker's stop-the-world pauses so far, in ms, one a line
 gc_pauses() {
   sed -n 's/.*\] GC([0-9]*) Pause .* \([0-9.]*\)ms$/\1/p' "$1/kafka/node-1/gc.log" 2>/dev/null || true
@@ -131,11 +159,17 @@ for rate in "$@"; do
     [ "$(kafka_kind)" != real ] || [ -n "$hop" ] || warm_load "$rate" || exit 1
     g0=$(gc_pauses "$d" | wc -l)
     c0=$(cpu_s "$cpid") t0=$(date +%s.%N)
+    soak=() mpid=
+    if [ -n "$every" ]; then
+      soak=(--every "$every" --intervals "$d/intervals")
+      sample_memory "$d" "$cpid" & mpid=$!
+    fi
     # shellcheck disable=SC2086 # $hop is empty or one word
     line=$("$build/bench/bench_latency" $hop --brokers "$brokers" --rate "$rate" \
-      --seconds "$seconds" --patterns "${PATTERNS:-100}" --fetch-wait "$wait_ms") ||
+      --seconds "$seconds" --patterns "${PATTERNS:-100}" --fetch-wait "$wait_ms" "${soak[@]}") ||
       { say "bench_latency failed at $rate/s"; exit 1; }
     c1=$(cpu_s "$cpid") t1=$(date +%s.%N)
+    [ -z "$mpid" ] || { kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null || true; }
     [ "$(kafka_kind)" = real ] && gc_pauses "$d" | tail -n +$((g0 + 1)) |
       awk -v r="$rate" '{ n++; s += $1; if ($1 > m) m = $1 }
         END { printf "latency: %s/s: the broker paused %d times, %.0f ms in all, longest %.0f ms\n", r, n, s, m }' >&2
@@ -143,6 +177,12 @@ for rate in "$@"; do
       echo "$line $(awk -v a="$c0" -v b="$c1" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.2f", (b - a) / (e - s) }')"
     else
       echo "$line -"
+    fi
+    if [ -n "$every" ]; then
+      # the k-th interval beside the k-th memory sample
+      awk -v r="$rate" 'NR == FNR { m[FNR] = $1 " " $2 " " $3; next }
+        { print "interval", r, $0, (FNR in m ? m[FNR] : "- - -") }' \
+        "$d/memory" "$d/intervals"
     fi
     stop_correlator
     stop_all

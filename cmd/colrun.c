@@ -37,7 +37,8 @@ kfk_producer *colrun_producer(const char *who, const char *brokers,
         return NULL;
     }
     kfk_producer_opts po = kfk_producer_defaults(c.brokers);
-    po.linger_ms = c.linger_ms;
+    if (c.linger_ms != KFK_LINGER_UNSET)
+        po.linger_ms = c.linger_ms;
     po.props = &c.kprops;
     po.codec = codec;
     if (!(p = kfk_producer_open(&po, &err)) ||

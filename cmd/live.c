@@ -320,11 +320,14 @@ static int correlator_opts(live *l, const char *who, corr_opts *o,
     /* the correlator's own, signals, is checked with its partitions */
     const char *const out[] = {KFK_TOPIC_INCIDENTS, KFK_TOPIC_ACTIONS,
                                KFK_TOPIC_DEADLETTER, NULL};
+    int32_t parts[3] = {0};
     if (live_start(l, err) ||
-        kfk_producer_topics(l->prod, out, NULL, CLI_TOPICS_MS, err)) {
+        kfk_producer_topics(l->prod, out, parts, CLI_TOPICS_MS, err)) {
         pb_catalog_free(o->rules);
         return live_fail(l, who, err);
     }
+    o->incident_parts = parts[0];
+    o->action_parts = parts[1];
     o->brokers = l->brokers;
     o->redis = l->redis_target;
     return 0;
@@ -444,6 +447,10 @@ int live_config(live *l, const live_args *a, const char *cmd)
         c->port = a->port;
     if (a->batch > 0)
         c->batch = a->batch;
+    if (c->linger_ms == KFK_LINGER_UNSET)
+        c->linger_ms = !strcmp(cmd, "correlate") || !strcmp(cmd, "dev")
+                           ? KFK_CORRELATOR_LINGER_MS
+                           : KFK_DEFAULT_LINGER_MS;
     l->brokers = c->brokers[0] ? c->brokers : NULL;
     l->redis_target = rt_configured(&c->redis) ? &c->redis : NULL;
     return 0;

@@ -19,7 +19,7 @@ void cfg_defaults(cs_config *c)
      * backlog, 1000 a batch spent half the drain waiting. A caught-up
      * consumer's batches are what has arrived, far fewer. */
     c->batch = 10000;
-    c->linger_ms = KFK_DEFAULT_LINGER_MS;
+    c->linger_ms = KFK_LINGER_UNSET; /* each producer's own (topics.h) */
     c->fetch_wait_ms = KFK_DEFAULT_FETCH_WAIT_MS;
     str_copy(c->listen, sizeof c->listen, "127.0.0.1");
     c->port = 9095;
@@ -360,9 +360,16 @@ static void print_kafka(FILE *f, const cs_config *c)
         fprintf(f, "  group: %s\n", c->group);
     else
         fprintf(f, "  group: \"\"   # %scascade-correlate\n", c->topic_prefix);
-    fprintf(f, "  batch: %d\n  linger_ms: %d\n  fetch_wait_ms: %d\n"
+    fprintf(f, "  batch: %d\n", c->batch);
+    if (c->linger_ms == KFK_LINGER_UNSET)
+        fprintf(f, "  # linger_ms: unset: %d for the collectors and the "
+                   "webhook, %d for the correlator\n",
+                KFK_DEFAULT_LINGER_MS, KFK_CORRELATOR_LINGER_MS);
+    else
+        fprintf(f, "  linger_ms: %d\n", c->linger_ms);
+    fprintf(f, "  fetch_wait_ms: %d\n"
                "  topic_prefix: \"%s\"\n  instance_id: \"%s\"%s\n",
-            c->batch, c->linger_ms, c->fetch_wait_ms, c->topic_prefix,
+            c->fetch_wait_ms, c->topic_prefix,
             c->instance_id,
             c->instance_id[0] ? "" : "   # dynamic group membership");
     fprintf(f, "  properties:%s\n", c->kprops.n ? "" : " {}");

@@ -427,9 +427,9 @@ int kfk_fits(size_t keylen, size_t len)
     return len + keylen + RECORD_FRAMING <= KFK_MESSAGE_MAX_BYTES;
 }
 
-static int produce(kfk_producer *p, const char *topic, const char *key,
-                   size_t keylen, void *val, size_t len, int flags,
-                   kfk_tracker *t, cs_err *err)
+static int produce(kfk_producer *p, const char *topic, int32_t partition,
+                   const char *key, size_t keylen, void *val, size_t len,
+                   int flags, kfk_tracker *t, cs_err *err)
 {
     rd_kafka_resp_err_t e;
 
@@ -442,7 +442,11 @@ static int produce(kfk_producer *p, const char *topic, const char *key,
         return KFK_TOO_BIG;
     }
     e = rd_kafka_producev(
-        p->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, keylen),
+        p->rk, RD_KAFKA_V_TOPIC(topic),
+        RD_KAFKA_V_PARTITION(partition == KFK_ANY_PARTITION
+                                 ? RD_KAFKA_PARTITION_UA
+                                 : partition),
+        RD_KAFKA_V_KEY(key, keylen),
         RD_KAFKA_V_VALUE(val, len), RD_KAFKA_V_MSGFLAGS(flags),
         RD_KAFKA_V_OPAQUE(t), RD_KAFKA_V_END);
 
@@ -465,7 +469,16 @@ int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
                         size_t keylen, const void *val, size_t len,
                         kfk_tracker *t, cs_err *err)
 {
-    return produce(p, topic, key, keylen, (void *)val, len,
+    return produce(p, topic, KFK_ANY_PARTITION, key, keylen, (void *)val,
+                   len, RD_KAFKA_MSG_F_COPY, t, err);
+}
+
+int kfk_produce_tracked_to(kfk_producer *p, const char *topic,
+                           int32_t partition, const char *key, size_t keylen,
+                           const void *val, size_t len, kfk_tracker *t,
+                           cs_err *err)
+{
+    return produce(p, topic, partition, key, keylen, (void *)val, len,
                    RD_KAFKA_MSG_F_COPY, t, err);
 }
 
@@ -479,8 +492,8 @@ int kfk_produce_take(kfk_producer *p, const char *topic, const char *key,
                      size_t keylen, void *val, size_t len, kfk_tracker *t,
                      cs_err *err)
 {
-    int rc = produce(p, topic, key, keylen, val, len, RD_KAFKA_MSG_F_FREE,
-                     t, err);
+    int rc = produce(p, topic, KFK_ANY_PARTITION, key, keylen, val, len,
+                     RD_KAFKA_MSG_F_FREE, t, err);
 
     if (rc != KFK_OK) /* librdkafka took it only if it took the message */
         free(val);

@@ -79,6 +79,13 @@ unsigned long kfk_tracker_take_failed(kfk_tracker *t);
 int kfk_produce_tracked(kfk_producer *p, const char *topic, const char *key,
                         size_t keylen, const void *val, size_t len,
                         kfk_tracker *t, cs_err *err);
+/* As kfk_produce_tracked, to one partition (KFK_ANY_PARTITION: the
+ * partitioner's choice by key). */
+#define KFK_ANY_PARTITION (-1)
+int kfk_produce_tracked_to(kfk_producer *p, const char *topic,
+                           int32_t partition, const char *key, size_t keylen,
+                           const void *val, size_t len, kfk_tracker *t,
+                           cs_err *err);
 /* As kfk_produce_tracked (t may be NULL), but takes the payload
  * (malloc'd) instead of copying it: the producer frees it once done with
  * it, or it is freed here when refused. For messages too big to hold

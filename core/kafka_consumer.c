@@ -49,6 +49,13 @@ struct kfk_consumer {
      * end when the drain began; -1: nothing new), and whether taken. */
     int64_t *target;
     int marked;
+    /* A group-less client of its own for the drain's ListOffsets, made at
+     * the first drain: a request on the consumer's connection waits
+     * behind its pending fetch, which the broker holds up to
+     * fetch.wait.max.ms (58-100 ms per request against the embedded
+     * broker's 100 ms wait, at the end of every drain). */
+    rd_kafka_conf_t *ends_conf;
+    rd_kafka_t *ends_rk;
     /* Per partition number, the offset the next message should have (-1:
      * not known yet; forgotten when partitions move), the offset below
      * which every message was read or counted lost (kept across moves,
@@ -472,6 +479,11 @@ static int consumer_client(kfk_consumer *c, const kfk_consumer_opts *o,
     rd_kafka_conf_set_opaque(conf, c);
     if (!(c->rk = kfk_client_new(RD_KAFKA_CONSUMER, conf, err)))
         return -1;
+    const char *ends_kv[] = {"bootstrap.servers", o->brokers,
+                             "client.id", "cascade-consumer-ends",
+                             "socket.nagle.disable", "true", NULL};
+    if (!(c->ends_conf = kfk_conf_new(ends_kv, o->props, err)))
+        return -1;
     /* Errors and commit results then arrive on the queue we drain. */
     rd_kafka_poll_set_consumer(c->rk);
     c->q = rd_kafka_queue_get_consumer(c->rk);
@@ -581,13 +593,24 @@ void kfk_consumer_release(kfk_consumer *c)
 static rd_kafka_topic_partition_list_t *ends(kfk_consumer *c, int64_t when,
                                              int timeout_ms)
 {
-    rd_kafka_topic_partition_list_t *l =
-        rd_kafka_topic_partition_list_new((int)c->nowned);
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_t *rk = c->rk;
+    cs_err err;
 
+    if (!c->ends_rk && c->ends_conf) {
+        rd_kafka_conf_t *conf = c->ends_conf;
+        c->ends_conf = NULL; /* taken by the client, or freed */
+        if (!(c->ends_rk = kfk_client_new(RD_KAFKA_CONSUMER, conf, &err)))
+            log_warn("kafka", "%s: asking on the consumer's connection",
+                     err.msg);
+    }
+    if (c->ends_rk)
+        rk = c->ends_rk;
+    l = rd_kafka_topic_partition_list_new((int)c->nowned);
     for (size_t i = 0; i < c->nowned; i++)
         rd_kafka_topic_partition_list_add(l, c->topic, c->owned[i])->offset =
             when;
-    if (rd_kafka_offsets_for_times(c->rk, l, timeout_ms)) {
+    if (rd_kafka_offsets_for_times(rk, l, timeout_ms)) {
         rd_kafka_topic_partition_list_destroy(l);
         return NULL;
     }
@@ -727,6 +750,10 @@ void kfk_consumer_free(kfk_consumer *c)
     kfk_consumer_release(c);
     if (c->rk)
         consumer_close(c);
+    if (c->ends_rk)
+        rd_kafka_destroy(c->ends_rk);
+    if (c->ends_conf)
+        rd_kafka_conf_destroy(c->ends_conf);
     for (int i = 0; i < 2; i++)
         if (c->pipefd[i] >= 0)
             close(c->pipefd[i]);

@@ -87,6 +87,13 @@ void topic_plans(topic_plan out[TOPIC_COUNT], int partitions, int replication);
 #define KFK_RECORD_OVERHEAD 8192
 
 #define KFK_DEFAULT_LINGER_MS 5
+/* kafka.linger_ms not given: each producer's own. The collectors and the
+ * webhook stream, and a few ms fill their batches; the correlator's
+ * outputs come in one burst per batch that it then waits for, where a
+ * linger is only delay (10 ms of every 30 ms batch cycle on the dense
+ * bench log at 5 ms: librdkafka lingers per partition). */
+#define KFK_LINGER_UNSET (-1)
+#define KFK_CORRELATOR_LINGER_MS 0
 #define KFK_DEFAULT_FETCH_WAIT_MS 100
 
 #endif

@@ -577,9 +577,15 @@ static void default_of(const yd_key *k, const void *defaults, char *buf,
     case YD_BOOL:
         snprintf(buf, len, "%s", *(const int *)(const void *)p ? "true" : "false");
         break;
-    case YD_INT:
-        snprintf(buf, len, "%d", *(const int *)(const void *)p);
+    case YD_INT: {
+        int v = *(const int *)(const void *)p;
+        /* below what a file may give: the program picks (its doc says) */
+        if (v < k->min)
+            snprintf(buf, len, "unset");
+        else
+            snprintf(buf, len, "%d", v);
         break;
+    }
     case YD_SIZE:
         snprintf(buf, len, "%zu", *(const size_t *)(const void *)p);
         break;

@@ -31,6 +31,7 @@ static const struct timeval at_once = {0, 0};
  * them, so a crash in between republishes them instead of losing them. */
 typedef struct pending {
     const char *topic;
+    int32_t part; /* KFK_ANY_PARTITION: by key */
     char *key;
     char *value;
     char *outbox;  /* "cascade:{C}:outbox", or NULL (dead letters) */
@@ -111,6 +112,26 @@ static void crash_point(correlator *c, enum phase at)
     _exit(137);
 }
 
+/* The cluster's partition of an output topic: keys stay the incident's
+ * id (FORMATS.md), and an incident never changes cluster, so its
+ * messages keep their order. librdkafka sends a request per partition,
+ * five in flight at a time (idempotence): outputs spread by incident id
+ * over 64 partitions took 5 ms a batch against the embedded broker,
+ * those of one cluster 0.6 ms. */
+static int32_t out_partition(const correlator *c, const char *topic,
+                             const char *cluster)
+{
+    int32_t n = 0;
+
+    if (!strcmp(topic, KFK_TOPIC_INCIDENTS))
+        n = c->opts.incident_parts;
+    else if (!strcmp(topic, KFK_TOPIC_ACTIONS))
+        n = c->opts.action_parts;
+    if (!cluster || n <= 0)
+        return KFK_ANY_PARTITION;
+    return kfk_partition_of(cluster, strlen(cluster), n);
+}
+
 static void pend_push(correlator *c, const char *topic, const char *key,
                       char *value, const char *cluster)
 {
@@ -123,6 +144,7 @@ static void pend_push(correlator *c, const char *topic, const char *key,
     p = &c->pend[c->npend++];
     memset(p, 0, sizeof *p);
     p->topic = topic;
+    p->part = out_partition(c, topic, cluster);
     p->key = xstrdup(key ? key : "");
     p->value = value;
     if (!value) /* the caller's json_dumps, out of memory */
@@ -272,8 +294,9 @@ static int produce_pending(correlator *c)
     for (; c->sent < c->npend; c->sent++) {
         pending *p = &c->pend[c->sent];
         cs_err err;
-        int rc = kfk_produce_tracked(c->out, p->topic, p->key, strlen(p->key),
-                                     p->value, strlen(p->value), c->trk, &err);
+        int rc = kfk_produce_tracked_to(c->out, p->topic, p->part, p->key,
+                                        strlen(p->key), p->value,
+                                        strlen(p->value), c->trk, &err);
         if (rc == KFK_QUEUE_FULL)
             return 1;
         if (rc != KFK_OK) {

@@ -140,7 +140,7 @@ static void line_id(const ll_encoder *e, const ll_origin *from,
 
     if (from)
         h = hash_fnv1a(h, &from->place, sizeof from->place);
-    h = hash_fnv1a(h, line, len);
+    h = hash_words(h, line, len);
     for (int i = 15; i >= 0; i--, h >>= 4)
         id[i] = "0123456789abcdef"[h & 15];
     id[16] = '\0';

@@ -150,5 +150,20 @@ while [ "$ci" -lt "${#chunks[@]}" ]; do ingest_next; done
 expect_replay "$tmp/want.jsonl" "the incidents of the group differ from the replay"
 expect_actions "$tmp/want.jsonl"
 ! grep -h "arrived on partition" "$tmp"/correlate*.err || fail "signals on the wrong partition"
+# A cluster's incidents and actions are on the partition of its signals
+# (docs/FORMATS.md): every topic has 64 partitions here.
+kcat -b "$brokers" -C -t "$t_signals" -o beginning -e -q -f '%k %p\n' 2>>"$tmp/kcat.err" |
+  sort -u > "$tmp/signal.parts"
+[ "$(cut -d ' ' -f 2 "$tmp/signal.parts" | sort -u | wc -l)" -gt 1 ] ||
+  fail "the clusters' signals share one partition: nothing to check"
+for t in "$t_incidents" "$t_actions"; do
+  kcat -b "$brokers" -C -t "$t" -o beginning -e -q -f '%p %s\n' 2>>"$tmp/kcat.err" |
+    jq -Rr 'capture("^(?<p>[0-9]+) (?<m>.*)$") |
+      "\(.m | fromjson | .scope.cluster // .cluster // "default") \(.p)"' |
+    sort -u > "$tmp/out.parts"
+  [ -s "$tmp/out.parts" ] || fail "nothing on $t"
+  misplaced=$(comm -23 "$tmp/out.parts" "$tmp/signal.parts")
+  [ -z "$misplaced" ] || fail "outputs on $t not on their cluster's signal partition: $misplaced"
+done
 takeovers=$(( $(cat "$tmp"/correlate*.err | grep -c "for 64 of 64 partitions") - 1 ))
 echo "group: ok ($(wc -l < "$tmp/want.sorted") incidents and $(wc -l < "$tmp/want.actions") action requests of ${#streams[@]} clusters equal to replay; $rounds member(s) killed${redis_killed:+ and redis once}, $n correlators in all, $takeovers takeovers of every partition by the survivor)"

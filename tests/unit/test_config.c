@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "core/config.h"
+#include "core/topics.h"
 #include "core/log.h"
 #include "core/str.h"
 
@@ -82,7 +83,7 @@ static void test_full_file(void)
     /* a partial file keeps what it does not name */
     CHECK_STR(load(&c, "kafka:\n  batch: 7\n"), "");
     CHECK_INT(c.batch, 7);
-    CHECK_INT(c.linger_ms, 5);
+    CHECK_INT(c.linger_ms, KFK_LINGER_UNSET); /* each producer its own */
     CHECK_INT(c.fetch_wait_ms, 100);
     CHECK_STR(load(&c, "kafka:\n  linger_ms: 0\n  fetch_wait_ms: 1\n"), "");
     CHECK_INT(c.linger_ms, 0);
