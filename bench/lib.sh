@@ -46,11 +46,13 @@ kafka_kind() { [ "${BENCH_KAFKA:-embedded}" = real ] && echo real || echo embedd
 
 # start_stack DIR CASCADE: a redis-server with appendonly (everysec) on
 # DIR/redis.sock and a broker (`cascade broker` over TCP, or BENCH_KAFKA's
-# real one); sets `brokers`.
+# real one); sets `brokers`. BENCH_REDIS_ARGS: more redis-server options
+# ("--auto-aof-rewrite-min-size 4gb"), split on spaces.
 start_stack() {
   local d=$1 cascade=$2
+  # shellcheck disable=SC2086 # options, split on purpose
   redis-server --port 0 --unixsocket "$d/redis.sock" --dir "$d" --save '' \
-    --appendonly yes --appendfsync everysec > "$d/redis.log" 2>&1 & pids+=($!)
+    --appendonly yes --appendfsync everysec ${BENCH_REDIS_ARGS:-} > "$d/redis.log" 2>&1 & pids+=($!)
   brokers=
   if [ "$(kafka_kind)" = real ]; then
     start_kafka "$d" "$cascade" || return 1
