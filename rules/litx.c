@@ -94,8 +94,13 @@ static size_t repeat_at(const char *p, int *min)
         /* "{,n}" is a repeat from PCRE2 10.43, text before: read as a
          * repeat that may be zero, it is right for both */
         *min = 0;
-        while (is_digit(*q))
+        /* PCRE2 caps a repeat at 65535; a larger count is refused when
+         * the rule compiles, so capping it here changes no answer */
+        while (is_digit(*q)) {
             *min = *min * 10 + (*q++ - '0') % 10;
+            if (*min > 65535)
+                *min = 65536;
+        }
         if (*q == ',')
             for (q++; is_digit(*q);)
                 q++;
@@ -175,6 +180,25 @@ static int escape(lx_state *st)
     }
 }
 
+/* Where a POSIX class that opens at p ("[:", "[.", "[=") ends (past its
+ * "]"), or NULL when PCRE2 does not read one there: its rule
+ * (check_posix_syntax), so that "[2-9[:]" is a class of 2-9, '[' and ':'
+ * and not the start of a name running on to a later ":]". */
+static const char *posix_end(const char *p)
+{
+    char t = p[1];
+
+    for (p += 2; p[0] && p[1]; p++) {
+        if (p[0] == '\\' && (p[1] == ']' || p[1] == '\\'))
+            p++;
+        else if ((p[0] == '[' && p[1] == t) || p[0] == ']')
+            return NULL;
+        else if (p[0] == t && p[1] == ']')
+            return p + 2;
+    }
+    return NULL;
+}
+
 static void skip_class(lx_state *st)
 {
     st->p++; /* '[' */
@@ -183,9 +207,11 @@ static void skip_class(lx_state *st)
     if (*st->p == ']')
         st->p++;
     while (*st->p && *st->p != ']') {
-        if (st->p[0] == '[' && st->p[1] == ':') { /* [:alpha:] */
-            const char *e = strstr(st->p + 2, ":]");
-            st->p = e ? e + 2 : st->p + strlen(st->p);
+        const char *e;
+        if (st->p[0] == '[' &&
+            (st->p[1] == ':' || st->p[1] == '.' || st->p[1] == '=') &&
+            (e = posix_end(st->p))) { /* [:alpha:] */
+            st->p = e;
             continue;
         }
         st->p += st->p[0] == '\\' && st->p[1] ? 2 : 1;

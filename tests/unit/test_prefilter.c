@@ -257,6 +257,11 @@ static void literals(void)
         {"abc\\o{101}defg", "defg", 0},
         {"foo\\.bar", "foo.bar", 0},
         {"[abc\\]]defg", "defg", 0},
+        {"[[:alpha:]]defg", "defg", 0},
+        /* "[:" that names no POSIX class: the class ends at its "]",
+         * and the alternatives after it are the pattern's own */
+        {"abcd[2-9[:]x|y:]efgh", "abcd|y:]efgh", 0},
+        {"a{99999999999}bcd", "bcd", 0}, /* a count past an int */
         {"(?<name>xyzw)+q", "xyzw", 0},
         {"(?<name>xyzw)*q", "q", 0},
         {"(?P<n>wxyz|abcd)?efg", "efg", 0},
