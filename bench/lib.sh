@@ -44,15 +44,21 @@ start_kafka() {
 # kafka_kind: what `brokers` points at, for the figures' labels.
 kafka_kind() { [ "${BENCH_KAFKA:-embedded}" = real ] && echo real || echo embedded; }
 
-# start_stack DIR CASCADE: a redis-server with appendonly (everysec) on
-# DIR/redis.sock and a broker (`cascade broker` over TCP, or BENCH_KAFKA's
-# real one); sets `brokers`. BENCH_REDIS_ARGS: more redis-server options
-# ("--auto-aof-rewrite-min-size 4gb"), split on spaces.
+# start_redis DIR: a redis-server with appendonly (everysec) on
+# DIR/redis.sock, in the background (its socket may not be there yet).
+# BENCH_REDIS_ARGS: more redis-server options ("--auto-aof-rewrite-min-size
+# 4gb"), split on spaces.
+start_redis() {
+  # shellcheck disable=SC2086 # options, split on purpose
+  redis-server --port 0 --unixsocket "$1/redis.sock" --dir "$1" --save '' \
+    --appendonly yes --appendfsync everysec ${BENCH_REDIS_ARGS:-} > "$1/redis.log" 2>&1 & pids+=($!)
+}
+
+# start_stack DIR CASCADE: start_redis and a broker (`cascade broker` over
+# TCP, or BENCH_KAFKA's real one); sets `brokers`.
 start_stack() {
   local d=$1 cascade=$2
-  # shellcheck disable=SC2086 # options, split on purpose
-  redis-server --port 0 --unixsocket "$d/redis.sock" --dir "$d" --save '' \
-    --appendonly yes --appendfsync everysec ${BENCH_REDIS_ARGS:-} > "$d/redis.log" 2>&1 & pids+=($!)
+  start_redis "$d"
   brokers=
   if [ "$(kafka_kind)" = real ]; then
     start_kafka "$d" "$cascade" || return 1

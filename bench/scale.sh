@@ -81,11 +81,10 @@ log_ms() {
   return 0
 }
 
-# redis_up DIR: a fresh redis-server on DIR/redis.sock
+# redis_up DIR: a fresh redis-server on DIR/redis.sock, once it answers
 redis_up() {
   mkdir -p "$1"
-  redis-server --port 0 --unixsocket "$1/redis.sock" --dir "$1" --save '' \
-    --appendonly yes --appendfsync everysec > "$1/redis.log" 2>&1 & pids+=($!)
+  start_redis "$1"
   for _ in $(seq 1 100); do [ -S "$1/redis.sock" ] && return 0; sleep 0.05; done
   say "redis-server did not start in $1"; return 1
 }
