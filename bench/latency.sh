@@ -38,7 +38,9 @@
 # bench_latency --patterns 0) through the correlator or relay, whose
 # group commits that exercises. After each run the broker's collections
 # during it go to stderr (count, total and longest pause, from its
-# gc.log): its stop-the-world pauses are the tail.
+# gc.log). The broker runs ZGC here (BENCH_KAFKA_GC=g1 for G1, the
+# deploy/kafka default): G1's stop-the-world pauses were the tail of
+# every client, the relay's and the correlator's alike (BENCHMARKS.md).
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
 seconds=10 runs=1 hop= relay= wait_ms=1 every=
@@ -52,7 +54,7 @@ while [ $# -gt 0 ]; do
     --relay) relay=1; shift ;;
     --fetch-wait) wait_ms=$2; shift 2 ;;
     --every) every=$2; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -61,6 +63,8 @@ done
 build=$(realpath "$1"); shift
 [ -x "$build/bench/bench_latency" ] || { echo "bench/latency.sh: build first" >&2; exit 1; }
 work=$(mktemp -d)
+: "${BENCH_KAFKA_GC:=zgc}"
+export BENCH_KAFKA_GC
 . "$root/bench/lib.sh"
 # The correlator itself, not a wrapper around it: /usr/bin/time passes no
 # signal on, and a correlator left running would share the next run's

@@ -33,7 +33,7 @@ stop_all() {
 start_kafka() {
   local d=$1 cascade=$2
   kafka_dirs+=("$d/kafka")
-  "$root/deploy/kafka/kafka.sh" start --dir "$d/kafka" --heap "${BENCH_KAFKA_HEAP:-1024}" \
+  "$root/deploy/kafka/kafka.sh" start --dir "$d/kafka" --heap "${BENCH_KAFKA_HEAP:-1024}" --gc "${BENCH_KAFKA_GC:-g1}" \
     > "$d/kafka.out" 2>&1 || { echo "bench: kafka did not start: $(tail -n 3 "$d/kafka.out")" >&2; return 1; }
   brokers=$(cat "$d/kafka/bootstrap")
   "$cascade" kafka init --brokers "$brokers" --partitions "${BENCH_KAFKA_PARTITIONS:-64}" --replication 1 \

@@ -248,7 +248,6 @@ static int consumer_events(kfk_consumer *c, struct event_base *base,
     if (pipe2(c->pipefd, O_NONBLOCK | O_CLOEXEC)) {
         cs_err_set(err, "consumer wake-up pipe: %s", strerror(errno));
         c->pipefd[0] = c->pipefd[1] = -1;
-    c->link.up = 1;
         return -1;
     }
     c->wake = event_new(base, c->pipefd[0], EV_READ | EV_PERSIST,
@@ -522,6 +521,9 @@ kfk_consumer *kfk_consumer_open(struct event_base *base,
     if (consumer_client(c, o, err) ||
         consumer_events(c, base, err) || consumer_subscribe(c, o->topic, err))
         goto fail;
+    /* Up from the start, as a producer is (kafka.h): the statistics say
+     * otherwise only after KFK_STATS_MS. */
+    c->link.up = 1;
     return c;
 fail:
     kfk_consumer_free(c);

@@ -28,6 +28,10 @@ commands:
                         SASL offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
                         for user 'cascade' (password in DIR/cascade.password)
       --heap MB         each node's Java heap (default 512)
+      --gc g1|zgc       the JVM's collector: g1 (default; pauses of
+                        10-300 ms on a loaded 2-core machine, gc.log) or
+                        zgc (pauses under a millisecond, paid for with
+                        concurrent work on the same cores)
   stop --dir DIR        stop every node (SIGTERM, SIGKILL after 20 s)
   kill --dir DIR --node I       SIGKILL node I (1-based)
   restart --dir DIR --node I    start node I again on its storage
@@ -170,8 +174,11 @@ launch() { # node
   # setsid: the node outlives the shell that started it (a test fixture
   # that starts the broker for the tests after it). gc.log: a broker's
   # stop-the-world pauses are its clients' latency tail (BENCHMARKS.md).
-  setsid java -Xms"${heap}m" -Xmx"${heap}m" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-    -Xlog:gc,gc+cpu:file="$n/gc.log":uptime,tags \
+  # ZGC names its pauses only under gc+phases ("Pause Mark Start").
+  local gcopt=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20) tags=gc,gc+cpu
+  [ "$gc" = zgc ] && gcopt=(-XX:+UseZGC) tags=gc,gc+phases,gc+cpu
+  setsid java -Xms"${heap}m" -Xmx"${heap}m" "${gcopt[@]}" \
+    -Xlog:$tags:file="$n/gc.log":uptime,tags \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$here/log4j2.yaml" \
     -cp "$lib/*" kafka.Kafka "$n/server.properties" >> "$n/kafka.log" 2>&1 < /dev/null &
   echo $! > "$n/pid"
@@ -296,7 +303,7 @@ node_arg() {
 cmd=${1:-}
 [ -n "$cmd" ] || { usage >&2; exit 2; }
 shift
-dir="" nodes=1 base="" security=plaintext heap=512 node=""
+dir="" nodes=1 base="" security=plaintext heap=512 node="" gc=g1
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
@@ -304,6 +311,8 @@ while [ $# -gt 0 ]; do
     --port) base=$2; shift 2 ;;
     --security) security=$2; shift 2 ;;
     --heap) heap=$2; shift 2 ;;
+    --gc) gc=$2; shift 2
+          case "$gc" in g1|zgc) ;; *) die "--gc takes g1 or zgc, not '$gc'" ;; esac ;;
     --node) node=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;

@@ -96,6 +96,9 @@ static void consume(run *r, const char *bootstrap, int timeout_s)
     if (!r->c)
         fprintf(stderr, "consumer: %s\n", err.msg);
     REQUIRE(r->c != NULL);
+    /* Up from the start, before its first statistics (KFK_STATS_MS):
+     * it was down for two seconds, and /readyz with it. */
+    REQUIRE(kfk_consumer_up(r->c));
     event_base_loopexit(r->base, &tv);
     event_base_dispatch(r->base);
     kfk_consumer_free(r->c);
