@@ -10,6 +10,8 @@
 # each one curl sending its own series' requests in order on one
 # connection; each receiver fresh each run. A run is timed from the first
 # request to the last answer; every answer must be 204.
+# RW_WRAP_CASCADE="perf record -g -o FILE" runs the receiver under a
+# profiler (any wrapper that execs its arguments and passes SIGTERM on).
 #
 # usage: bench/remote_write.sh [--runs N] [--requests N] [--samples N]
 #                              [--json FILE] [BUILD_DIR]
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
     --requests) requests=$2; shift 2 ;;
     --samples) samples=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "usage: bench/remote_write.sh [--runs N] [--requests N] [--samples N] [--json FILE] [BUILD_DIR]" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -84,7 +86,7 @@ wait_http() {
 one_cascade() {
   local port pid v
   port=$(free_port)
-  CASCADE_REMOTE_WRITE_TOKEN=$token "$cascade" ingest remote-write --brokers "$brokers" \
+  CASCADE_REMOTE_WRITE_TOKEN=$token ${RW_WRAP_CASCADE:-} "$cascade" ingest remote-write --brokers "$brokers" \
     --port "$port" "$@" --for 3600 > "$work/rw.out" 2> "$work/rw.err" &
   pid=$!
   wait_http "$port" /healthz

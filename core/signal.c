@@ -1,5 +1,6 @@
 #include "core/signal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -661,6 +662,82 @@ int sig_log_msgpack(const char *ts, sig_source source, const char *line,
     pack_kv(&pk, "id", id);
     if (!has_cluster)
         pack_kv(&pk, "cluster", "default");
+    *out = sb.data; /* ownership moves to the caller */
+    *len = sb.size;
+    return 0;
+}
+
+static int utf8_ok(const char *t)
+{
+    return str_utf8_valid(t, strlen(t));
+}
+
+/* Where the pair i's name first came in lk[0..i], or i. */
+static size_t first_of(const char *const *lk, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(lk[j], lk[i]))
+            return j;
+    return i;
+}
+
+/* The value a name ends with: that of its last pair. */
+static const char *last_value(const char *const *lk, const char *const *lv,
+                              size_t n, size_t i)
+{
+    const char *v = lv[i];
+
+    for (size_t j = i + 1; j < n; j++)
+        if (!strcmp(lk[j], lk[i]))
+            v = lv[j];
+    return v;
+}
+
+static void pack_labels(msgpack_packer *pk, const char *const *lk,
+                        const char *const *lv, size_t n)
+{
+    size_t distinct = 0;
+
+    for (size_t i = 0; i < n; i++)
+        distinct += first_of(lk, i) == i;
+    msgpack_pack_map(pk, distinct);
+    for (size_t i = 0; i < n; i++)
+        if (first_of(lk, i) == i)
+            pack_kv(pk, lk[i], last_value(lk, lv, n, i));
+}
+
+int sig_metric_msgpack(const char *ts, const char *id, const char *cluster,
+                       const char *host, const char *name, double value,
+                       const char *const *lk, const char *const *lv,
+                       size_t n, const char *job, char **out, size_t *len)
+{
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+
+    if (!cluster[0] || !host[0] || !name[0] || !isfinite(value) ||
+        !utf8_ok(cluster) || !utf8_ok(host) || !utf8_ok(name) ||
+        (job && !utf8_ok(job)))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!utf8_ok(lk[i]) || !utf8_ok(lv[i]))
+            return -1;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, (size_t)(8 + (job != NULL)));
+    pack_kv(&pk, "ts", ts);
+    pack_kv(&pk, "id", id);
+    pack_kv(&pk, "source", "metric");
+    pack_kv(&pk, "cluster", cluster);
+    pack_kv(&pk, "host", host);
+    pack_kv(&pk, "name", name);
+    msgpack_pack_str(&pk, 5);
+    msgpack_pack_str_body(&pk, "value", 5);
+    msgpack_pack_double(&pk, value);
+    msgpack_pack_str(&pk, 6);
+    msgpack_pack_str_body(&pk, "labels", 6);
+    pack_labels(&pk, lk, lv, n);
+    if (job)
+        pack_kv(&pk, "job", job);
     *out = sb.data; /* ownership moves to the caller */
     *len = sb.size;
     return 0;

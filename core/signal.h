@@ -93,6 +93,18 @@ int sig_to_msgpack(const sig *s, char **out, size_t *len);
 int sig_log_msgpack(const char *ts, sig_source source, const char *line,
                     const char *host, const char *job, const char *cluster,
                     const char *id, char **out, size_t *len);
+/* A metric sample as msgpack, written without a JSON object: byte for
+ * byte what sig_to_msgpack writes for the signal of the object {ts, id,
+ * source: "metric", cluster, host, name, value (a real), labels, job}
+ * built in that order (job left out when NULL). labels: the n pairs
+ * lk[i]: lv[i] in order, as a JSON object holds them: a name that comes
+ * again keeps its first place and takes the last value. -1 when a text
+ * is not valid UTF-8, cluster, host or name is "", or value is not
+ * finite (the object path refuses those); *out is malloc'd. */
+int sig_metric_msgpack(const char *ts, const char *id, const char *cluster,
+                       const char *host, const char *name, double value,
+                       const char *const *lk, const char *const *lv,
+                       size_t n, const char *job, char **out, size_t *len);
 void sig_free(sig *s);
 
 #endif

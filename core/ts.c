@@ -94,15 +94,47 @@ int ts_from_epoch(double secs, int64_t *out)
     return 0;
 }
 
+/* v in exactly n decimal digits, zero-padded (v < 10^n). */
+static void put_digits(char *o, int v, int n)
+{
+    while (n-- > 0) {
+        o[n] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
 void ts_format(int64_t ts, char *buf, size_t len)
 {
     time_t secs = (time_t)(ts / TS_SEC);
     struct tm tm;
 
+    int year, ms = (int)(ts % TS_SEC / 1000);
+
     gmtime_r(&secs, &tm);
-    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             (int)(ts % TS_SEC / 1000));
+    year = tm.tm_year + 1900;
+    /* Digit by digit: snprintf was 5 % of the remote-write receiver's
+     * time, which stamps every sample. */
+    if (len < 25 || year < 0 || year > 9999 || ms < 0) {
+        snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", year,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 ms);
+        return;
+    }
+    put_digits(buf, year, 4);
+    buf[4] = '-';
+    put_digits(buf + 5, tm.tm_mon + 1, 2);
+    buf[7] = '-';
+    put_digits(buf + 8, tm.tm_mday, 2);
+    buf[10] = 'T';
+    put_digits(buf + 11, tm.tm_hour, 2);
+    buf[13] = ':';
+    put_digits(buf + 14, tm.tm_min, 2);
+    buf[16] = ':';
+    put_digits(buf + 17, tm.tm_sec, 2);
+    buf[19] = '.';
+    put_digits(buf + 20, ms, 3);
+    buf[23] = 'Z';
+    buf[24] = '\0';
 }
 
 int64_t ts_mono(void)

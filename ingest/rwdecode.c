@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
 #include <snappy-c.h>
 
 #include "core/hash.h"
@@ -255,36 +254,45 @@ static const char *label(const Prometheus__TimeSeries *ts, const char *name)
     return NULL;
 }
 
-/* A series as the fields its samples share. */
+/* A series as the fields its samples share; its texts point into the
+ * decoded request, or into hostbuf. */
 typedef struct rwd_series {
-    const char *name, *cluster, *job;
-    json_t *host, *labels;
+    const char *name, *cluster, *job, *host;
+    /* The labels a signal carries (job renamed scrape_job; __name__,
+     * cluster and empty values left out), in the request's order. */
+    const char *lk[RWD_MAX_LABELS], *lv[RWD_MAX_LABELS];
+    size_t nl;
     uint64_t h; /* the hash of cluster, name and labels */
+    char hostbuf[RWD_MAX_VALUE + 1];
 } rwd_series;
 
-static json_t *series_host(const Prometheus__TimeSeries *ts)
+/* The host label's value, or the instance's host part; NULL: none. */
+static const char *series_host(const Prometheus__TimeSeries *ts,
+                               rwd_series *s)
 {
     const char *v;
     size_t len;
 
     for (size_t i = 0; i < sizeof host_labels / sizeof *host_labels; i++)
         if ((v = label(ts, host_labels[i])))
-            return json_string(v);
+            return v;
     if (!(v = label(ts, "instance")))
         return NULL;
     v = str_instance_host(v, &len);
-    return len ? json_stringn(v, len) : NULL;
+    if (!len || len >= sizeof s->hostbuf) /* checked: at most a value */
+        return NULL;
+    memcpy(s->hostbuf, v, len);
+    s->hostbuf[len] = '\0';
+    return s->hostbuf;
 }
 
-/* Labels to a JSON object (job renamed scrape_job); -1 invalid. */
+/* The labels a signal carries (job renamed scrape_job); -1 invalid. */
 static int series_labels(const Prometheus__TimeSeries *ts, rwd_series *s,
                          rwd_result *r, unsigned long n)
 {
-    s->labels = json_object();
     for (size_t i = 0; i < ts->n_labels; i++) {
         const Prometheus__Label *l = ts->labels[i];
         const char *k = strcmp(l->name, "job") ? l->name : "scrape_job";
-        json_t *v;
 
         if (!*l->value)
             continue;
@@ -303,11 +311,8 @@ static int series_labels(const Prometheus__TimeSeries *ts, rwd_series *s,
         }
         if (!strcmp(l->name, "__name__") || !strcmp(l->name, "cluster"))
             continue; /* hashed and carried apart */
-        if (!(v = json_string_nocheck(l->value)) ||
-            json_object_set_new(s->labels, k, v)) {
-            invalid(r, n, "series %s: out of memory", s->name);
-            return -1;
-        }
+        s->lk[s->nl] = k;
+        s->lv[s->nl++] = l->value;
         s->h = hash_fnv1a(s->h, l->name, strlen(l->name) + 1);
         s->h = hash_fnv1a(s->h, l->value, strlen(l->value) + 1);
     }
@@ -333,7 +338,10 @@ static int series_open(const rwd *d, const Prometheus__TimeSeries *ts,
     unsigned long n = ts->n_samples;
     const char *name = label(ts, "__name__");
 
-    memset(s, 0, sizeof *s);
+    /* not the buffers: 6 KiB a series */
+    s->name = s->cluster = s->job = s->host = NULL;
+    s->nl = 0;
+    s->h = 0;
     if (!name) {
         invalid(r, n, "a series without __name__");
         return 1;
@@ -354,7 +362,7 @@ static int series_open(const rwd *d, const Prometheus__TimeSeries *ts,
     s->h = hash_fnv1a(s->h, s->name, strlen(s->name) + 1);
     if (series_labels(ts, s, r, n)) /* every label valid UTF-8 from here */
         return 1;
-    if (!(s->host = series_host(ts))) {
+    if (!(s->host = series_host(ts, s))) {
         r->nohost += n;
         return 1;
     }
@@ -363,42 +371,20 @@ static int series_open(const rwd *d, const Prometheus__TimeSeries *ts,
     return 0;
 }
 
-static void series_close(rwd_series *s)
-{
-    json_decref(s->host);
-    json_decref(s->labels);
-}
-
 /* ---- one sample ------------------------------------------------------------- */
 
-/* labels: taken. */
-static json_t *sample_json(const rwd_series *s, json_t *labels, double v,
-                           int64_t us, uint64_t h)
+/* The signal, written as msgpack without a JSON object in between: the
+ * object, its copy of the labels and their encoding were half of the
+ * receiver's time (docs/PERFORMANCE.md). The bytes are those the object
+ * path wrote (sig_metric_msgpack; unit.rwdecode compares them). */
+static void sample(const rwd *d, const rwd_series *s,
+                   const Prometheus__Sample *sm, int64_t now_us,
+                   rwd_result *r)
 {
-    char ts[40], id[17];
-    json_t *o;
-
-    ts_format(us, ts, sizeof ts);
-    snprintf(id, sizeof id, "%016llx", (unsigned long long)h);
-    o = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:f, s:o}", "ts", ts, "id",
-                  id, "source", "metric", "cluster", s->cluster, "host",
-                  s->host, "name", s->name, "value", v, "labels", labels);
-    if (o && s->job)
-        json_object_set_new(o, "job", json_string(s->job));
-    return o;
-}
-
-/* last: the series' last sample, which takes its labels (Prometheus
- * sends one sample a series: no copy). */
-static void sample(const rwd *d, rwd_series *s, const Prometheus__Sample *sm,
-                   int last, int64_t now_us, rwd_result *r)
-{
-    int64_t ms = sm->timestamp, us;
+    int64_t ms = sm->timestamp;
     uint64_t h = hash_fnv1a(s->h, &ms, sizeof ms);
-    cs_err err = {{0}};
-    json_t *o, *labels;
+    char ts[40], id[17];
     pw_msg *m;
-    sig sg;
 
     if (!isfinite(sm->value)) {
         r->nonfinite++;
@@ -406,38 +392,24 @@ static void sample(const rwd *d, rwd_series *s, const Prometheus__Sample *sm,
     }
     if (ms <= 0 || ms > (now_us + d->max_ahead_us) / 1000) {
         invalid(r, 1, "series %.100s on %.60s: time %lld ms is %s",
-                s->name, json_string_value(s->host), (long long)ms,
+                s->name, s->host, (long long)ms,
                 ms <= 0 ? "not after 1970" : "in the future (the sender's "
                 "clock?)");
         return;
     }
-    us = ms * 1000;
-    if (last) {
-        labels = s->labels;
-        s->labels = NULL;
-    } else {
-        labels = json_deep_copy(s->labels);
-    }
-    if (!(o = sample_json(s, labels, sm->value, us, h))) {
-        invalid(r, 1, "series %.100s: out of memory", s->name);
-        return;
-    }
-    if (sig_adopt_json(&sg, o, &err)) { /* o is the signal's, or freed */
-        invalid(r, 1, "series %.100s: %s", s->name, err.msg);
-        return;
-    }
+    ts_format(ms * 1000, ts, sizeof ts);
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)h);
     m = &r->msgs[r->n];
-    m->key = xstrdup(sg.cluster);
-    if (sig_to_msgpack(&sg, &m->val, &m->len)) {
-        invalid(r, 1, "series %.100s: cannot encode the signal", s->name);
-        free(m->key);
-        sig_free(&sg);
+    if (sig_metric_msgpack(ts, id, s->cluster, s->host, s->name, sm->value,
+                           s->lk, s->lv, s->nl, s->job, &m->val, &m->len)) {
+        invalid(r, 1, "series %.100s: not a valid signal (a name, cluster "
+                "or host that is empty or not UTF-8)", s->name);
         return;
     }
     /* msgpack's buffer starts at 8 KiB: held until delivered, its unused
      * tail would outweigh a small signal */
     m->val = xrealloc(m->val, m->len ? m->len : 1);
-    sig_free(&sg);
+    m->key = xstrdup(s->cluster);
     r->n++;
 }
 
@@ -463,9 +435,7 @@ static void request(const rwd *d, const Prometheus__WriteRequest *wr,
 
         if (series_open(d, ts, &s, r) == 0)
             for (size_t j = 0; j < ts->n_samples; j++)
-                sample(d, &s, ts->samples[j], j + 1 == ts->n_samples, now_us,
-                       r);
-        series_close(&s);
+                sample(d, &s, ts->samples[j], now_us, r);
     }
 }
 

@@ -1,5 +1,8 @@
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "core/jmp.h"
@@ -41,6 +44,23 @@ static void test_ts(void)
     CHECK_INT(ts_from_epoch(1772438400.25, &t), 0);
     ts_format(t, buf, sizeof buf);
     CHECK_STR(buf, "2026-03-02T08:00:00.250Z");
+    /* digit by digit, as snprintf wrote it: a spread of times from 1970
+     * to 9999, and a buffer too short (truncated as snprintf does) */
+    for (int64_t x = 0; x < 253402300799LL * TS_SEC; x += 3917777777777LL) {
+        char want[80];
+        time_t secs = (time_t)(x / TS_SEC);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec, (int)(x % TS_SEC / 1000));
+        ts_format(x, buf, sizeof buf);
+        CHECK_STR(buf, want);
+    }
+    ts_format(253402300799LL * TS_SEC + 999999, buf, sizeof buf);
+    CHECK_STR(buf, "9999-12-31T23:59:59.999Z");
+    ts_format(0, buf, 11);
+    CHECK_STR(buf, "1970-01-01");
 }
 
 static void test_sources(void)
@@ -436,6 +456,78 @@ static void test_log_msgpack(void)
     CHECK(out == NULL);
 }
 
+/* sig_metric_msgpack against the object path it replaces in the
+ * remote-write receiver: the object {ts, id, source, cluster, host, name,
+ * value, labels, job} built by json_pack and json_object_set_new (a
+ * repeated label keeps its place, takes the last value) must encode to
+ * the same bytes. */
+static void metric_same(const char *host, double value,
+                        const char *const *lk, const char *const *lv,
+                        size_t n, const char *job)
+{
+    const char *ts = "2026-03-02T08:00:00.123Z", *id = "00000000deadbeef";
+    json_t *labels = json_object(), *o;
+    char *a = NULL, *b = NULL;
+    size_t alen = 0, blen = 0;
+    cs_err err;
+    sig s, back;
+
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(labels, lk[i], json_string(lv[i]));
+    o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:o}", "ts", ts, "id",
+                  id, "source", "metric", "cluster", "prod", "host", host,
+                  "name", "DCGM_FI_DEV_GPU_TEMP", "value", value, "labels",
+                  labels);
+    if (job)
+        json_object_set_new(o, "job", json_string(job));
+    REQUIRE(sig_adopt_json(&s, o, &err) == 0);
+    REQUIRE(sig_to_msgpack(&s, &b, &blen) == 0);
+    CHECK_INT(sig_metric_msgpack(ts, id, "prod", host, "DCGM_FI_DEV_GPU_TEMP",
+                                 value, lk, lv, n, job, &a, &alen), 0);
+    CHECK_INT(alen, blen);
+    CHECK(a && b && alen == blen && !memcmp(a, b, alen));
+    REQUIRE(sig_parse_msgpack(&back, a, alen, &err) == 0);
+    CHECK(back.source == SRC_METRIC);
+    CHECK(back.value == value);
+    CHECK_STR(back.host, host);
+    CHECK(back.id == 0xdeadbeefULL);
+    sig_free(&back);
+    sig_free(&s);
+    free(a);
+    free(b);
+}
+
+static void test_metric_msgpack(void)
+{
+    const char *k1[] = {"gpu", "UUID", "scrape_job"};
+    const char *v1[] = {"3", "GPU-5f3c", "dcgm"};
+    const char *k2[] = {"gpu", "UUID", "gpu", "modelName"};
+    const char *v2[] = {"3", "GPU-5f3c", "4", "NVIDIA H100 80GB HBM3"};
+    const char *k3[] = {"l\xc3\xa9"};
+    const char *v3[] = {"\xe3\x82\xb8"};
+    const char *bad[] = {"a\xc3"};
+    char *out = NULL;
+    size_t len = 0;
+
+    metric_same("g1", 71.0, k1, v1, 3, NULL);
+    metric_same("g1", -0.5, k1, v1, 3, "4711");
+    metric_same("g1", 1e300, NULL, NULL, 0, NULL);
+    metric_same("g1", 3, k2, v2, 4, NULL); /* gpu twice: first place, last value */
+    metric_same("h\xc3\xa9", 0, k3, v3, 1, "j");
+    /* what the object path refuses, refused */
+    CHECK_INT(sig_metric_msgpack("t", "0000000000000000", "", "g1", "n", 1,
+                                 NULL, NULL, 0, NULL, &out, &len), -1);
+    CHECK_INT(sig_metric_msgpack("t", "0000000000000000", "c", "", "n", 1,
+                                 NULL, NULL, 0, NULL, &out, &len), -1);
+    CHECK_INT(sig_metric_msgpack("t", "0000000000000000", "c", "g1", "n",
+                                 NAN, NULL, NULL, 0, NULL, &out, &len), -1);
+    CHECK_INT(sig_metric_msgpack("t", "0000000000000000", "c", "g1", "n", 1,
+                                 bad, k1, 1, NULL, &out, &len), -1);
+    CHECK_INT(sig_metric_msgpack("t", "0000000000000000", "c", "g1", "n", 1,
+                                 NULL, NULL, 0, "\xff", &out, &len), -1);
+    CHECK(out == NULL);
+}
+
 int main(void)
 {
     test_plain();
@@ -446,5 +538,6 @@ int main(void)
     test_errors();
     test_msgpack();
     test_log_msgpack();
+    test_metric_msgpack();
     return check_report();
 }
