@@ -222,3 +222,15 @@ char *jw_take(jw *w)
     jw_init(w);
     return t;
 }
+
+void jw_clear(jw *w)
+{
+    w->len = 0;
+    w->comma = 0;
+}
+
+const char *jw_text(const jw *w, size_t *len)
+{
+    *len = w->len;
+    return w->buf ? w->buf : "";
+}

@@ -30,6 +30,11 @@ void jw_int(jw *w, long long v);
 void jw_real(jw *w, double v);
 /* A value already encoded as JSON, written as it is. */
 void jw_raw(jw *w, const char *json);
+/* Empty again, keeping its buffer for the next text. */
+void jw_clear(jw *w);
+/* The text so far (not NUL-terminated) and its length in *len; valid
+ * until the next write. */
+const char *jw_text(const jw *w, size_t *len);
 /* The text, NUL-terminated, the caller's to free(); the writer is empty
  * again. Aborts when out of memory, as the engine does everywhere. */
 char *jw_take(jw *w);

@@ -13,6 +13,8 @@
 
 #include "core/hash.h"
 #include "core/hlisten.h"
+#include "core/jcanon.h"
+#include "core/jw.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/str.h"
@@ -231,6 +233,7 @@ typedef struct wh_post {
     size_t n;      /* alerts */
     uint64_t *ids; /* the hash of the common fields and each alert */
     size_t bytes;  /* what the signals take, as JSON */
+    jw canon;      /* each one's canonical text, in turn */
 } wh_post;
 
 static void post_open(wh_post *p, json_t *body)
@@ -242,6 +245,7 @@ static void post_open(wh_post *p, json_t *body)
     p->alerts = json_object_get(body, "alerts");
     p->n = json_array_size(p->alerts);
     p->common = json_object();
+    jw_init(&p->canon);
     for (size_t i = 0; i < sizeof wh_top_fields / sizeof *wh_top_fields; i++)
         if ((v = json_object_get(body, wh_top_fields[i])))
             json_object_set(p->common, wh_top_fields[i], v);
@@ -251,18 +255,21 @@ static void post_close(wh_post *p)
 {
     json_decref(p->common);
     free(p->ids);
+    free(jw_take(&p->canon));
 }
 
-/* The length of v's canonical dump, its hash continuing from h in *h. */
-static int dump_hash(json_t *v, uint64_t *h, size_t *len)
+/* The length of v's canonical dump (JSON_COMPACT | JSON_SORT_KEYS), its
+ * hash continuing from h in *h. Written into the post's reused buffer
+ * (core/jcanon.h): json_dumps, a buffer and a key sort per alert, was a
+ * fifth of the receiver's time. The text and so the ids are the same. */
+static int dump_hash(wh_post *p, json_t *v, uint64_t *h, size_t *len)
 {
-    char *dump = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    const char *t;
 
-    if (!dump)
-        return -1;
-    *len = strlen(dump);
-    *h = hash_fnv1a(*h, dump, *len);
-    free(dump);
+    jw_clear(&p->canon);
+    jcanon_write(&p->canon, v);
+    t = jw_text(&p->canon, len);
+    *h = hash_fnv1a(*h, t, *len);
     return 0;
 }
 
@@ -274,11 +281,11 @@ static int post_measure(wh_post *p, cs_err *err)
     size_t clen, len;
 
     p->ids = xcalloc(p->n ? p->n : 1, sizeof *p->ids);
-    if (dump_hash(p->common, &common, &clen))
+    if (dump_hash(p, p->common, &common, &clen))
         goto oom;
     for (size_t i = 0; i < p->n; i++) {
         p->ids[i] = common;
-        if (dump_hash(json_array_get(p->alerts, i), &p->ids[i], &len))
+        if (dump_hash(p, json_array_get(p->alerts, i), &p->ids[i], &len))
             goto oom;
         p->bytes += clen + len;
     }
