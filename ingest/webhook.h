@@ -97,6 +97,12 @@ void wh_drain(webhook *w, void (*done)(void *), void *arg);
  * wh_free_signals. */
 sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err);
 void wh_free_signals(sig *s, size_t n);
+/* What the server publishes for the same body: each signal's msgpack, as
+ * sig_to_msgpack writes wh_signals' (the bytes are the same, written
+ * without the objects), keyed by its cluster. Free with pw_msgs_free. */
+struct pw_msg;
+struct pw_msg *wh_messages(const char *body, size_t len, size_t *n,
+                           cs_err *err);
 /* Closes the listener and all connections; posts still waiting are
  * answered 503, which reaches their clients only if the loop runs again
  * (otherwise they see the connection close: also retried). NULL is

@@ -28,6 +28,7 @@
 #include "core/signal.h"
 #include "core/ts.h"
 #include "ingest/filein.h"
+#include "ingest/pubwait.h"
 #include "ingest/webhook.h"
 
 
@@ -416,6 +417,55 @@ static void test_signal_ids(void)
     REQUIRE(json_string_length(json_object_get(a[0].obj, "id")) == 16);
     wh_free_signals(a, n1);
     wh_free_signals(b, n2);
+}
+
+/* What the server publishes (wh_messages, written directly) is, byte for
+ * byte, the msgpack of wh_signals' signals; times set, so that none falls
+ * back to now. */
+static void test_messages_same(void)
+{
+    static const char *const bodies[] = {
+        "{\"version\":\"4\",\"status\":\"firing\",\"receiver\":\"r\","
+        "\"groupLabels\":{\"alertname\":\"X\"},\"commonLabels\":{\"z\":\"1\"},"
+        "\"commonAnnotations\":{\"d\":\"caf\u00e9\"},\"externalURL\":\"\","
+        "\"truncatedAlerts\":0,\"alerts\":["
+        "{\"status\":\"firing\",\"labels\":{\"alertname\":\"X\","
+        "\"instance\":\"gpu-node-7:9100\",\"cluster\":\"c1\"},"
+        "\"annotations\":{\"n\":1.5},\"startsAt\":\"2026-03-02T08:00:00Z\"},"
+        "{\"status\":\"resolved\",\"labels\":{\"Hostname\":\"g8\"},"
+        "\"startsAt\":\"2026-03-02T07:00:00Z\",\"endsAt\":\"2026-03-02T09:00:00.5Z\"},"
+        "{\"status\":\"firing\",\"labels\":{\"instance\":\":9100\"},"
+        "\"startsAt\":\"2026-03-02T08:00:01Z\"}]}",
+        "{\"version\":\"4\",\"alerts\":[]}",
+        "{\"version\":\"4\",\"alerts\":[{\"status\":\"firing\",\"labels\":{},"
+        "\"startsAt\":\"2026-03-02T08:00:00Z\",\"x\":[null,true,{\"b\":2,\"a\":1}]}]}",
+    };
+
+    for (size_t b = 0; b < sizeof bodies / sizeof *bodies; b++) {
+        cs_err err = {{0}};
+        size_t ns = 0, nm = 0;
+        sig *s = wh_signals(bodies[b], strlen(bodies[b]), &ns, &err);
+        pw_msg *m = wh_messages(bodies[b], strlen(bodies[b]), &nm, &err);
+
+        if (!s || !m)
+            fprintf(stderr, "body %zu: %s\n", b, err.msg);
+        REQUIRE(s && m && ns == nm);
+        for (size_t i = 0; i < ns; i++) {
+            char *want = NULL;
+            size_t len = 0;
+            REQUIRE(sig_to_msgpack(&s[i], &want, &len) == 0);
+            CHECK_INT(m[i].len, len);
+            CHECK(m[i].len == len && !memcmp(m[i].val, want, len));
+            CHECK_STR(m[i].key, s[i].cluster);
+            free(want);
+        }
+        if (b == 0) {
+            CHECK_STR(s[0].host, "gpu-node-7");
+            CHECK_STR(s[2].host, ":9100"); /* not a host:port: as it is */
+        }
+        wh_free_signals(s, ns);
+        pw_msgs_free(m, nm);
+    }
 }
 
 /* A post of n alerts under one commonAnnotations of `common` bytes. */
@@ -896,6 +946,7 @@ int main(void)
     REQUIRE(w != NULL && wh_port(w) > 0);
 
     test_signal_ids();
+    test_messages_same();
     test_routes(base, wh_port(w), w);
     test_conn_limit(base, p);
     po = kfk_producer_defaults("127.0.0.1:1");
