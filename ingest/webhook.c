@@ -447,24 +447,36 @@ static pw_msg *post_messages(const wh_post *p)
     return m;
 }
 
-pw_msg *wh_messages(const char *body, size_t len, size_t *n, cs_err *err)
+/* A body parsed, checked and measured into p (post_close and
+ * json_decref of the body after); -1 with err set when refused. */
+static int post_load(const char *body, size_t len, wh_post *p, cs_err *err)
 {
     json_t *o = parse_body(body, len, err);
-    pw_msg *m = NULL;
+
+    if (!o || check_webhook(o, err)) {
+        json_decref(o);
+        return -1;
+    }
+    post_open(p, o);
+    if (post_measure(p, err) == 0)
+        return 0;
+    post_close(p);
+    json_decref(o);
+    return -1;
+}
+
+pw_msg *wh_messages(const char *body, size_t len, size_t *n, cs_err *err)
+{
+    pw_msg *m;
     wh_post p;
 
     *n = 0;
-    if (!o || check_webhook(o, err)) {
-        json_decref(o);
+    if (post_load(body, len, &p, err))
         return NULL;
-    }
-    post_open(&p, o);
-    if (post_measure(&p, err) == 0) {
-        m = post_messages(&p);
-        *n = p.n;
-    }
+    m = post_messages(&p);
+    *n = p.n;
     post_close(&p);
-    json_decref(o);
+    json_decref(p.body);
     return m;
 }
 
@@ -477,20 +489,16 @@ void wh_free_signals(sig *s, size_t n)
 
 sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
 {
-    json_t *o = parse_body(body, len, err);
-    sig *s = NULL;
+    sig *s;
     wh_post p;
 
     *n = 0;
-    if (!o || check_webhook(o, err)) {
-        json_decref(o);
+    if (post_load(body, len, &p, err))
         return NULL;
-    }
-    post_open(&p, o);
-    if (post_measure(&p, err) == 0 && (s = post_signals(&p, err)))
+    if ((s = post_signals(&p, err)))
         *n = p.n;
     post_close(&p);
-    json_decref(o);
+    json_decref(p.body);
     return s;
 }
 
