@@ -424,7 +424,7 @@ static void test_signal_ids(void)
  * back to now. */
 static void test_messages_same(void)
 {
-    static const char *const bodies[] = {
+    static const char three[] =
         "{\"version\":\"4\",\"status\":\"firing\",\"receiver\":\"r\","
         "\"groupLabels\":{\"alertname\":\"X\"},\"commonLabels\":{\"z\":\"1\"},"
         "\"commonAnnotations\":{\"d\":\"caf\u00e9\"},\"externalURL\":\"\","
@@ -435,11 +435,12 @@ static void test_messages_same(void)
         "{\"status\":\"resolved\",\"labels\":{\"Hostname\":\"g8\"},"
         "\"startsAt\":\"2026-03-02T07:00:00Z\",\"endsAt\":\"2026-03-02T09:00:00.5Z\"},"
         "{\"status\":\"firing\",\"labels\":{\"instance\":\":9100\"},"
-        "\"startsAt\":\"2026-03-02T08:00:01Z\"}]}",
-        "{\"version\":\"4\",\"alerts\":[]}",
+        "\"startsAt\":\"2026-03-02T08:00:01Z\"}]}";
+    static const char none[] = "{\"version\":\"4\",\"alerts\":[]}";
+    static const char nested[] =
         "{\"version\":\"4\",\"alerts\":[{\"status\":\"firing\",\"labels\":{},"
-        "\"startsAt\":\"2026-03-02T08:00:00Z\",\"x\":[null,true,{\"b\":2,\"a\":1}]}]}",
-    };
+        "\"startsAt\":\"2026-03-02T08:00:00Z\",\"x\":[null,true,{\"b\":2,\"a\":1}]}]}";
+    static const char *const bodies[] = {three, none, nested};
 
     for (size_t b = 0; b < sizeof bodies / sizeof *bodies; b++) {
         cs_err err = {{0}};
