@@ -107,7 +107,6 @@ void ts_format(int64_t ts, char *buf, size_t len)
 {
     time_t secs = (time_t)(ts / TS_SEC);
     struct tm tm;
-
     int year, ms = (int)(ts % TS_SEC / 1000);
 
     gmtime_r(&secs, &tm);

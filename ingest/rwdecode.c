@@ -376,7 +376,7 @@ static int series_open(const rwd *d, const Prometheus__TimeSeries *ts,
 /* The signal, written as msgpack without a JSON object in between: the
  * object, its copy of the labels and their encoding were half of the
  * receiver's time (docs/PERFORMANCE.md). The bytes are those the object
- * path wrote (sig_metric_msgpack; unit.rwdecode compares them). */
+ * path wrote (sig_metric_msgpack; unit.signal compares them). */
 static void sample(const rwd *d, const rwd_series *s,
                    const Prometheus__Sample *sm, int64_t now_us,
                    rwd_result *r)

@@ -263,7 +263,7 @@ static void post_close(wh_post *p)
  * hash continuing from h in *h. Written into the post's reused buffer
  * (core/jcanon.h): json_dumps, a buffer and a key sort per alert, was a
  * fifth of the receiver's time. The text and so the ids are the same. */
-static int dump_hash(wh_post *p, json_t *v, uint64_t *h, size_t *len)
+static void dump_hash(wh_post *p, json_t *v, uint64_t *h, size_t *len)
 {
     const char *t;
 
@@ -271,29 +271,22 @@ static int dump_hash(wh_post *p, json_t *v, uint64_t *h, size_t *len)
     jcanon_write(&p->canon, v);
     t = jw_text(&p->canon, len);
     *h = hash_fnv1a(*h, t, *len);
-    return 0;
 }
 
 /* Work in proportion to the body only: one dump of the common fields, one
  * of each alert. */
-static int post_measure(wh_post *p, cs_err *err)
+static void post_measure(wh_post *p)
 {
     uint64_t common = HASH_FNV_SEED;
     size_t clen, len;
 
     p->ids = xcalloc(p->n ? p->n : 1, sizeof *p->ids);
-    if (dump_hash(p, p->common, &common, &clen))
-        goto oom;
+    dump_hash(p, p->common, &common, &clen);
     for (size_t i = 0; i < p->n; i++) {
         p->ids[i] = common;
-        if (dump_hash(p, json_array_get(p->alerts, i), &p->ids[i], &len))
-            goto oom;
+        dump_hash(p, json_array_get(p->alerts, i), &p->ids[i], &len);
         p->bytes += clen + len;
     }
-    return 0;
-oom:
-    cs_err_set(err, "out of memory");
-    return -1;
 }
 
 static json_t *alert_payload(const wh_post *p, json_t *alert)
@@ -305,13 +298,20 @@ static json_t *alert_payload(const wh_post *p, json_t *alert)
     return o;
 }
 
-static json_t *signal_id(uint64_t h, json_t *ts)
+/* The signal's id: the alert's hash continued with its time. */
+static void id_hex(uint64_t h, json_t *ts, char hex[17])
 {
     const char *t = json_string_value(ts);
-    char hex[17];
 
     h = hash_fnv1a(h, t, strlen(t));
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    snprintf(hex, 17, "%016llx", (unsigned long long)h);
+}
+
+static json_t *signal_id(uint64_t h, json_t *ts)
+{
+    char hex[17];
+
+    id_hex(h, ts, hex);
     return json_string(hex);
 }
 
@@ -396,18 +396,19 @@ static void alert_message(const wh_post *p, const msgpack_sbuffer *common,
     json_t *labels = json_object_get(alert, "labels");
     const char *cluster = label(labels, "cluster");
     json_t *host = alert_host(labels), *ts = alert_ts(alert);
-    json_t *id = signal_id(p->ids[i], ts);
+    char id[17];
     msgpack_sbuffer sb;
     msgpack_packer pk;
 
     cluster = cluster ? cluster : "default";
+    id_hex(p->ids[i], ts, id);
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, host ? 6 : 5);
     pack_text(&pk, "ts");
     pack_text(&pk, json_string_value(ts));
     pack_text(&pk, "id");
-    pack_text(&pk, json_string_value(id));
+    pack_text(&pk, id);
     pack_text(&pk, "source");
     pack_text(&pk, "alertmanager");
     pack_text(&pk, "cluster");
@@ -429,7 +430,6 @@ static void alert_message(const wh_post *p, const msgpack_sbuffer *common,
     m->len = sb.size;
     json_decref(host);
     json_decref(ts);
-    json_decref(id);
 }
 
 /* The server's way: each signal is encoded as it is made, so that a post
@@ -458,11 +458,8 @@ static int post_load(const char *body, size_t len, wh_post *p, cs_err *err)
         return -1;
     }
     post_open(p, o);
-    if (post_measure(p, err) == 0)
-        return 0;
-    post_close(p);
-    json_decref(o);
-    return -1;
+    post_measure(p);
+    return 0;
 }
 
 pw_msg *wh_messages(const char *body, size_t len, size_t *n, cs_err *err)
@@ -507,8 +504,6 @@ sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
 /* The limits on what one post makes: 413 naming the limit, else 0. */
 static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
 {
-    cs_err err = {{0}};
-
     if (p->n > w->max_alerts) {
         w->over_alerts++;
         reject(w, req, 413, "Payload Too Large",
@@ -517,10 +512,7 @@ static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
                w->max_alerts);
         return 413;
     }
-    if (post_measure(p, &err)) {
-        reject(w, req, 500, "Internal Server Error", "%s", err.msg);
-        return 500;
-    }
+    post_measure(p);
     if (p->bytes > w->max_output) {
         w->over_output++;
         reject(w, req, 413, "Payload Too Large",
