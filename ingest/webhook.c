@@ -13,8 +13,7 @@
 
 #include "core/hash.h"
 #include "core/hlisten.h"
-#include "core/jcanon.h"
-#include "core/jmp.h"
+#include "core/jdoc.h"
 #include "core/jw.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -111,36 +110,42 @@ static int authorized(const webhook *w, const struct evkeyvalq *headers)
 
 /* ---- webhook body ------------------------------------------------------- */
 
-static json_t *parse_body(const char *data, size_t len, cs_err *err)
+/* The body read as a document (core/jdoc.h): it is checked, named and
+ * forwarded, never edited, and jansson's parse, a value and a string
+ * allocated at a time, was half of the receiver's time. */
+static jdoc *parse_body(const char *data, size_t len, cs_err *err)
 {
-    json_error_t jerr;
-    json_t *o;
+    jdoc *d;
 
     if (len == 0) {
         cs_err_set(err, "request body is empty");
         return NULL;
     }
-    o = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o)
-        cs_err_set(err, "invalid JSON at line %d column %d: %s", jerr.line,
-                   jerr.column, jerr.text);
-    return o;
+    if (!(d = jd_parse(data, len, err)))
+        cs_err_prefix(err, "invalid JSON at ");
+    return d;
 }
 
-static int check_alert(json_t *a, size_t i, cs_err *err)
+static int is_status(const jd_val *st)
 {
-    json_t *st = json_object_get(a, "status");
+    const char *t = st ? jd_str(st, NULL) : NULL;
 
-    if (!json_is_object(a)) {
+    return t && (strcmp(t, "firing") == 0 || strcmp(t, "resolved") == 0);
+}
+
+static int check_alert(const jd_val *a, size_t i, cs_err *err)
+{
+    const jd_val *labels = jd_get(a, "labels");
+
+    if (jd_typeof(a) != JD_OBJ) {
         cs_err_set(err, "alerts[%zu] must be an object", i);
         return -1;
     }
-    if (!json_is_object(json_object_get(a, "labels"))) {
+    if (!labels || jd_typeof(labels) != JD_OBJ) {
         cs_err_set(err, "alerts[%zu].labels must be an object", i);
         return -1;
     }
-    if (!json_is_string(st) || (strcmp(json_string_value(st), "firing") &&
-                                strcmp(json_string_value(st), "resolved"))) {
+    if (!is_status(jd_get(a, "status"))) {
         cs_err_set(err, "alerts[%zu].status must be \"firing\" or \"resolved\"",
                    i);
         return -1;
@@ -148,188 +153,232 @@ static int check_alert(json_t *a, size_t i, cs_err *err)
     return 0;
 }
 
-static int check_webhook(json_t *body, cs_err *err)
+static int check_webhook(const jd_val *body, cs_err *err)
 {
-    json_t *ver = json_object_get(body, "version"), *alerts, *a;
+    const jd_val *ver = jd_get(body, "version"), *alerts, *a;
+    const char *vs = ver ? jd_str(ver, NULL) : NULL;
     size_t i;
 
-    if (!json_is_object(body)) {
+    if (jd_typeof(body) != JD_OBJ) {
         cs_err_set(err, "body must be a JSON object (an Alertmanager webhook)");
         return -1;
     }
-    if (!json_is_string(ver) || strcmp(json_string_value(ver), "4") != 0) {
+    if (!vs || strcmp(vs, "4") != 0) {
         cs_err_set(err, "field 'version' must be \"4\" (Alertmanager webhook "
-                        "version 4)%s%.20s%s",
-                   json_is_string(ver) ? ", got \"" : "",
-                   json_is_string(ver) ? json_string_value(ver) : "",
-                   json_is_string(ver) ? "\"" : "");
+                        "version 4)%s%.*s%s",
+                   vs ? ", got \"" : "", vs ? str_utf8_max(vs, 20) : 0,
+                   vs ? vs : "", vs ? "\"" : "");
         return -1;
     }
-    alerts = json_object_get(body, "alerts");
-    if (!json_is_array(alerts)) {
+    alerts = jd_get(body, "alerts");
+    if (!alerts || jd_typeof(alerts) != JD_ARR) {
         cs_err_set(err, "field 'alerts' must be an array");
         return -1;
     }
-    json_array_foreach(alerts, i, a) {
+    for (i = 0, a = jd_first(alerts); i < jd_size(alerts); i++, a = jd_next(a))
         if (check_alert(a, i, err))
             return -1;
-    }
     return 0;
 }
 
 /* ---- alert -> signal ---------------------------------------------------- */
 
-static const char *label(json_t *labels, const char *key)
+static const char *label(const jd_val *labels, const char *key, size_t *len)
 {
-    json_t *v = json_object_get(labels, key);
+    const jd_val *v = jd_get(labels, key);
+    const char *t = v ? jd_str(v, len) : NULL;
 
-    return json_is_string(v) && json_string_length(v) ? json_string_value(v)
-                                                      : NULL;
+    return t && *len ? t : NULL;
 }
 
-static json_t *alert_host(json_t *labels)
+/* The alert's host from its labels, len bytes at the result (not
+ * NUL-terminated when cut from an instance's port), or NULL. */
+static const char *alert_host(const jd_val *labels, size_t *len)
 {
     static const char *const keys[] = {"Hostname", "hostname", "node"};
     const char *v;
-    size_t len;
 
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-        if ((v = label(labels, keys[i])))
-            return json_string(v);
-    if (!(v = label(labels, "instance")))
+        if ((v = label(labels, keys[i], len)))
+            return v;
+    if (!(v = label(labels, "instance", len)))
         return NULL;
-    v = str_instance_host(v, &len);
-    return json_stringn(v, len);
+    return str_instance_host(v, len);
 }
 
 /* Firing alerts happen at startsAt, resolved ones at endsAt. Alertmanager
  * writes 0001-01-01T00:00:00Z for "unset", which the parser refuses (before
- * 1970), so that falls back to now like any unparsable time. */
-static json_t *alert_ts(json_t *alert)
+ * 1970), so that falls back to now (written into buf) like any unparsable
+ * time. */
+static const char *alert_ts(const jd_val *alert, char buf[32])
 {
-    const char *st = json_string_value(json_object_get(alert, "status"));
-    json_t *v = json_object_get(
+    const char *st = jd_str(jd_get(alert, "status"), NULL);
+    const jd_val *v = jd_get(
         alert, strcmp(st, "resolved") == 0 ? "endsAt" : "startsAt");
+    const char *t = v ? jd_str(v, NULL) : NULL;
     int64_t ts;
-    char buf[32];
 
-    if (json_is_string(v) && ts_parse_rfc3339(json_string_value(v), &ts) == 0)
-        return json_incref(v);
-    ts_format(ts_now(), buf, sizeof buf);
-    return json_string(buf);
+    if (t && ts_parse_rfc3339(t, &ts) == 0)
+        return t;
+    ts_format(ts_now(), buf, 32);
+    return buf;
 }
 
 /* ---- one post ----------------------------------------------------------- */
 
+#define WH_TOP (sizeof wh_top_fields / sizeof *wh_top_fields)
+
 /* A post on its way to signals. Every alert's signal carries the post's
  * common fields (its receiver, the group's labels and annotations...) as
- * Alertmanager sent them: they are picked out once and shared by
- * reference, not copied, and dumped and hashed once. An alert's signal is
- * named by the hash of the common fields, the alert and its time, so that
- * no signal is dumped whole to be named (a 500 KB commonAnnotations was
- * dumped again for each of 11,000 alerts). What the signals take on the
- * wire, each alert with the common fields, is known before any is built. */
+ * Alertmanager sent them: they are picked out once and dumped, hashed and
+ * packed once. An alert's signal is named by the hash of the common
+ * fields, the alert and its time, so that no signal is dumped whole to be
+ * named (a 500 KB commonAnnotations was dumped again for each of 11,000
+ * alerts). What the signals take on the wire, each alert with the common
+ * fields, is known before any is built. */
 typedef struct wh_post {
-    json_t *body, *alerts, *common;
-    size_t n;      /* alerts */
+    jdoc *doc;
+    const jd_val **alerts; /* in order */
+    size_t n;
+    const char *ckey[WH_TOP]; /* the common fields present, in
+                                 wh_top_fields' order */
+    const jd_val *cval[WH_TOP];
+    size_t nc;
     uint64_t *ids; /* the hash of the common fields and each alert */
     size_t bytes;  /* what the signals take, as JSON */
     jw canon;      /* each one's canonical text, in turn */
 } wh_post;
 
-static void post_open(wh_post *p, json_t *body)
+static void post_open(wh_post *p, jdoc *doc)
 {
-    json_t *v;
+    const jd_val *body = jd_root(doc), *alerts = jd_get(body, "alerts"), *a;
 
     memset(p, 0, sizeof *p);
-    p->body = body;
-    p->alerts = json_object_get(body, "alerts");
-    p->n = json_array_size(p->alerts);
-    p->common = json_object();
+    p->doc = doc;
+    p->n = jd_size(alerts);
+    p->alerts = xcalloc(p->n ? p->n : 1, sizeof *p->alerts);
+    a = jd_first(alerts);
+    for (size_t i = 0; i < p->n; i++, a = jd_next(a))
+        p->alerts[i] = a;
     jw_init(&p->canon);
-    for (size_t i = 0; i < sizeof wh_top_fields / sizeof *wh_top_fields; i++)
-        if ((v = json_object_get(body, wh_top_fields[i])))
-            json_object_set(p->common, wh_top_fields[i], v);
+    for (size_t i = 0; i < WH_TOP; i++)
+        if ((p->cval[p->nc] = jd_get(body, wh_top_fields[i])))
+            p->ckey[p->nc++] = wh_top_fields[i];
 }
 
 static void post_close(wh_post *p)
 {
-    json_decref(p->common);
+    free(p->alerts);
     free(p->ids);
     free(jw_take(&p->canon));
+    jd_free(p->doc);
 }
 
-/* The length of v's canonical dump (JSON_COMPACT | JSON_SORT_KEYS), its
- * hash continuing from h in *h. Written into the post's reused buffer
- * (core/jcanon.h): json_dumps, a buffer and a key sort per alert, was a
- * fifth of the receiver's time. The text and so the ids are the same. */
-static void dump_hash(wh_post *p, json_t *v, uint64_t *h, size_t *len)
+static int cmp_str(const void *a, const void *b)
 {
-    const char *t;
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
-    jw_clear(&p->canon);
-    jcanon_write(&p->canon, v);
-    t = jw_text(&p->canon, len);
+/* The common fields as one object, canonically: as jansson dumps an
+ * object of them (JSON_COMPACT | JSON_SORT_KEYS), which named the
+ * signals before. */
+static void canon_common(const wh_post *p, jw *w)
+{
+    const char *keys[WH_TOP];
+
+    memcpy(keys, p->ckey, p->nc * sizeof *keys);
+    qsort(keys, p->nc, sizeof *keys, cmp_str);
+    jw_obj(w);
+    for (size_t i = 0; i < p->nc; i++) {
+        jw_key(w, keys[i]);
+        jd_canon(w, jd_get(jd_root(p->doc), keys[i]));
+    }
+    jw_end_obj(w);
+}
+
+/* Continues *h with the canonical text in the post's buffer, *len its
+ * length. */
+static void canon_hash(wh_post *p, uint64_t *h, size_t *len)
+{
+    const char *t = jw_text(&p->canon, len);
+
     *h = hash_fnv1a(*h, t, *len);
 }
 
 /* Work in proportion to the body only: one dump of the common fields, one
- * of each alert. */
+ * of each alert, each into the post's reused buffer (a json_dumps, a
+ * buffer and a key sort per alert was a fifth of the receiver's time). */
 static void post_measure(wh_post *p)
 {
     uint64_t common = HASH_FNV_SEED;
     size_t clen, len;
 
     p->ids = xcalloc(p->n ? p->n : 1, sizeof *p->ids);
-    dump_hash(p, p->common, &common, &clen);
+    jw_clear(&p->canon);
+    canon_common(p, &p->canon);
+    canon_hash(p, &common, &clen);
     for (size_t i = 0; i < p->n; i++) {
         p->ids[i] = common;
-        dump_hash(p, json_array_get(p->alerts, i), &p->ids[i], &len);
+        jw_clear(&p->canon);
+        jd_canon(&p->canon, p->alerts[i]);
+        canon_hash(p, &p->ids[i], &len);
         p->bytes += clen + len;
     }
 }
 
-static json_t *alert_payload(const wh_post *p, json_t *alert)
-{
-    json_t *o = json_copy(p->common); /* shallow: the values are shared */
-
-    if (o)
-        json_object_set_new(o, "alerts", json_pack("[O]", alert));
-    return o;
-}
-
 /* The signal's id: the alert's hash continued with its time. */
-static void id_hex(uint64_t h, json_t *ts, char hex[17])
+static void id_hex(uint64_t h, const char *ts, char hex[17])
 {
-    const char *t = json_string_value(ts);
-
-    h = hash_fnv1a(h, t, strlen(t));
+    h = hash_fnv1a(h, ts, strlen(ts));
     snprintf(hex, 17, "%016llx", (unsigned long long)h);
 }
 
-static json_t *signal_id(uint64_t h, json_t *ts)
-{
-    char hex[17];
+/* What a signal holds beside its payload. */
+typedef struct wh_head {
+    const char *ts, *cluster, *host; /* host NULL when none, not
+                                        NUL-terminated (alert_host) */
+    size_t clen, hlen;
+    char id[17], now[32];
+} wh_head;
 
-    id_hex(h, ts, hex);
-    return json_string(hex);
+static void alert_head(const wh_post *p, size_t i, wh_head *h)
+{
+    const jd_val *labels = jd_get(p->alerts[i], "labels");
+
+    h->clen = h->hlen = 0;
+    if (!(h->cluster = label(labels, "cluster", &h->clen))) {
+        h->cluster = "default";
+        h->clen = strlen(h->cluster);
+    }
+    h->host = alert_host(labels, &h->hlen);
+    h->ts = alert_ts(p->alerts[i], h->now);
+    id_hex(p->ids[i], h->ts, h->id);
+}
+
+/* The common fields and then "alerts": [the alert], as jansson values
+ * (the signals' path, wh_signals). */
+static json_t *alert_payload(const wh_post *p, const jd_val *alert)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < p->nc; i++)
+        json_object_set_new(o, p->ckey[i], jd_json(p->cval[i]));
+    if (o)
+        json_object_set_new(o, "alerts", json_pack("[o]", jd_json(alert)));
+    return o;
 }
 
 static json_t *alert_signal(const wh_post *p, size_t i)
 {
-    json_t *alert = json_array_get(p->alerts, i);
-    json_t *labels = json_object_get(alert, "labels");
-    const char *cluster = label(labels, "cluster");
-    json_t *host = alert_host(labels), *ts = alert_ts(alert);
-    json_t *o = json_pack("{s:O, s:o, s:s, s:s, s:o}", "ts", ts, "id",
-                          signal_id(p->ids[i], ts), "source", "alertmanager",
-                          "cluster", cluster ? cluster : "default", "payload",
-                          alert_payload(p, alert));
+    wh_head h;
+    json_t *o;
 
-    if (o && host)
-        json_object_set(o, "host", host);
-    json_decref(host);
-    json_decref(ts);
+    alert_head(p, i, &h);
+    o = json_pack("{s:s, s:s, s:s, s:s, s:o}", "ts", h.ts, "id", h.id,
+                  "source", "alertmanager", "cluster", h.cluster, "payload",
+                  alert_payload(p, p->alerts[i]));
+    if (o && h.host)
+        json_object_set_new(o, "host", json_stringn(h.host, h.hlen));
     return o;
 }
 
@@ -359,12 +408,15 @@ static sig *post_signals(const wh_post *p, cs_err *err)
     return s;
 }
 
-static void pack_text(msgpack_packer *pk, const char *t)
+static void pack_textn(msgpack_packer *pk, const char *t, size_t n)
 {
-    size_t n = strlen(t);
-
     msgpack_pack_str(pk, n);
     msgpack_pack_str_body(pk, t, n);
+}
+
+static void pack_text(msgpack_packer *pk, const char *t)
+{
+    pack_textn(pk, t, strlen(t));
 }
 
 /* The common fields as msgpack map entries, without the map's header:
@@ -372,14 +424,12 @@ static void pack_text(msgpack_packer *pk, const char *t)
 static void pack_common(const wh_post *p, msgpack_sbuffer *sb)
 {
     msgpack_packer pk;
-    const char *k;
-    json_t *v;
 
     msgpack_sbuffer_init(sb);
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    json_object_foreach(p->common, k, v) {
-        pack_text(&pk, k);
-        jmp_pack(&pk, v);
+    for (size_t i = 0; i < p->nc; i++) {
+        pack_text(&pk, p->ckey[i]);
+        jd_pack(&pk, p->cval[i]);
     }
 }
 
@@ -392,44 +442,37 @@ static void pack_common(const wh_post *p, msgpack_sbuffer *sb)
 static void alert_message(const wh_post *p, const msgpack_sbuffer *common,
                           size_t i, pw_msg *m)
 {
-    json_t *alert = json_array_get(p->alerts, i);
-    json_t *labels = json_object_get(alert, "labels");
-    const char *cluster = label(labels, "cluster");
-    json_t *host = alert_host(labels), *ts = alert_ts(alert);
-    char id[17];
     msgpack_sbuffer sb;
     msgpack_packer pk;
+    wh_head h;
 
-    cluster = cluster ? cluster : "default";
-    id_hex(p->ids[i], ts, id);
+    alert_head(p, i, &h);
     msgpack_sbuffer_init(&sb);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, host ? 6 : 5);
+    msgpack_pack_map(&pk, h.host ? 6 : 5);
     pack_text(&pk, "ts");
-    pack_text(&pk, json_string_value(ts));
+    pack_text(&pk, h.ts);
     pack_text(&pk, "id");
-    pack_text(&pk, id);
+    pack_text(&pk, h.id);
     pack_text(&pk, "source");
     pack_text(&pk, "alertmanager");
     pack_text(&pk, "cluster");
-    pack_text(&pk, cluster);
+    pack_textn(&pk, h.cluster, h.clen);
     pack_text(&pk, "payload");
-    msgpack_pack_map(&pk, json_object_size(p->common) + 1);
+    msgpack_pack_map(&pk, p->nc + 1);
     msgpack_sbuffer_write(&sb, common->data, common->size);
     pack_text(&pk, "alerts");
     msgpack_pack_array(&pk, 1);
-    jmp_pack(&pk, alert);
-    if (host) {
+    jd_pack(&pk, p->alerts[i]);
+    if (h.host) {
         pack_text(&pk, "host");
-        pack_text(&pk, json_string_value(host));
+        pack_textn(&pk, h.host, h.hlen);
     }
-    m->key = xstrdup(cluster);
+    m->key = xstrndup(h.cluster, h.clen);
     /* msgpack's buffer starts at 8 KiB: held by the producer until
      * delivered, its unused tail would outweigh a small signal */
     m->val = xrealloc(sb.data, sb.size ? sb.size : 1);
     m->len = sb.size;
-    json_decref(host);
-    json_decref(ts);
 }
 
 /* The server's way: each signal is encoded as it is made, so that a post
@@ -447,18 +490,17 @@ static pw_msg *post_messages(const wh_post *p)
     return m;
 }
 
-/* A body parsed, checked and measured into p (post_close and
- * json_decref of the body after); -1 with err set when refused. */
+/* A body parsed and checked into p (post_close after); -1 with err set
+ * when refused. */
 static int post_load(const char *body, size_t len, wh_post *p, cs_err *err)
 {
-    json_t *o = parse_body(body, len, err);
+    jdoc *d = parse_body(body, len, err);
 
-    if (!o || check_webhook(o, err)) {
-        json_decref(o);
+    if (!d || check_webhook(jd_root(d), err)) {
+        jd_free(d);
         return -1;
     }
-    post_open(p, o);
-    post_measure(p);
+    post_open(p, d);
     return 0;
 }
 
@@ -470,10 +512,10 @@ pw_msg *wh_messages(const char *body, size_t len, size_t *n, cs_err *err)
     *n = 0;
     if (post_load(body, len, &p, err))
         return NULL;
+    post_measure(&p);
     m = post_messages(&p);
     *n = p.n;
     post_close(&p);
-    json_decref(p.body);
     return m;
 }
 
@@ -492,10 +534,10 @@ sig *wh_signals(const char *body, size_t len, size_t *n, cs_err *err)
     *n = 0;
     if (post_load(body, len, &p, err))
         return NULL;
+    post_measure(&p);
     if ((s = post_signals(&p, err)))
         *n = p.n;
     post_close(&p);
-    json_decref(p.body);
     return s;
 }
 
@@ -524,30 +566,29 @@ static int over_limits(webhook *w, struct evhttp_request *req, wh_post *p)
     return 0;
 }
 
-static void serve_post(webhook *w, struct evhttp_request *req, json_t *body)
+/* p is loaded (post_load) and closed here. */
+static void serve_post(webhook *w, struct evhttp_request *req, wh_post *p)
 {
     cs_err err = {{0}};
     kfk_tracker *t;
-    wh_post p;
     pw_msg *m;
     int rc;
 
-    post_open(&p, body);
-    if (over_limits(w, req, &p))
+    if (over_limits(w, req, p))
         goto out;
-    m = post_messages(&p);
+    m = post_messages(p);
     t = cs_oom(kfk_tracker_new());
-    rc = pw_publish(w->prod, m, p.n, "alert", t, &err);
+    rc = pw_publish(w->prod, m, p->n, "alert", t, &err);
     if (rc == KFK_TOO_BIG)
         w->over_message++;
-    rc = pw_answer(w->pw, req, rc, p.n, t, NULL);
+    rc = pw_answer(w->pw, req, rc, p->n, t, NULL);
     if (rc == KFK_TOO_BIG)
         reject(w, req, 413, "Payload Too Large", "%s", err.msg);
     else if (rc)
         reject(w, req, 500, "Internal Server Error", "%s", err.msg);
-    pw_msgs_free(m, p.n);
+    pw_msgs_free(m, p->n);
 out:
-    post_close(&p);
+    post_close(p);
 }
 
 static void handle_alerts(webhook *w, struct evhttp_request *req)
@@ -555,7 +596,7 @@ static void handle_alerts(webhook *w, struct evhttp_request *req)
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     cs_err err = {{0}};
-    json_t *body;
+    wh_post p;
 
     /* judged at the head already (wh_headers); checked again whole */
     if (!authorized(w, evhttp_request_get_input_headers(req))) {
@@ -566,13 +607,11 @@ static void handle_alerts(webhook *w, struct evhttp_request *req)
         pw_unavailable(w->pw, req, "the webhook is stopping; retry");
         return;
     }
-    body = parse_body(len ? (const char *)evbuffer_pullup(in, -1) : "", len,
-                      &err);
-    if (!body || check_webhook(body, &err))
+    if (post_load(len ? (const char *)evbuffer_pullup(in, -1) : "", len, &p,
+                  &err))
         reject(w, req, 400, "Bad Request", "%s", err.msg);
     else
-        serve_post(w, req, body);
-    json_decref(body);
+        serve_post(w, req, &p);
 }
 
 static int alerts_path(const char *path)

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/jcanon.h"
 #include "core/jw.h"
 
 /* jansson's dump of the string s, as a value */
@@ -132,57 +131,8 @@ static void structure(void)
     free(t);
 }
 
-/* jcanon_write against json_dumps(COMPACT | SORT_KEYS): the text the
- * webhook hashes to name an alert, so the ids stay what they were. */
-static void canon_same(const char *doc)
-{
-    json_error_t e;
-    json_t *v = json_loads(doc, JSON_DECODE_ANY, &e);
-    char *want;
-    const char *got;
-    size_t len;
-    jw w;
-
-    REQUIRE(v != NULL);
-    want = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    REQUIRE(want != NULL);
-    jw_init(&w);
-    jw_str(&w, "left behind"); /* the writer is reused: cleared first */
-    jw_clear(&w);
-    jcanon_write(&w, v);
-    got = jw_text(&w, &len);
-    CHECK_INT(len, strlen(want));
-    CHECK(len == strlen(want) && !memcmp(got, want, len));
-    free(jw_take(&w));
-    free(want);
-    json_decref(v);
-}
-
-static void canonical(void)
-{
-    char big[4096];
-    size_t n = 0;
-
-    canon_same("{\"labels\":{\"z\":\"1\",\"a\":\"2\",\"Hostname\":\"g\"},"
-               "\"status\":\"firing\",\"annotations\":{}}");
-    canon_same("[1,-2,3.5,1e300,-0.0,0.1,true,false,null,[],{}]");
-    canon_same("{\"b\":[{\"y\":1,\"x\":{\"q\":[\"\\n\\t\\u0001\\\"\\\\/\"]}}],"
-               "\"a\":\"caf\u00e9 \\u30b8 \\ud83d\\ude00\"}");
-    canon_same("{\"\\u0007k\":1,\"k\\\"\":2,\"\u00e9\":3,\"K\":4,\"\":5}");
-    canon_same("\"plain\"");
-    canon_same("9223372036854775807");
-    /* more keys than the stack holds */
-    n += (size_t)snprintf(big + n, sizeof big - n, "{");
-    for (int i = 99; i >= 0; i--)
-        n += (size_t)snprintf(big + n, sizeof big - n, "%s\"k%02d\":%d",
-                              i == 99 ? "" : ",", i, i);
-    snprintf(big + n, sizeof big - n, "}");
-    canon_same(big);
-}
-
 int main(void)
 {
-    canonical();
     strings();
     invalid_utf8();
     reals();
