@@ -27,7 +27,9 @@
 # exit, delivery confirmed), join_s (correlator start to its partitions:
 # the consumer group join, 3 s as Kafka's group.initial.rebalance.delay.ms),
 # process_s (preload: assignment to drained; stream: collector start to
-# drained), e2e_s (preload: ingest_s + process_s; stream: process_s),
+# drained), read_s (preload: the correlator's first batch read to drained,
+# as bench_ceilings times its consumer from the first message; stream:
+# null), e2e_s (preload: ingest_s + process_s; stream: process_s),
 # published, consumed, redis_used_memory, counts.
 # E2E_WRAP_CORRELATOR="perf record -g -o FILE" runs the correlator under a
 # profiler (or any wrapper that execs its arguments); E2E_WRAP_COLLECTOR
@@ -46,7 +48,7 @@ while [ $# -gt 0 ]; do
     --rules) rules=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --stream) stream=1; shift ;;
-    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -109,8 +111,10 @@ for r in $(seq 1 "$runs"); do
       { say "correlate --drain failed: $(tail -n 3 "$d/corr.err")"; exit 1; }
     start=$t1
     assigned=$(log_ms "$d/corr.err" "partitions assigned")
+    first=$(log_ms "$d/corr.err" "first batch read")
     drained=$(log_ms "$d/corr.err" "drained:")
     ingest_ms=$((t1 - t0)) process_ms=$((drained - assigned))
+    read_ms=$((drained - first))
     e2e_ms=$((ingest_ms + process_ms)) mode=preload
   else
     start=$(now_ms)
@@ -127,6 +131,7 @@ for r in $(seq 1 "$runs"); do
     assigned=$(log_ms "$d/corr.err" "partitions assigned")
     drained=$(log_ms "$d/corr.err" "drained:")
     ingest_ms=$((t1 - t0)) process_ms=$((drained - t0))
+    read_ms=null # the first batch is the primer, read before the collector
     e2e_ms=$process_ms mode=stream
   fi
   published=$(sed -n 's/.* \([0-9]*\) published.*/\1/p' "$d/ingest.err" | tail -n 1)
@@ -139,10 +144,11 @@ for r in $(seq 1 "$runs"); do
       eventgroup: map(select(. == "peer.ib_down_nccl_timeout")) | length}')
   jq -cn --argjson lines "$lines" --arg mode "$mode" --argjson ingest "$ingest_ms" \
     --argjson join "$((assigned - start))" --argjson process "$process_ms" \
-    --argjson e2e "$e2e_ms" --argjson pub "${published:-0}" --argjson con "${consumed:-0}" \
+    --argjson read "$read_ms" --argjson e2e "$e2e_ms" --argjson pub "${published:-0}" --argjson con "${consumed:-0}" \
     --argjson mem "${bytes:-0}" --argjson counts "$counts" \
     '{lines: $lines, mode: $mode, ingest_s: ($ingest / 1000), join_s: ($join / 1000),
-      process_s: ($process / 1000), e2e_s: ($e2e / 1000), published: $pub, consumed: $con,
+      process_s: ($process / 1000), read_s: (if $read == null then null else $read / 1000 end),
+      e2e_s: ($e2e / 1000), published: $pub, consumed: $con,
       redis_used_memory: $mem, counts: $counts}'
   stop_all
 done

@@ -60,6 +60,7 @@ struct correlator {
     int64_t t_batch, t_fed, t_stored, t_delivered;
     enum phase phase;
     int held; /* a consumed batch waits for its commit */
+    int reading; /* the first batch since the start has come */
     struct event *tick, *prune, *kick, *prune_more;
     size_t pruned; /* by the prune under way */
     unsigned long signals, dead, incidents, republished, misrouted;
@@ -451,6 +452,10 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     c->held = 1;
     c->nbatch = n;
     c->t_batch = ts_mono();
+    if (!c->reading) { /* says the consumer reads; bench/e2e.sh times it */
+        c->reading = 1;
+        log_info("correlate", "first batch read: %zu signals", n);
+    }
     eng_set_wall(c->eng, ts_now()); /* no signal may run ahead of it */
     for (size_t i = 0; i < n; i++) {
         sig s;
