@@ -296,8 +296,14 @@ int eng_feed(engine *e, const sig *s)
         return 0;
     if (eng_seen_before(e, s))
         return 0;
-    for (int i = 0; i < n; i++)
-        on_fact(e, s, &facts[i]);
+    for (int i = 0; i < n; i++) {
+        fact *f = &facts[i];
+        /* a node the line names, when the fleet knows it by that name */
+        if (f->named[0] && strcmp(f->named, f->host) &&
+            eng_node_info(e, s->cluster, f->named))
+            str_copy(f->host, sizeof f->host, f->named);
+        on_fact(e, s, f);
+    }
     EACH_DETECTOR(d)
         if ((*d)->on_facts)
             (*d)->on_facts(e, s);

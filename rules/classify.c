@@ -50,7 +50,7 @@ static const char *const re_src[RE__COUNT] = {
  * order in which a later group of one name overwrites an earlier one). */
 enum named_field {
     NF_HOST, NF_JOB, NF_GPU, NF_PCI, NF_XID, NF_RANK, NF_STEP, NF_PID,
-    NF_DETAIL, NF_NODES
+    NF_DETAIL, NF_NODES, NF_NAMED
 };
 
 struct named {
@@ -116,7 +116,7 @@ static int field_of(const char *name)
 {
     static const char *const names[] = {"host", "job",  "gpu",    "pci",
                                         "xid",  "rank", "step",   "pid",
-                                        "detail", "nodes"};
+                                        "detail", "nodes",  "named"};
 
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(name, names[i]))
@@ -303,6 +303,9 @@ static void take_fields(const classifier *c, const pb_signature *g,
             break;
         case NF_DETAIL:
             str_copy(f->detail, sizeof f->detail, v);
+            break;
+        case NF_NAMED:
+            str_copy(f->named, sizeof f->named, v);
             break;
         case NF_NODES:
             if (nodes_out)

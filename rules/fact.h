@@ -48,6 +48,11 @@ typedef struct fact {
     /* The signature's (?<detail>) field (taint, interface, NIC), or what a
      * report's lines said (the collectives each rank ran). */
     char detail[320];
+    /* The signature's (?<named>) field: a node the message is about, not
+     * its printer (Ray's GCS naming a dead node). The engine moves the
+     * fact there when its inventory knows the name, else leaves it on the
+     * line's host. */
+    char named[128];
     long step, pid;    /* -1 when the text does not say */
     const char *sig_id; /* the signature that matched (catalog string) */
 } fact;

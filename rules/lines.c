@@ -348,9 +348,17 @@ static size_t word_len(const char *p)
     return n;
 }
 
+/* An event's Age column: "16s", "2m41s", "3m (x4 over 5m)", "<unknown>",
+ * "<invalid>". Every From column (kubelet, default-scheduler, "kubelet,
+ * gpu-1") opens with a letter. */
+static int is_age(const char *col)
+{
+    return isdigit((unsigned char)*col) || *col == '<';
+}
+
 int ln_kube_event(const char *l, char *buf, size_t len)
 {
-    const char *col[5], *p = l;
+    const char *col[5], *p = l, *msg;
     size_t rlen;
     int type = -1, n = 0;
 
@@ -367,7 +375,7 @@ int ln_kube_event(const char *l, char *buf, size_t len)
     }
     for (col[n++] = p; n < 5 && (p = next_column(p)) != NULL; n++)
         col[n] = p;
-    if (n < 5)
+    if (n < 4)
         return 0;
     for (int i = 0; i < 2 && type < 0; i++)
         if (!strncmp(col[i], "Warning  ", 9) || !strncmp(col[i], "Normal  ", 8))
@@ -375,10 +383,15 @@ int ln_kube_event(const char *l, char *buf, size_t len)
     if (type < 0 || (rlen = word_len(col[type + 1])) < 3 ||
         col[type + 1][rlen] != ' ')
         return 0;
+    if (type == 0 && !is_age(col[2])) /* describe without its Age column */
+        msg = col[3];
+    else if (n == 5)
+        msg = col[4]; /* the fifth column in both full layouts */
+    else
+        return 0;
     if (!buf) /* the shape is all that is asked */
         return 1;
-    /* the message is the fifth column in both layouts */
-    return snprintf(buf, len, "%.*s: %s", (int)rlen, col[type + 1], col[4]) <
+    return snprintf(buf, len, "%.*s: %s", (int)rlen, col[type + 1], msg) <
            (int)len;
 }
 
@@ -445,6 +458,10 @@ int ln_kube_message(const char *l, char *buf, size_t len)
         p += 9;
         if (*p == '\'' || *p == '"')
             p++;
+    } else if (*p == 'M' && !strncmp(p, "Message: ", 9)) {
+        /* `kubectl describe pod`'s field, its value aligned by blanks */
+        for (p += 9; *p == ' ' || *p == '\t'; p++)
+            ;
     }
     if (*p == '(' && !strncmp(p, "(combined from similar events): ", 32))
         p += 32;

@@ -29,7 +29,7 @@ static const char *const whens[] = {"always", "reserved", "elastic",
                                     "thermal", "not_thermal"};
 static const char *const field_names[] = {"host", "job",  "gpu",  "pci",
                                           "xid",  "rank", "nodes", "step",
-                                          "pid",  "detail"};
+                                          "pid",  "detail", "named"};
 
 /* `params:` of an action: a flat mapping of scalars. */
 static json_t *read_params(yd_doc *d, yaml_node_t *n)
@@ -205,7 +205,7 @@ static int check_groups(yd_doc *d, yaml_node_t *at, pcre2_code *re)
         const char *name = (const char *)(table + i * size + 2);
         if (yd_pick(name, field_names, N(field_names)) < 0) {
             yd_problem(d, at, "match: field (?<%s>...) is not one of host, job, "
-                       "gpu, pci, xid, rank, nodes, step, pid, detail", name);
+                       "gpu, pci, xid, rank, nodes, step, pid, detail, named", name);
             bad = 1;
         }
     }

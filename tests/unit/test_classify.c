@@ -717,6 +717,17 @@ static void test_kube_rows(void)
         {"(combined from similar events): Failed to pull image \"r/x:1\": "
          "rpc error: code = NotFound desc = r/x:1: not found",
          "sched.image_pull_tag"},
+        /* a describe row without its Age column, and describe pod's
+         * Message: field (github.com/kubernetes/kubernetes/issues/130145) */
+        {"Warning  Failed  kubelet  Error: configmap \"cluster-config\" "
+         "not found", "k8s.config_missing"},
+        {"Message:         Pod Allocate failed due to requested number of "
+         "devices unavailable for nvidia.com/gpu. Requested:1, Available: 0, "
+         "which is unexpected", "k8s.gpu_allocate_failed"},
+        {"  Normal  Pulled  kubelet  Container image \"r/x:1\" already "
+         "present on machine", NULL},
+        {"Message:      Successfully assigned default/train-0 to gpu-1",
+         NULL},
         /* an opening no event has, and "Error:" that names no object */
         {"Multi-Attach is not supported here", NULL},
         {"Error: the config file is missing a key", NULL},
@@ -738,6 +749,16 @@ static void test_kube_rows(void)
     CHECK_STR(buf, "Failed: Error: ErrImagePull");
     CHECK_INT(ln_kube_event("  Warning  Failed  16s  kubelet  Error: "
                             "ErrImagePull", buf, 8), 0);
+    /* no Age column: From is a word; the message is the fourth column */
+    CHECK_INT(ln_kube_event("Warning  Failed  kubelet  Error: a  b", buf,
+                            sizeof buf), 1);
+    CHECK_STR(buf, "Failed: Error: a  b");
+    CHECK_INT(ln_kube_event("Warning  Failed  <unknown>  kubelet  Error: x",
+                            buf, sizeof buf), 1);
+    CHECK_STR(buf, "Failed: Error: x");
+    /* Age and From but no message: no row */
+    CHECK_INT(ln_kube_event("Warning  Failed  16s  kubelet", buf, sizeof buf),
+              0);
     CHECK_INT(ln_kube_message("Multi-Attach error for volume", buf,
                               sizeof buf), 1);
     CHECK_STR(buf, "FailedAttachVolume: Multi-Attach error for volume");

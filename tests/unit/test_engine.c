@@ -750,6 +750,41 @@ static void test_cluster_window(void)
     eng_free(e);
 }
 
+/* Ray's GCS names the dead node by its node name: the incident is that
+ * node's when the inventory knows the name, else the printer's. */
+#define RAY_DEAD(ts, host, name) \
+    "{\"ts\":\"" ts "\",\"source\":\"ray\",\"host\":\"" host "\"," \
+    "\"line\":\"WARNING worker.py:1839 -- The node with node id: b1d7 and " \
+    "address: " name " and node name: " name " has been marked dead because " \
+    "the detector has missed too many heartbeats from it.\"}"
+
+static void test_named_node(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    json_t *inc;
+
+    feed(e, INV("ray-head", "rack-1"));
+    feed(e, INV("10.0.0.7", "rack-1"));
+    feed(e, RAY_DEAD("2026-03-02T08:00:00Z", "ray-head", "10.0.0.7"));
+    inc = only_incident(e);
+    CHECK_STR(json_string_value(json_object_get(inc, "scenario")),
+              "ray.node_died");
+    CHECK_STR(field(json_object_get(inc, "scope"), "node"), "10.0.0.7");
+    json_decref(inc);
+    eng_free(e);
+
+    /* a name the fleet does not know: the line's host keeps it */
+    e = eng_new(&ops, &r, &err);
+    feed(e, INV("ray-head", "rack-1"));
+    feed(e, RAY_DEAD("2026-03-02T08:00:00Z", "ray-head", "10.0.0.8"));
+    inc = only_incident(e);
+    CHECK_STR(field(json_object_get(inc, "scope"), "node"), "ray-head");
+    json_decref(inc);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -768,5 +803,6 @@ int main(void)
     test_clusters_apart();
     test_cluster_window();
     test_prune_jobs_in_slices();
+    test_named_node();
     return check_report();
 }
