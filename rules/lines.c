@@ -356,11 +356,24 @@ static int is_age(const char *col)
     return isdigit((unsigned char)*col) || *col == '<';
 }
 
+/* The type column at c ("Warning", "Normal"): where its reason starts,
+ * in the next column (*own 0) or in the same one, one blank after the
+ * type as some pastes collapse it (*own 1); NULL when c is no type. */
+static const char *kube_type(const char *c, const char *next, int *own)
+{
+    size_t t = !strncmp(c, "Warning ", 8) ? 8 : !strncmp(c, "Normal ", 7) ? 7 : 0;
+
+    if (!t)
+        return NULL;
+    *own = c[t] != ' ';
+    return *own ? c + t : next;
+}
+
 int ln_kube_event(const char *l, char *buf, size_t len)
 {
-    const char *col[5], *p = l, *msg;
+    const char *col[6], *p = l, *reason = NULL, *msg;
     size_t rlen;
-    int type = -1, n = 0;
+    int type = -1, own = 0, n = 0, k;
 
     while (*p == ' ')
         p++;
@@ -373,26 +386,24 @@ int ln_kube_event(const char *l, char *buf, size_t len)
         if (q[0] != ' ' || !(q = next_column(q)) || (*q != 'W' && *q != 'N'))
             return 0;
     }
-    for (col[n++] = p; n < 5 && (p = next_column(p)) != NULL; n++)
+    for (col[n++] = p; n < 6 && (p = next_column(p)) != NULL; n++)
         col[n] = p;
-    if (n < 4)
+    if (n < 3)
         return 0;
     for (int i = 0; i < 2 && type < 0; i++)
-        if (!strncmp(col[i], "Warning  ", 9) || !strncmp(col[i], "Normal  ", 8))
+        if ((reason = kube_type(col[i], col[i + 1], &own)))
             type = i;
-    if (type < 0 || (rlen = word_len(col[type + 1])) < 3 ||
-        col[type + 1][rlen] != ' ')
+    if (type < 0 || (rlen = word_len(reason)) < 3 || reason[rlen] != ' ')
         return 0;
-    if (type == 0 && !is_age(col[2])) /* describe without its Age column */
-        msg = col[3];
-    else if (n == 5)
-        msg = col[4]; /* the fifth column in both full layouts */
-    else
-        return 0;
+    k = type + 2 - own; /* the first column after the reason */
+    if (type == 0 && k < n && is_age(col[k]))
+        k++; /* describe: Age, From, Message; or From, Message */
+    if (k + 1 >= n)
+        return 0; /* the message follows From (or get events' Object) */
+    msg = col[k + 1];
     if (!buf) /* the shape is all that is asked */
         return 1;
-    return snprintf(buf, len, "%.*s: %s", (int)rlen, col[type + 1], msg) <
-           (int)len;
+    return snprintf(buf, len, "%.*s: %s", (int)rlen, reason, msg) < (int)len;
 }
 
 /* How events' messages open. reason NULL: the event's own "Reason:
@@ -413,6 +424,8 @@ static const struct {
     {KM("FailedCreatePodSandBox: "), NULL},
     {KM("UnexpectedAdmissionError: "), NULL},
     {KM("CreateContainerConfigError: "), NULL},
+    {KM("ErrImagePull: "), NULL}, /* a container's waiting reason */
+    {KM("ImagePullBackOff: "), NULL},
     {KM("MountVolume."), "FailedMount"},
     {KM("Unable to attach or mount volumes"), "FailedMount"},
     {KM("Unable to mount volumes"), "FailedMount"},
@@ -428,6 +441,10 @@ static const struct {
     {KM("The node had condition"), "Evicted"},
     {KM("Pod ephemeral local storage usage exceeds"), "Evicted"},
     {KM("Usage of EmptyDir volume"), "Evicted"},
+    /* "Container C exceeded its local ephemeral storage limit": the only
+     * event message that opens with the word (Evicted's signatures read
+     * on, no other reason's) */
+    {KM("Container "), "Evicted"},
 };
 #undef KM
 
@@ -471,9 +488,23 @@ int ln_kube_message(const char *l, char *buf, size_t len)
            snprintf(buf, len, "%s: %s", kube_opens[k].reason, p) < (int)len;
 }
 
+int ln_kube_recorded(const char *l, char *buf, size_t len)
+{
+    const char *p = strstr(l, "): type: '"), *r, *e;
+
+    if (!p || !(r = strstr(p, "' reason: '")))
+        return 0;
+    r += 11;
+    if (!(e = strchr(r, '\'')) || e == r || e[1] != ' ')
+        return 0;
+    return !buf || snprintf(buf, len, "%.*s: %s", (int)(e - r), r, e + 2) <
+                       (int)len;
+}
+
 int ln_kube_text(const char *l, char *buf, size_t len)
 {
-    return ln_kube_event(l, buf, len) || ln_kube_message(l, buf, len);
+    return ln_kube_event(l, buf, len) || ln_kube_message(l, buf, len) ||
+           ln_kube_recorded(l, buf, len);
 }
 
 int ln_raise_text(const char *l, char *buf, size_t len)

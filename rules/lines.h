@@ -20,7 +20,7 @@ double ln_to_bytes(const char *num, const char *unit);
 /* A Kubernetes event as `kubectl describe` (Type Reason Age From
  * Message, or without Age as tools and pastes trim it) or `kubectl get
  * events` (Last-seen Type Reason Object Message) print it, columns apart
- * by two spaces or more: "Reason:
+ * by two spaces or more (a paste may leave one after the type): "Reason:
  * Message" in buf, the form the k8s signatures read. 0 when the line is
  * no such row (or buf is too small); buf NULL: the row's shape only. */
 int ln_kube_event(const char *l, char *buf, size_t len);
@@ -30,7 +30,11 @@ int ln_kube_event(const char *l, char *buf, size_t len);
  * told by how the kubelet's and controllers' messages open. The same
  * "Reason: Message" in buf, and the same answers as ln_kube_event. */
 int ln_kube_message(const char *l, char *buf, size_t len);
-/* Either: an event row, else a bare message. */
+/* An event as a component's event recorder logs it (klog's event.go:
+ * "Event(v1.ObjectReference{...}): type: 'Warning' reason: 'R' message"):
+ * "R: message" in buf, the same answers as ln_kube_event. */
+int ln_kube_recorded(const char *l, char *buf, size_t len);
+/* Any of them: an event row, a bare message, a recorded event. */
 int ln_kube_text(const char *l, char *buf, size_t len);
 /* A traceback's code line raising an exception with a literal message
  * (`raise ValueError("No available memory for the cache blocks. "`): the

@@ -728,6 +728,27 @@ static void test_kube_rows(void)
          "present on machine", NULL},
         {"Message:      Successfully assigned default/train-0 to gpu-1",
          NULL},
+        /* one blank after the type, as a paste collapsed it
+         * (github.com/NVIDIA/k8s-device-plugin/issues/119) */
+        {" Warning FailedScheduling  40s (x2 over 40s)  default-scheduler  "
+         "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) "
+         "were unschedulable.", "sched.capacity_exhausted"},
+        /* a controller's event recorder (klog event.go) */
+        {"I1024 10:53:32.832702       1 event.go:218] Event(v1.ObjectReference"
+         "{Kind:\"Pod\", Name:\"p\"}): type: 'Warning' reason: "
+         "'FailedAttachVolume' Multi-Attach error for volume \"pvc-1\" Volume "
+         "is already exclusively attached to one node and can't be attached "
+         "to another", "k8s.volume_multi_attach"},
+        {"I1024 event.go:218] Event(v1.ObjectReference{}): type: 'Normal' "
+         "reason: 'Scheduled' Successfully assigned p to gpu-1", NULL},
+        /* a container's waiting reason, and the one eviction message that
+         * opens with "Container " */
+        {"ErrImagePull: rpc error: code = Unknown desc = Error response from "
+         "daemon: manifest for r/x:1 not found: manifest unknown",
+         "sched.image_pull_tag"},
+        {"Message:          Container w exceeded its local ephemeral storage "
+         "limit \"20Mi\".", "k8s.ephemeral_limit_exceeded"},
+        {"Container image \"r/x:1\" already present on machine", NULL},
         /* an opening no event has, and "Error:" that names no object */
         {"Multi-Attach is not supported here", NULL},
         {"Error: the config file is missing a key", NULL},
@@ -756,6 +777,15 @@ static void test_kube_rows(void)
     CHECK_INT(ln_kube_event("Warning  Failed  <unknown>  kubelet  Error: x",
                             buf, sizeof buf), 1);
     CHECK_STR(buf, "Failed: Error: x");
+    CHECK_INT(ln_kube_event("Warning FailedMount  3m  kubelet  Mount: x",
+                            buf, sizeof buf), 1);
+    CHECK_STR(buf, "FailedMount: Mount: x");
+    CHECK_INT(ln_kube_recorded("x): type: 'Warning' reason: 'BackOff' y",
+                               buf, sizeof buf), 1);
+    CHECK_STR(buf, "BackOff: y");
+    CHECK_INT(ln_kube_recorded("x): type: 'Warning' reason: '' y", buf,
+                               sizeof buf), 0);
+    CHECK_INT(ln_kube_recorded("x): type: 'Warning'", buf, sizeof buf), 0);
     /* Age and From but no message: no row */
     CHECK_INT(ln_kube_event("Warning  Failed  16s  kubelet", buf, sizeof buf),
               0);
