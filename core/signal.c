@@ -7,6 +7,7 @@
 
 #include "core/hash.h"
 #include "core/jmp.h"
+#include "core/nodeaddr.h"
 #include "core/str.h"
 #include "core/ts.h"
 
@@ -299,6 +300,32 @@ static int body_maintenance(json_t *m, cs_err *err)
     return 0;
 }
 
+/* The other names a node is known by (its addresses): each one word, as
+ * the engine keeps them (NA_ADDRS_MAX of them, NA_ADDR_MAX bytes). */
+static int body_addrs(json_t *v, cs_err *err)
+{
+    json_t *a;
+    size_t i;
+
+    if (!v)
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) > NA_ADDRS_MAX) {
+        cs_err_set(err, "field 'addrs' must be an array of at most %d "
+                        "addresses", NA_ADDRS_MAX);
+        return -1;
+    }
+    json_array_foreach(v, i, a) {
+        const char *s = json_string_value(a);
+
+        if (!s || !na_word(s)) {
+            cs_err_set(err, "field 'addrs[%zu]' must be an address: one "
+                            "word under %d bytes", i, NA_ADDR_MAX);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int body_inventory(sig *s, cs_err *err)
 {
     json_t *v;
@@ -322,6 +349,8 @@ static int body_inventory(sig *s, cs_err *err)
         cs_err_set(err, "field 'nvlink_domain' must be a string");
         return -1;
     }
+    if (body_addrs(json_object_get(s->obj, "addrs"), err))
+        return -1;
     return body_maintenance(json_object_get(s->obj, "maintenance"), err);
 }
 

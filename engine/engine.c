@@ -27,6 +27,7 @@ static void cs_free(void *p)
         return;
     strmap_free(cs->nodes, eng_win_free);
     strmap_free(cs->inventory, free);
+    strmap_free(cs->addr_host, free);
     strmap_free(cs->jobs, eng_job_free);
     strmap_free(cs->open_node, NULL);
     strmap_free(cs->open_job, NULL);
@@ -298,10 +299,13 @@ int eng_feed(engine *e, const sig *s)
         return 0;
     for (int i = 0; i < n; i++) {
         fact *f = &facts[i];
-        /* a node the line names, when the fleet knows it by that name */
-        if (f->named[0] && strcmp(f->named, f->host) &&
-            eng_node_info(e, s->cluster, f->named))
-            str_copy(f->host, sizeof f->host, f->named);
+        /* a node the line names, when the fleet knows it by that name
+         * or address */
+        const char *named = f->named[0] && strcmp(f->named, f->host)
+                                ? eng_node_named(e, s->cluster, f->named)
+                                : NULL;
+        if (named)
+            str_copy(f->host, sizeof f->host, named);
         on_fact(e, s, f);
     }
     EACH_DETECTOR(d)

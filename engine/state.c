@@ -50,6 +50,7 @@ cstate *eng_cs(engine *e, const char *cluster)
         cs = xcalloc(1, sizeof *cs);
         cs->nodes = strmap_new();
         cs->inventory = strmap_new();
+        cs->addr_host = strmap_new();
         cs->jobs = strmap_new();
         cs->open_node = strmap_new();
         cs->open_job = strmap_new();
@@ -174,6 +175,55 @@ node_info *eng_node_info(engine *e, const char *cluster, const char *host)
                          : NULL;
 }
 
+const char *eng_node_named(engine *e, const char *cluster, const char *name)
+{
+    cstate *cs = eng_cs(e, cluster);
+    const char *host;
+
+    if (!name || !*name)
+        return NULL;
+    if (strmap_get(cs->inventory, name))
+        return name;
+    host = strmap_get(cs->addr_host, name);
+    return host && *host ? host : NULL;
+}
+
+/* The node's addresses become `addrs`: the ones it had and no longer has
+ * are forgotten (unless another host claims them too, which keeps them
+ * a name that says nothing), the new ones point at it. */
+static void inventory_addrs(cstate *cs, const char *host, node_info *ni,
+                            json_t *addrs)
+{
+    char *save = NULL, old[sizeof ni->addrs];
+    const char *key;
+    json_t *a;
+    size_t i, w = 0;
+
+    str_copy(old, sizeof old, ni->addrs);
+    for (char *p = strtok_r(old, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+        const char *h = strmap_get(cs->addr_host, p);
+        if (h && !strcmp(h, host))
+            free(strmap_del(cs->addr_host, p));
+    }
+    ni->addrs[0] = '\0';
+    json_array_foreach(addrs, i, a) {
+        const char *s = json_string_value(a);
+        void **slot;
+
+        /* validated with the signal; a record read back may not be */
+        if (!s || !*s || strchr(s, ' ') || !strcmp(s, host) ||
+            w + strlen(s) + 2 > sizeof ni->addrs)
+            continue;
+        w += (size_t)snprintf(ni->addrs + w, sizeof ni->addrs - w, "%s%s",
+                              w ? " " : "", s);
+        slot = strmap_slot(cs->addr_host, s, &key);
+        if (!*slot)
+            *slot = xstrdup(host);
+        else if (**(char **)slot && strcmp(*slot, host))
+            **(char **)slot = '\0';
+    }
+}
+
 static void inventory_maintenance(node_info *ni, json_t *m)
 {
     cs_err err;
@@ -218,7 +268,22 @@ node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,
         ni->canary = json_is_true(json_object_get(o, "canary"));
     if (json_object_get(o, "maintenance"))
         inventory_maintenance(ni, json_object_get(o, "maintenance"));
+    if (json_is_array(json_object_get(o, "addrs")))
+        inventory_addrs(eng_cs(e, cluster), host, ni,
+                        json_object_get(o, "addrs"));
     return ni;
+}
+
+static json_t *addrs_array(const char *addrs)
+{
+    char copy[NA_ADDRS_MAX * NA_ADDR_MAX], *save = NULL;
+    json_t *a = json_array();
+
+    str_copy(copy, sizeof copy, addrs);
+    for (char *p = strtok_r(copy, " ", &save); a && p;
+         p = strtok_r(NULL, " ", &save))
+        json_array_append_new(a, json_string(p));
+    return a;
 }
 
 json_t *eng_inventory_record(const node_info *ni, json_t *o)
@@ -234,6 +299,8 @@ json_t *eng_inventory_record(const node_info *ni, json_t *o)
     if (ni->nvlink[0])
         json_object_set_new(rec, "nvlink_domain", json_string(ni->nvlink));
     json_object_set_new(rec, "canary", json_boolean(ni->canary));
+    if (ni->addrs[0] && !json_object_get(rec, "addrs"))
+        json_object_set_new(rec, "addrs", addrs_array(ni->addrs));
     if (json_object_get(rec, "maintenance") || !ni->maint_end)
         return rec;
     ts_format(ni->maint_start, start, sizeof start);

@@ -7,6 +7,7 @@
 #define CS_ENGINE_STATE_H
 
 #include "core/idset.h"
+#include "core/nodeaddr.h"
 #include "core/strmap.h"
 #include "core/ts.h"
 #include "engine/detect.h"
@@ -69,6 +70,10 @@ typedef struct node_info {
     /* A planned-maintenance window (maint.c), or maint_end 0. */
     int64_t maint_start, maint_end;
     char maint_id[64], maint_reason[128];
+    /* The other names it is known by (SLURM's NodeAddr, the Kubernetes
+     * node's InternalIP), blank-separated, "" when none: a line that
+     * names the node by one (Ray's GCS names nodes by IP) finds it. */
+    char addrs[NA_ADDRS_MAX * NA_ADDR_MAX];
 } node_info;
 
 typedef struct job {
@@ -153,6 +158,9 @@ typedef struct cstate {
     strmap *nodes;     /* window -> node_win: a host's, or "hist:", "job:",
                         * "peak:", "rack:" windows */
     strmap *inventory; /* host -> node_info */
+    /* an address -> the host it is (a copy), or "" when two hosts claim
+     * it (a container's 127.0.0.1): a name that says nothing */
+    strmap *addr_host;
     strmap *jobs;      /* job id -> job */
     strmap *open_node; /* host or own key -> incident (node-level) */
     strmap *open_job;  /* job id or "name:" key -> incident (job-level) */
@@ -224,6 +232,10 @@ int eng_next_job(engine *e, eng_iter *it, job **j);
 node_win *eng_win_of(engine *e, const char *cluster, const char *win);
 node_win *eng_win_find(engine *e, const char *cluster, const char *win);
 node_info *eng_node_info(engine *e, const char *cluster, const char *host);
+/* The inventory's name of the node `name` stands for: name itself when
+ * the inventory knows it, the host one of its addresses belongs to, else
+ * NULL. */
+const char *eng_node_named(engine *e, const char *cluster, const char *name);
 /* The host's inventory record, created on first use, set from an
  * inventory object (a signal's, or one read back after a restart). */
 node_info *eng_inventory_set(engine *e, const char *cluster, const char *host,

@@ -6,6 +6,7 @@
 
 #include "core/hash.h"
 #include "core/idset.h"
+#include "core/nodeaddr.h"
 #include "core/str.h"
 #include "core/strmap.h"
 #include "core/ts.h"
@@ -692,6 +693,28 @@ static int apply_job(ko_index *x, const char *type, json_t *obj, int64_t now,
 
 /* ---- Nodes --------------------------------------------------------------- */
 
+/* The node's status.addresses (InternalIP, Hostname, ExternalIP...), the
+ * names other logs know it by (Ray's names nodes by IP): NULL when none
+ * but its name. */
+static json_t *node_addrs(json_t *obj, const char *name)
+{
+    json_t *list = json_object_get(json_object_get(obj, "status"), "addresses");
+    json_t *a = json_array(), *e;
+    size_t i;
+
+    json_array_foreach(list, i, e) {
+        const char *v = sget(e, "address");
+        if (a && v && strcmp(v, name) && na_word(v) &&
+            !na_loopback(v) && json_array_size(a) < NA_ADDRS_MAX)
+            json_array_append_new(a, json_string(v));
+    }
+    if (a && !json_array_size(a)) {
+        json_decref(a);
+        a = NULL;
+    }
+    return a;
+}
+
 static int node_inventory(ko_index *x, json_t *obj, const char *name,
                           int64_t now, ko_emit_fn fn, void *arg)
 {
@@ -703,15 +726,26 @@ static int node_inventory(ko_index *x, json_t *obj, const char *name,
     ko_node *n = strmap_get(x->nodes, name);
     json_t *sig;
 
-    snprintf(text, sizeof text, "%s|%lld|%d", rack ? rack : "", (long long)gpus,
-             canary && !strcmp(canary, "true"));
-    if (n && !strcmp(n->inventory, text))
+    json_t *addrs = node_addrs(obj, name);
+    char *atext = addrs ? json_dumps(addrs, JSON_COMPACT) : NULL;
+
+    snprintf(text, sizeof text, "%s|%lld|%d|%s", rack ? rack : "",
+             (long long)gpus, canary && !strcmp(canary, "true"),
+             atext ? atext : "");
+    free(atext);
+    if (n && !strcmp(n->inventory, text)) {
+        json_decref(addrs);
         return 0;
+    }
     sig = json_pack("{s:s, s:s, s:i, s:b}", "source", "inventory", "host", name,
                     "gpus", gpus, "canary", canary && !strcmp(canary, "true"));
-    if (!sig)
+    if (!sig) {
+        json_decref(addrs);
         return -1;
+    }
     set_str(sig, "rack", rack);
+    if (addrs)
+        json_object_set_new(sig, "addrs", addrs);
     /* A node's inventory has no time of its own: now, with an id from
      * what it says, so telling it again changes nothing. */
     if (tell(x, sig, id_of((const char *const[]){"inventory", name, text, NULL}),

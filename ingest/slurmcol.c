@@ -513,27 +513,19 @@ static void tell_record(sc_collector *c, const sj_node *n)
 
 static void inventory(sc_collector *c, const sj_node *n, sc_node *r, int force)
 {
-    char rack[128] = "", text[700], when[32], id[17], *save = NULL;
-    char feats[512];
-    int canary = 0;
-    const char *canary_f = c->o.canary_feature ? c->o.canary_feature
-                                               : "canary";
-    json_t *o;
+    char rack[128], text[700], when[32], id[17];
+    int canary = sj_node_features(n, c->o.canary_feature ? c->o.canary_feature
+                                                         : "canary",
+                                  rack, sizeof rack);
+    json_t *o, *addrs;
 
-    str_copy(feats, sizeof feats, n->features);
-    for (char *f = strtok_r(feats, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(f, canary_f))
-            canary = 1;
-        else if (!rack[0] && !strncmp(f, "rack", 4))
-            str_copy(rack, sizeof rack,
-                     f[4] == '=' || f[4] == ':' ? f + 5 : f);
-    }
     /* a rack feature is the site's own word; else the leaf switch */
     if (!rack[0] && strmap_get(c->rack_of, n->name))
         str_copy(rack, sizeof rack, strmap_get(c->rack_of, n->name));
     if (c->canary && strmap_get(c->canary, n->name))
         canary = 1;
-    snprintf(text, sizeof text, "%s|%d|%d", rack, n->gpus, canary);
+    snprintf(text, sizeof text, "%s|%d|%d|%s|%s", rack, n->gpus, canary,
+             n->address, n->hostname);
     if (!force && !strcmp(text, r->inventory))
         return;
     const char *parts[] = {"inventory", n->name, text, NULL};
@@ -544,6 +536,8 @@ static void inventory(sc_collector *c, const sj_node *n, sc_node *r, int force)
                   canary, "id", id);
     if (o && rack[0])
         json_object_set_new(o, "rack", json_string(rack));
+    if (o && (addrs = sj_node_addrs(n)))
+        json_object_set_new(o, "addrs", addrs);
     if (o && publish(c, o) == 0) {
         c->st.inventory_signals++;
         str_copy(r->inventory, sizeof r->inventory, text);

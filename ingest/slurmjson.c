@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "core/nodeaddr.h"
 #include "core/str.h"
 #include "ingest/jsonscan.h"
 
@@ -261,10 +262,48 @@ static int read_node(json_t *o, sj_node *n, cs_err *err)
     text(o, "reason_set_by_user", n->reason_by, sizeof n->reason_by);
     text(o, "gres", n->gres, sizeof n->gres);
     text(o, "features", n->features, sizeof n->features);
+    text(o, "address", n->address, sizeof n->address);
+    text(o, "hostname", n->hostname, sizeof n->hostname);
+    if (!strcmp(n->address, n->name))
+        n->address[0] = '\0';
+    if (!strcmp(n->hostname, n->name))
+        n->hostname[0] = '\0';
     n->reason_at = num(o, "reason_changed_at");
     n->boot = num(o, "boot_time");
     n->gpus = gres_gpus(n->gres);
     return 0;
+}
+
+int sj_node_features(const sj_node *n, const char *canary_f, char *rack,
+                     size_t len)
+{
+    char feats[sizeof n->features], *save = NULL;
+    int canary = 0;
+
+    rack[0] = '\0';
+    str_copy(feats, sizeof feats, n->features);
+    for (char *f = strtok_r(feats, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(f, canary_f))
+            canary = 1;
+        else if (!rack[0] && !strncmp(f, "rack", 4))
+            str_copy(rack, len, f[4] == '=' || f[4] == ':' ? f + 5 : f);
+    }
+    return canary;
+}
+
+json_t *sj_node_addrs(const sj_node *n)
+{
+    const char *cand[] = {n->address, n->hostname};
+    json_t *a = NULL;
+
+    for (size_t i = 0; i < sizeof cand / sizeof *cand; i++) {
+        if (!na_word(cand[i]) || na_loopback(cand[i]))
+            continue;
+        if (!a && !(a = json_array()))
+            return NULL;
+        json_array_append_new(a, json_string(cand[i]));
+    }
+    return a;
 }
 
 /* The fields read of a job and of a node: the rest of each record (some
@@ -277,7 +316,7 @@ static const char *const job_keys[] = {
     "submit_time", "start_time", "end_time", "preempt_time"};
 static const char *const node_keys[] = {
     "name", "state", "state_flags", "reason", "reason_set_by_user", "gres",
-    "features", "reason_changed_at", "boot_time"};
+    "features", "reason_changed_at", "boot_time", "address", "hostname"};
 #define SJ_MAX_KEYS (sizeof job_keys / sizeof *job_keys)
 _Static_assert(sizeof node_keys / sizeof *node_keys <= SJ_MAX_KEYS,
                "record() holds at most SJ_MAX_KEYS values");

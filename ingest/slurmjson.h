@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "core/err.h"
 
 typedef struct sj_job {
@@ -48,6 +50,8 @@ typedef struct sj_node {
     char reason_by[64];
     char gres[256];
     char features[512];
+    char address[64];   /* NodeAddr, "" when the same as the name */
+    char hostname[128]; /* NodeHostname, the same */
     int64_t reason_at, boot;
     int gpus;        /* from gres: gpu[:TYPE]:N entries summed */
 } sj_node;
@@ -60,6 +64,17 @@ int sj_parse_jobs(const char *text, size_t len, sj_job **jobs, size_t *n,
 void sj_free_jobs(sj_job *jobs, size_t n);
 int sj_parse_nodes(const char *text, size_t len, sj_node **nodes, size_t *n,
                    cs_err *err);
+
+/* The node's features as the site's words for its place and policy: the
+ * first "rack..." feature in rack ("rack=R" and "rack:R" give R, "rack7"
+ * itself; "" for none); 1 when canary_f is among them. */
+int sj_node_features(const sj_node *n, const char *canary_f, char *rack,
+                     size_t len);
+/* NodeAddr and NodeHostname where they say more than the name (not
+ * loopback, which names every node alike): the names other logs know the
+ * node by (Ray's names nodes by IP), as an inventory's `addrs`; NULL when
+ * none. */
+json_t *sj_node_addrs(const sj_node *n);
 
 /* Whether a node is unreachable by the controller: down, or
  * NOT_RESPONDING among its flags (FAIL is an admin's "failing", not

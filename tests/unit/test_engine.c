@@ -785,6 +785,78 @@ static void test_named_node(void)
     eng_free(e);
 }
 
+#define INV_ADDRS(host, addrs) \
+    "{\"ts\":\"2026-03-02T07:00:00Z\",\"source\":\"inventory\",\"host\":\"" \
+    host "\",\"addrs\":" addrs "}"
+
+static const char *scope_of_dead(engine *e, const char *named, char *buf,
+                                 size_t len)
+{
+    char line[1024];
+    json_t *inc;
+
+    snprintf(line, sizeof line,
+             RAY_DEAD("2026-03-02T08:00:00Z", "ray-head", "%s"), named,
+             named);
+    feed(e, line);
+    inc = only_incident(e);
+    snprintf(buf, len, "%s", field(json_object_get(inc, "scope"), "node"));
+    json_decref(inc);
+    return buf;
+}
+
+/* A node named by one of its addresses (Ray's GCS names nodes by IP):
+ * the inventory's addrs lead to it; an address two hosts claim, or one a
+ * later record took away, leads nowhere; the addresses outlive a
+ * restart through the inventory record. */
+static void test_named_by_address(void)
+{
+    rec r = {0};
+    cs_err err;
+    char buf[128];
+    engine *e = eng_new(&ops, &r, &err);
+    node_info *ni;
+    json_t *o, *recd;
+
+    feed(e, INV("ray-head", "rack-1"));
+    feed(e, INV_ADDRS("gpu-7", "[\"10.0.0.7\", \"gpu-7.ib.local\"]"));
+    CHECK_STR(scope_of_dead(e, "10.0.0.7", buf, sizeof buf), "gpu-7");
+    eng_free(e);
+
+    e = eng_new(&ops, &r, &err);
+    feed(e, INV("ray-head", "rack-1"));
+    feed(e, INV_ADDRS("gpu-7", "[\"10.0.0.7\"]"));
+    feed(e, INV_ADDRS("gpu-8", "[\"10.0.0.7\"]"));
+    CHECK_STR(scope_of_dead(e, "10.0.0.7", buf, sizeof buf), "ray-head");
+    eng_free(e);
+
+    e = eng_new(&ops, &r, &err);
+    feed(e, INV("ray-head", "rack-1"));
+    feed(e, INV_ADDRS("gpu-7", "[\"10.0.0.7\"]"));
+    feed(e, INV_ADDRS("gpu-7", "[\"10.0.0.9\"]"));
+    CHECK(eng_node_named(e, "default", "10.0.0.7") == NULL);
+    CHECK_STR(eng_node_named(e, "default", "10.0.0.9"), "gpu-7");
+    /* the record keeps them when a later one leaves them out */
+    feed(e, INV("gpu-7", "rack-2"));
+    ni = eng_node_info(e, "default", "gpu-7");
+    o = json_pack("{s:s}", "rack", "rack-2");
+    recd = eng_inventory_record(ni, o);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(recd, "addrs"),
+                                               0)),
+              "10.0.0.9");
+    json_decref(o);
+    json_decref(recd);
+    eng_free(e);
+
+    e = eng_new(&ops, &r, &err);
+    feed(e, INV("ray-head", "rack-1"));
+    CHECK_INT(eng_restore_hash(e, "cascade:{default}:inventory", "gpu-7",
+                               "{\"addrs\":[\"10.0.0.9\"],\"rack\":\"rack-2\"}", &err),
+              0);
+    CHECK_STR(scope_of_dead(e, "10.0.0.9", buf, sizeof buf), "gpu-7");
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -804,5 +876,6 @@ int main(void)
     test_cluster_window();
     test_prune_jobs_in_slices();
     test_named_node();
+    test_named_by_address();
     return check_report();
 }

@@ -414,7 +414,9 @@ static void test_pods_nodes(void)
      * transition in the node controller's words */
     const char *node =
         "{\"metadata\":{\"name\":\"gpu-003\",\"uid\":\"n3\",\"labels\":{\"cascade.io/rack\":\"r1\"}},"
-        "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
+        "\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.4.0.3\"},"
+        "{\"type\":\"Hostname\",\"address\":\"gpu-003\"},{\"type\":\"InternalIP\",\"address\":\"127.0.0.1\"}],"
+        "\"allocatable\":{\"nvidia.com/gpu\":\"8\"},\"conditions\":[{\"type\":\"Ready\","
         "\"status\":\"Unknown\",\"reason\":\"NodeStatusUnknown\",\"lastTransitionTime\":\"2026-08-29T10:11:00Z\"}]}}";
     apply(x, KO_NODES, "ADDED", node, &s);
     apply(x, KO_NODES, "MODIFIED", node, &s);
@@ -423,6 +425,10 @@ static void test_pods_nodes(void)
     CHECK_STR(field(&s, 1, "rack"), "r1");
     CHECK_INT(json_integer_value(json_object_get(json_array_get(s.all, 1), "gpus")), 8);
     CHECK(json_is_false(json_object_get(json_array_get(s.all, 1), "canary")));
+    /* its addresses, but for its own name and loopback */
+    json_t *addrs = json_object_get(json_array_get(s.all, 1), "addrs");
+    CHECK_INT(json_array_size(addrs), 1);
+    CHECK_STR(json_string_value(json_array_get(addrs, 0)), "10.4.0.3");
     ev = json_object_get(json_array_get(s.all, 2), "event");
     CHECK_STR(json_string_value(json_object_get(ev, "message")), "Node gpu-003 status is now: NodeNotReady");
     CHECK_STR(field(&s, 2, "host"), "gpu-003");

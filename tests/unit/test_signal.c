@@ -83,7 +83,8 @@ static void test_sources(void)
         "\"state\":\"RUNNING\",\"nodes\":[\"g1\"],\"priority\":\"elastic\","
         "\"config\":{\"batch_size\":8}}",
         "{\"ts\":\"2026-03-02T08:00:00Z\",\"source\":\"inventory\",\"host\":"
-        "\"g1\",\"rack\":\"r1\",\"gpus\":8,\"canary\":true}",
+        "\"g1\",\"rack\":\"r1\",\"gpus\":8,\"canary\":true,"
+        "\"addrs\":[\"10.0.0.1\",\"fe80::1%ib0\"]}",
     };
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         sig s;
@@ -144,6 +145,16 @@ static void test_errors(void)
                  "'maintenance.end' must be after its start");
     expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
                  "\"nvlink_domain\":7}", "'nvlink_domain' must be a string");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"addrs\":\"10.0.0.1\"}", "'addrs' must be an array");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"addrs\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}",
+                 "at most 4 addresses");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"addrs\":[\"10.0.0.1\",\"10.0.0.2 x\"]}",
+                 "'addrs[1]' must be an address");
+    expect_error("{\"ts\":1,\"source\":\"inventory\",\"host\":\"g1\","
+                 "\"addrs\":[7]}", "'addrs[0]' must be an address");
     expect_error("{\"ts\":1,\"ts\":2,\"source\":\"kernel\",\"line\":\"x\"}",
                  "duplicate");
 }

@@ -127,7 +127,8 @@ static void test_later_shapes(void)
         "{\"job_state\":\"RUNNING\"}],\"errors\":[]}";
     const char *nodes =
         "{\"nodes\":[{\"name\":\"gpu-9\",\"state\":[\"DOWN\",\"NOT_RESPONDING\"],"
-        "\"gres\":\"gpu:h100:8(S:0-1),nic:2\",\"features\":\"rack-3,canary\"}]}";
+        "\"gres\":\"gpu:h100:8(S:0-1),nic:2\",\"features\":\"rack-3,canary\","
+        "\"address\":\"10.3.0.9\",\"hostname\":\"gpu-9\"}]}";
     sj_job *v;
     sj_node *nv;
     size_t n;
@@ -151,6 +152,17 @@ static void test_later_shapes(void)
     CHECK_STR(nv[0].flags, "NOT_RESPONDING");
     CHECK_INT(nv[0].gpus, 8);
     CHECK_INT(sj_node_down(&nv[0]), 1);
+    CHECK_STR(nv[0].address, "10.3.0.9");
+    CHECK_STR(nv[0].hostname, ""); /* the same as its name */
+    char rack[64];
+    CHECK_INT(sj_node_features(&nv[0], "canary", rack, sizeof rack), 1);
+    CHECK_STR(rack, "rack-3");
+    json_t *addrs = sj_node_addrs(&nv[0]);
+    CHECK_INT(json_array_size(addrs), 1);
+    CHECK_STR(json_string_value(json_array_get(addrs, 0)), "10.3.0.9");
+    json_decref(addrs);
+    snprintf(nv[0].address, sizeof nv[0].address, "%s", "127.0.0.1");
+    CHECK(sj_node_addrs(&nv[0]) == NULL); /* loopback names every node */
     free(nv);
 
     /* v0.0.39's exit code object; a TRES list with gpumem first; a job
