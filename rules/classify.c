@@ -15,6 +15,7 @@
 #include "core/str.h"
 #include "rules/assembly.h"
 #include "rules/hostlist.h"
+#include "rules/cudaerr.h"
 #include "rules/lines.h"
 #include "rules/playbooks.h"
 #include "rules/prefilter.h"
@@ -449,7 +450,9 @@ int cls_edge_keep(const classifier *c, int source, const char *line)
         return ln_kmsg_part(line) != NULL;
     if (source != SRC_APP && !reads_app(source))
         return 0;
-    return ln_is_frame(t) || ln_trace_head(t) || ln_kube_text(t, NULL, 0);
+    ce_error ce;
+    return ln_is_frame(t) || ln_trace_head(t) || ln_kube_text(t, NULL, 0) ||
+           ce_find(t, &ce);
 }
 
 const char *cls_text(const sig *s, char *buf, size_t len)
@@ -531,16 +534,18 @@ int cls_parse_oom(const classifier *c, const char *line, fact *f)
     return 1;
 }
 
-/* Fragmentation is decided from numbers, not from the advice text that
- * every 2.x message carries: reserved-but-unallocated memory that would
- * have covered the request means the memory exists but is fragmented. */
-static const char *oom_scenario(const fact *f)
+/* A CUDA error code is the most specific thing a job's line can say: when
+ * the line reports one (in any of its forms, rules/cudaerr.h) and a
+ * signature reads that code, it decides, before the signatures that read
+ * the line's wrapper (XLA's INTERNAL, a framework's generic failure). */
+static const pb_signature *cuda_error(const classifier *c, const sig *s,
+                                      const char *text, char *buf, size_t len)
 {
-    if (f->tried > 0 && f->reserved_unalloc >= f->tried)
-        return "oom.fragmentation";
-    if (f->pass == OOM_PASS_BACKWARD)
-        return "oom.activation";
-    return "oom.batch_size";
+    if (s->source != SRC_APP && !reads_app(s->source))
+        return NULL;
+    if (!ce_canon(text, buf, len))
+        return NULL;
+    return first_match(c, SRC_APP, buf, -1);
 }
 
 /* One signal's text through its source's signatures; *gp gets the one
@@ -552,17 +557,24 @@ static int classify_sig(classifier *c, const sig *s, const char *text,
                         fact *out, const pb_signature **gp)
 {
     char nodes[512] = "", names[CLS_MAX_FACTS][128], ev[1024];
-    const pb_signature *g = match_line(c, s->source, s->line, text, &text);
+    const char *line = text;
+    const pb_signature *g = cuda_error(c, s, text, ev, sizeof ev);
     int k;
 
+    if (g)
+        text = ev;
+    else
+        g = match_line(c, s->source, s->line, text, &text);
     if (!g && s->source != SRC_K8S && ln_kube_text(text, ev, sizeof ev) &&
         (g = first_match(c, SRC_K8S, ev, -1)))
         text = ev;
     if (!(*gp = g))
         return 0;
     from_signature(c, g, s, text, out, nodes, sizeof nodes);
+    if (text == ev) /* the line as printed, not the form it was read in */
+        str_copy(out->excerpt, sizeof out->excerpt, line);
     if (out->kind == FACT_CUDA_OOM)
-        oom_sizes(c, text, out);
+        oom_sizes(c, line, out);
     if (!nodes[0])
         return 1;
     k = hostlist_expand(nodes, names, CLS_MAX_FACTS);
@@ -795,7 +807,7 @@ static int classify_app(classifier *c, const sig *s, fact *out)
                             : tb->forward ? OOM_PASS_FORWARD
                                           : OOM_PASS_UNKNOWN;
             if (!out->scenario)
-                out->scenario = oom_scenario(out);
+                out->scenario = fact_oom_scenario(out);
         }
         if (g->report) {
             if (!key[0])
@@ -832,7 +844,7 @@ static int report_fact(classifier *c, struct traceback *tb, sig *head,
                                 : tb->forward ? OOM_PASS_FORWARD
                                               : OOM_PASS_UNKNOWN;
                     if (!out->scenario)
-                        out->scenario = oom_scenario(out);
+                        out->scenario = fact_oom_scenario(out);
                 }
                 n = 1;
             }

@@ -40,3 +40,15 @@ int fact_from_text(int kind)
     return kind >= 0 && kind < FACT__COUNT && kind != FACT_JOB_STATE &&
            kind != FACT_INVENTORY;
 }
+
+/* Fragmentation is decided from numbers, not from the advice text that
+ * every 2.x message carries: reserved-but-unallocated memory that would
+ * have covered the request means the memory exists but is fragmented. */
+const char *fact_oom_scenario(const fact *f)
+{
+    if (f->tried > 0 && f->reserved_unalloc >= f->tried)
+        return "oom.fragmentation";
+    if (f->pass == OOM_PASS_BACKWARD)
+        return "oom.activation";
+    return "oom.batch_size";
+}

@@ -62,5 +62,8 @@ const char *fact_name(fact_kind k);
 int fact_parse(const char *name); /* -1 when unknown */
 /* Whether a signature may make this kind (job_state, inventory: no). */
 int fact_from_text(int kind);
+/* A CUDA OOM's scenario from what it says: fragmentation when the
+ * reserved-but-unallocated memory covered the request, else by pass. */
+const char *fact_oom_scenario(const fact *f);
 
 #endif
