@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/str.h"
+#include "rules/alerthost.h"
 #include "rules/assembly.h"
 #include "rules/hostlist.h"
 #include "rules/cudaerr.h"
@@ -548,6 +549,21 @@ static const pb_signature *cuda_error(const classifier *c, const sig *s,
     return first_match(c, SRC_APP, buf, -1);
 }
 
+/* node-problem-detector's kernel monitor reports kernel lines as events
+ * (Ext4Error, KernelOops, TaskHung: "Reason: <the kernel's line>"): the
+ * message of an event no k8s signature took, read as the node's kernel
+ * log. */
+static const pb_signature *kernel_in_event(const classifier *c,
+                                           const char *ev, const char **text)
+{
+    const char *m = strstr(ev, ": ");
+    const pb_signature *g = m ? first_match(c, SRC_KERNEL, m + 2, -1) : NULL;
+
+    if (g)
+        *text = m + 2;
+    return g;
+}
+
 /* One signal's text through its source's signatures; *gp gets the one
  * that matched. A (?<nodes>) hostlist makes one fact per node. A Ray or
  * SLURM line its own source's signatures do not take is tried as the
@@ -557,21 +573,28 @@ static int classify_sig(classifier *c, const sig *s, const char *text,
                         fact *out, const pb_signature **gp)
 {
     char nodes[512] = "", names[CLS_MAX_FACTS][128], ev[1024];
-    const char *line = text;
+    const char *line = text, *kube = NULL;
     const pb_signature *g = cuda_error(c, s, text, ev, sizeof ev);
-    int k;
+    int k, canon = g != NULL;
 
-    if (g)
+    if (canon)
         text = ev;
     else
         g = match_line(c, s->source, s->line, text, &text);
-    if (!g && s->source != SRC_K8S && ln_kube_text(text, ev, sizeof ev) &&
-        (g = first_match(c, SRC_K8S, ev, -1)))
-        text = ev;
+    if (!g && s->source == SRC_K8S) {
+        kube = text;
+    } else if (!g && ln_kube_text(text, ev, sizeof ev)) {
+        if ((g = first_match(c, SRC_K8S, ev, -1)))
+            text = ev;
+        else
+            kube = ev;
+    }
+    if (!g && kube)
+        g = kernel_in_event(c, kube, &text);
     if (!(*gp = g))
         return 0;
     from_signature(c, g, s, text, out, nodes, sizeof nodes);
-    if (text == ev) /* the line as printed, not the form it was read in */
+    if (canon) /* the line as printed, not the form it was read in */
         str_copy(out->excerpt, sizeof out->excerpt, line);
     if (out->kind == FACT_CUDA_OOM)
         oom_sizes(c, line, out);
@@ -591,31 +614,6 @@ static int classify_text(classifier *c, const sig *s, const char *text,
     const pb_signature *g;
 
     return classify_sig(c, s, text, out, &g);
-}
-
-/* dcgm-exporter conventions first (Hostname, gpu, err_code), then the
- * labels other exporters use. kube-state-metrics' alerts (their `job`
- * label, the scrape job, is "kube-state-metrics") name an object of the
- * API: their `instance` is the exporter's own address, not a host. */
-static const char *alert_host(json_t *labels, char *buf, size_t len)
-{
-    static const char *const keys[] = {"Hostname", "hostname", "node",
-                                       "nodename", "host", "instance"};
-    const char *scrape = json_string_value(json_object_get(labels, "job"));
-    size_t nkeys = sizeof keys / sizeof *keys;
-
-    if (scrape && !strcmp(scrape, "kube-state-metrics"))
-        nkeys--;
-    for (size_t i = 0; i < nkeys; i++) {
-        const char *v = json_string_value(json_object_get(labels, keys[i]));
-        if (v && *v) { /* instance is HOST:PORT or [IPV6]:PORT */
-            size_t n;
-            const char *h = str_instance_host(v, &n);
-            snprintf(buf, len, "%.*s", (int)n, h);
-            return buf[0] ? buf : NULL;
-        }
-    }
-    return NULL;
 }
 
 /* Facts about a job alone, which an alert may give without a host:
@@ -646,7 +644,7 @@ static int classify_alert(classifier *c, const sig *s, json_t *labels,
     if ((workload = json_string_value(json_object_get(labels, "job_name"))))
         str_copy(f->job, sizeof f->job, workload);
     str_copy(f->host, sizeof f->host,
-             alert_host(labels, host, sizeof host) ? host : "");
+             al_host(labels, host, sizeof host) ? host : "");
     if (!f->host[0] && (!f->job[0] || !job_level(f->kind)))
         return 0;
     str_copy(f->gpu, sizeof f->gpu,

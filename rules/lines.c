@@ -339,11 +339,14 @@ static const char *next_column(const char *p)
     return NULL;
 }
 
+/* A reason's length: a letter, then letters and digits (Ext4Error). */
 static size_t word_len(const char *p)
 {
     size_t n = 0;
 
-    while (isalpha((unsigned char)p[n]))
+    if (!isalpha((unsigned char)*p))
+        return 0;
+    while (isalnum((unsigned char)p[n]))
         n++;
     return n;
 }
@@ -369,6 +372,27 @@ static const char *kube_type(const char *c, const char *next, int *own)
     return *own ? c + t : next;
 }
 
+/* A describe row whose Type column the paste dropped: a reason (one
+ * capitalised word), an age with its unit ("2m21s (x42 over 60m)"), From,
+ * the message. Most lines fail at the first letter or the two blanks. */
+static int kube_untyped(const char *p, char *buf, size_t len)
+{
+    size_t rlen = word_len(p), d = 0;
+    const char *age, *from, *msg;
+
+    if (rlen < 3 || !isupper((unsigned char)*p) || p[rlen] != ' ' ||
+        p[rlen + 1] != ' ' || !(age = next_column(p)))
+        return 0;
+    while (isdigit((unsigned char)age[d]))
+        d++;
+    if (!d || !strchr("smhd", age[d]) || !age[d] ||
+        !(from = next_column(age)) || !(msg = next_column(from)))
+        return 0;
+    if (!buf)
+        return 1;
+    return snprintf(buf, len, "%.*s: %s", (int)rlen, p, msg) < (int)len;
+}
+
 int ln_kube_event(const char *l, char *buf, size_t len)
 {
     const char *col[6], *p = l, *reason = NULL, *msg;
@@ -377,6 +401,8 @@ int ln_kube_event(const char *l, char *buf, size_t len)
 
     while (*p == ' ')
         p++;
+    if (kube_untyped(p, buf, len))
+        return 1;
     if (*p != 'W' && *p != 'N') {
         /* a short last-seen column first: looked for in its 12 bytes only
          * (every line no signature took comes here) */

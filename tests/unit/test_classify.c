@@ -797,6 +797,26 @@ static void test_kube_rows(void)
 }
 
 /* A traceback's raise statement stands for its exception line. */
+/* A describe row without Type; node-problem-detector's kernel monitor. */
+static void test_kube_untyped_and_npd(void)
+{
+    fact f[CLS_MAX_FACTS];
+    sig s = line_of("app", "FailedScheduling   2m21s (x42 over 60m)  default-"
+                    "scheduler  1 node(s) had untolerated taint {nvidia.com/"
+                    "gpu: present}", "2026-03-02T08:11:00Z");
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_STR(f[0].scenario, "sched.taint_mismatch");
+    sig_free(&s);
+    s = line_of("app", "  Warning  Ext4Error    2m13s  kernel-monitor  EXT4-fs "
+                "error (device nvme19n1): __ext4_find_entry:1531: inode #2: "
+                "comm sh: reading directory lblock 0", "2026-03-02T08:11:01Z");
+    CHECK_INT(cls_classify(c, &s, f), 1);
+    CHECK_STR(f[0].scenario, "host.fs_corruption");
+    sig_free(&s), s = line_of("app", "Processing  12s  batch  done", "2026-03-02T08:11:02Z");
+    CHECK_INT(cls_classify(c, &s, f), 0); /* a row's shape, no event's text */
+    sig_free(&s);
+}
+
 static void test_raise_text(void)
 {
     char buf[128];
@@ -967,6 +987,7 @@ int main(void)
     test_alert();
     test_k8s_event_versions();
     test_kube_rows();
+    test_kube_untyped_and_npd();
     test_raise_text();
     test_kernel_wrapped();
     test_kmsg_xid();
