@@ -63,7 +63,7 @@ static void process_metrics(obsrv *s, mx_out *o)
 {
     const char *build[] = {s->version, s->commit, s->process};
     struct rusage ru;
-    char why[8];
+    char why[512]; /* only ready or not is used; the reason fits */
 
     getrusage(RUSAGE_SELF, &ru);
     mx_family_begin(o, &PROC_MX[0]);

@@ -553,20 +553,24 @@ static void on_done(void *arg, long status, const char *error)
     }
 }
 
-static void add_query(char *url, size_t cap, const char *name, const char *v)
+/* -1 when the URL would not fit: a cut query is another request. */
+static int add_query(char *url, size_t cap, const char *name, const char *v)
 {
     char esc[4096 * 3 + 1];
     size_t n = strlen(url);
+    int w;
 
     httpc_escape(v, esc, sizeof esc);
-    snprintf(url + n, cap - n, "%s%s=%s", strchr(url, '?') ? "&" : "?", name, esc);
+    w = snprintf(url + n, cap - n, "%s%s=%s", strchr(url, '?') ? "&" : "?",
+                 name, esc);
+    return w >= 0 && (size_t)w < cap - n ? 0 : -1;
 }
 
 static void start(kw_res *r)
 {
     kw_collector *c = r->c;
     char url[8192], num[32];
-    int watch = r->rv[0] != 0, secs = 0;
+    int watch = r->rv[0] != 0, secs = 0, cut = 0;
     httpc_req q = {0};
     cs_err err;
 
@@ -574,22 +578,29 @@ static void start(kw_res *r)
         return;
     snprintf(url, sizeof url, "%s%s", c->auth.server, r->path);
     if (r->select[0])
-        add_query(url, sizeof url, "labelSelector", r->select);
+        cut |= add_query(url, sizeof url, "labelSelector", r->select);
     if (watch) {
         int span = c->o.watch_max_s - c->o.watch_min_s;
         secs = c->o.watch_min_s + (span > 0 ? (int)(rand_r(&c->seed) % (unsigned)(span + 1)) : 0);
-        add_query(url, sizeof url, "watch", "1");
-        add_query(url, sizeof url, "allowWatchBookmarks", "true");
-        add_query(url, sizeof url, "resourceVersion", r->rv);
+        cut |= add_query(url, sizeof url, "watch", "1");
+        cut |= add_query(url, sizeof url, "allowWatchBookmarks", "true");
+        cut |= add_query(url, sizeof url, "resourceVersion", r->rv);
         snprintf(num, sizeof num, "%d", secs);
-        add_query(url, sizeof url, "timeoutSeconds", num);
+        cut |= add_query(url, sizeof url, "timeoutSeconds", num);
     } else {
         snprintf(num, sizeof num, "%d", c->o.list_limit);
-        add_query(url, sizeof url, "limit", num);
+        cut |= add_query(url, sizeof url, "limit", num);
         if (r->cont[0])
-            add_query(url, sizeof url, "continue", r->cont);
+            cut |= add_query(url, sizeof url, "continue", r->cont);
         else
             c->st.lists++;
+    }
+    if (cut) {
+        log_error("k8s", "%s: the request to %s%s is longer than %zu bytes "
+                  "(a label selector or continue token that long); not sent",
+                  kname(r), c->auth.server, r->path, sizeof url);
+        backoff(r);
+        return;
     }
     q.method = "GET";
     q.url = url;
