@@ -7,6 +7,7 @@
 
 #include "core/kafka.h"
 #include "core/mem.h"
+#include "core/ts.h"
 
 static int64_t now_ms(void)
 {
@@ -79,6 +80,29 @@ static void seek_to_time(scan *s, rd_kafka_topic_partition_list_t *l,
     rd_kafka_topic_partition_list_destroy(t);
 }
 
+/* A partition's watermarks. A partition whose leader is being elected
+ * (a topic just made, a broker restarting) answers "not leader" for a
+ * moment: asked again until timeout_ms, as a consumer would. This is a
+ * command's one-shot read, not an event loop: it may wait. */
+static rd_kafka_resp_err_t watermarks(scan *s, int32_t id, int64_t *lo,
+                                      int64_t *hi, int timeout_ms)
+{
+    int64_t until = ts_mono() + (int64_t)timeout_ms * 1000;
+    rd_kafka_resp_err_t e;
+
+    for (;;) {
+        e = rd_kafka_query_watermark_offsets(s->rk, s->o->topic, id, lo, hi,
+                                             timeout_ms);
+        if ((e != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION &&
+             e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
+             e != RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH &&
+             e != RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH) ||
+            ts_mono() >= until)
+            return e;
+        nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+    }
+}
+
 /* The partitions, each with where to start; NULL with err. */
 static rd_kafka_topic_partition_list_t *plan(scan *s, int timeout_ms,
                                              cs_err *err)
@@ -111,8 +135,7 @@ static rd_kafka_topic_partition_list_t *plan(scan *s, int timeout_ms,
     for (int i = 0; i < mt->partition_cnt; i++) {
         int32_t id = mt->partitions[i].id;
         int64_t lo, hi;
-        e = rd_kafka_query_watermark_offsets(s->rk, s->o->topic, id, &lo, &hi,
-                                             timeout_ms);
+        e = watermarks(s, id, &lo, &hi, timeout_ms);
         if (e) {
             cs_err_set(err, "topic %s [%d]: %s", s->o->topic, id,
                        rd_kafka_err2str(e));
