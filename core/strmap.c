@@ -244,7 +244,8 @@ void **strmap_slot(strmap *m, const char *key, const char **key_copy)
 {
     struct slot *sl = slot_of(m, key);
 
-    *key_copy = sl->key;
+    if (key_copy)
+        *key_copy = sl->key;
     return &sl->val;
 }
 

@@ -19,8 +19,8 @@ void *strmap_put(strmap *m, const char *key, void *val);
 /* A lookup that may insert, with one hash and one probe: the slot of
  * key's value, the key added with a NULL value when absent (the caller
  * sets it). *key_copy: the map's copy of the key, valid until the entry
- * is deleted or the map freed, for a value that wants its key. The slot
- * pointer is valid until the next insertion. */
+ * is deleted or the map freed, for a value that wants its key (key_copy
+ * NULL: not wanted). The slot pointer is valid until the next insertion. */
 void **strmap_slot(strmap *m, const char *key, const char **key_copy);
 /* Removes and returns the value, or NULL when absent. */
 void *strmap_del(strmap *m, const char *key);

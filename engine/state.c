@@ -195,7 +195,6 @@ static void inventory_addrs(cstate *cs, const char *host, node_info *ni,
                             json_t *addrs)
 {
     char *save = NULL, old[sizeof ni->addrs];
-    const char *key;
     json_t *a;
     size_t i, w = 0;
 
@@ -216,11 +215,11 @@ static void inventory_addrs(cstate *cs, const char *host, node_info *ni,
             continue;
         w += (size_t)snprintf(ni->addrs + w, sizeof ni->addrs - w, "%s%s",
                               w ? " " : "", s);
-        slot = strmap_slot(cs->addr_host, s, &key);
+        slot = strmap_slot(cs->addr_host, s, NULL);
         if (!*slot)
             *slot = xstrdup(host);
-        else if (**(char **)slot && strcmp(*slot, host))
-            **(char **)slot = '\0';
+        else if (strcmp(*slot, host)) /* claimed twice: says nothing */
+            *(char *)*slot = '\0';
     }
 }
 

@@ -125,8 +125,10 @@ static const ce_error *by_words(const char *line)
      * is a stub library") */
     for (const char *p = find_ci(line, "cuda"); p; p = find_ci(p + 4, "cuda")) {
         const char *q = p + 4;
-        if (!strncasecmp(q, " runtime", 8) || !strncasecmp(q, " driver", 7))
-            q = strchr(q + 1, ' ') ? strchr(q + 1, ' ') : q;
+        if (!strncasecmp(q, " runtime ", 9))
+            q += 8;
+        else if (!strncasecmp(q, " driver ", 8))
+            q += 7;
         if (*q != ' ')
             continue;
         q++;
@@ -134,7 +136,7 @@ static const ce_error *by_words(const char *line)
             if (!strncasecmp(q, words[w], strlen(words[w]))) {
                 after_word(q + strlen(words[w]), &num);
                 if (num > 0 && (e = by_code(num)) &&
-                    (stable_number(num) || (*e->text && strstr(q, e->text))))
+                    (stable_number(num) || strstr(q, e->text)))
                     return e;
             }
     }
@@ -181,7 +183,7 @@ int ce_find(const char *line, ce_error *out)
     const ce_error *e = NULL;
     const char *p;
 
-    /* every form names CUDA, Cuda or cuda somewhere. PyTorch 0.x's
+    /* every form says "cuda" in some case or names a driver call. PyTorch 0.x's
      * "THCudaCheck FAIL ... error=2 : out of memory" is the warning
      * before it raises the same error: the exception line, after the
      * traceback that tells the pass, reports it. */

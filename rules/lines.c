@@ -385,7 +385,7 @@ static int kube_untyped(const char *p, char *buf, size_t len)
         return 0;
     while (isdigit((unsigned char)age[d]))
         d++;
-    if (!d || !strchr("smhd", age[d]) || !age[d] ||
+    if (!d || !age[d] || !strchr("smhd", age[d]) ||
         !(from = next_column(age)) || !(msg = next_column(from)))
         return 0;
     if (!buf)

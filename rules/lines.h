@@ -18,11 +18,12 @@ const char *ln_kmsg_part(const char *line);
 /* num (a number) in unit (B, KiB, MB, GiB...) as bytes; -1: no unit. */
 double ln_to_bytes(const char *num, const char *unit);
 /* A Kubernetes event as `kubectl describe` (Type Reason Age From
- * Message, or without Age as tools and pastes trim it) or `kubectl get
- * events` (Last-seen Type Reason Object Message) print it, columns apart
- * by two spaces or more (a paste may leave one after the type): "Reason:
- * Message" in buf, the form the k8s signatures read. 0 when the line is
- * no such row (or buf is too small); buf NULL: the row's shape only. */
+ * Message, or without Age, or without Type, as tools and pastes trim it)
+ * or `kubectl get events` (Last-seen Type Reason Object Message) print
+ * it, columns apart by two spaces or more (a paste may leave one after
+ * the type): "Reason: Message" in buf, the form the k8s signatures read.
+ * 0 when the line is no such row (or buf is too small); buf NULL: the
+ * row's shape only. */
 int ln_kube_event(const char *l, char *buf, size_t len);
 /* A Kubernetes event's message printed bare, without its reason (a job's
  * tooling, a pod's status `message:` or `kubectl describe pod`'s
