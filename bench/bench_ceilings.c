@@ -18,28 +18,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/benchutil.h"
 #include "core/kafka.h"
 #include "core/rconn.h"
 
 #define MAX_RUNS 32
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void report(const char *name, double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     printf("%s %.0f %.0f %.0f %d\n", name, v[n / 2], v[0], v[n - 1], n);
     fflush(stdout);
 }
@@ -112,13 +99,13 @@ static double consume(const char *brokers, long n, int run)
     rd_kafka_subscribe(c, t);
     rd_kafka_topic_partition_list_destroy(t);
     q = rd_kafka_queue_get_consumer(c);
-    for (double deadline = now_s() + 120; got < n && now_s() < deadline;) {
+    for (double deadline = bench_now() + 120; got < n && bench_now() < deadline;) {
         ssize_t k = rd_kafka_consume_batch_queue(q, 1000, batch, 10000);
         for (ssize_t i = 0; i < k; i++) {
             if (!batch[i]->err) {
                 if (!got++)
-                    t0 = now_s();
-                t1 = now_s();
+                    t0 = bench_now();
+                t1 = bench_now();
             }
             rd_kafka_message_destroy(batch[i]);
         }
@@ -136,7 +123,7 @@ static double consume(const char *brokers, long n, int run)
 static double redis_updates(redisContext *r, long n, int pipeline)
 {
     char key[64], member[64], score[32];
-    double t0 = now_s();
+    double t0 = bench_now();
     long sent = 0, read = 0;
     redisReply *reply;
 
@@ -156,7 +143,7 @@ static double redis_updates(redisContext *r, long n, int pipeline)
     }
     reply = redisCommand(r, "FLUSHDB");
     freeReplyObject(reply);
-    return (double)n / (now_s() - t0);
+    return (double)n / (bench_now() - t0);
 }
 
 int main(int argc, char **argv)

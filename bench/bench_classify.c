@@ -17,28 +17,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/benchutil.h"
 #include "core/signal.h"
 #include "rules/classify.h"
 #include "rules/playbooks.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int has_text(const sig *s)
 {
     return s->source == SRC_KERNEL || s->source == SRC_APP ||
            s->source == SRC_RAY || s->source == SRC_SLURM ||
            s->source == SRC_K8S || s->source == SRC_ALERTMANAGER;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int load(const char *path, sig **v, size_t *n, size_t *cap)
@@ -121,15 +109,15 @@ int main(int argc, char **argv)
             return 1;
         }
         cls_prefilter(c, prefilter);
-        double t0 = now_s();
+        double t0 = bench_now();
         facts = 0;
         for (int k = 0; k < repeat; k++)
             for (size_t i = 0; i < n; i++)
                 facts += (size_t)cls_classify(c, &v[i], out);
-        t[r] = now_s() - t0;
+        t[r] = bench_now() - t0;
         cls_free(c);
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
     double lines = (double)n * repeat;
     printf("catalog: %zu scenarios, %zu signatures\n", pb_catalog_count(cat),
            nsig);

@@ -48,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/benchutil.h"
 #include "core/kafka.h"
 #include "core/signal.h"
 #include "core/topics.h"
@@ -419,7 +420,6 @@ static void offer(run *r, rd_kafka_t *rk, double *achieved)
     free(timeout.buf);
 }
 
-static int cmp_double(const void *a, const void *b);
 
 /* Percentiles of the patterns sent in [from, to) seconds after the first
  * one, as a line of FILE; v is scratch of npat doubles. */
@@ -440,16 +440,10 @@ static void interval_line(FILE *f, const run *r, double from, double to,
         fprintf(f, "%.0f %.0f %d 0 - - - -\n", from, to, sent);
         return;
     }
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     fprintf(f, "%.0f %.0f %d %d %.2f %.2f %.2f %.2f\n", from, to, sent, n,
             v[n / 2], v[(size_t)((double)n * 0.99)],
             v[(size_t)((double)n * 0.999)], v[n - 1]);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -537,7 +531,7 @@ int main(int argc, char **argv)
                 r.npat);
         return 1;
     }
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     printf("%.0f %.0f %d %d %.2f %.2f %.2f %.2f\n", r.rate, achieved, r.npat, n,
            v[n / 2], v[(size_t)((double)n * 0.99)],
            v[(size_t)((double)n * 0.999)], v[n - 1]);

@@ -26,6 +26,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "bench/benchutil.h"
 #include "core/kafka.h"
 #include "core/kafka_broker.h"
 #include "core/mem.h"
@@ -37,14 +38,6 @@ typedef struct post {
     struct event_base *base;
     int done, status;
 } post;
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* VmRSS or VmHWM of this process, KiB. */
 static long status_kib(const char *field)
@@ -121,11 +114,11 @@ static double post_once(struct event_base *base, int port, const char *body,
     evhttp_add_header(h, "Host", "127.0.0.1");
     evhttp_add_header(h, "Authorization", "Bearer " TOKEN);
     evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
-    t0 = now_s();
+    t0 = bench_now();
     evhttp_make_request(conn, req, EVHTTP_REQ_POST, "/api/v1/alerts");
     while (!p.done)
         event_base_dispatch(base);
-    t0 = now_s() - t0;
+    t0 = bench_now() - t0;
     evhttp_connection_free(conn);
     *status = p.status;
     return t0;
@@ -148,13 +141,6 @@ static double signal_bytes(const char *body, size_t len, size_t *n)
     return total;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 static void bench(struct event_base *base, webhook *w, kfk_producer *p,
                   size_t alerts, size_t common, int runs)
 {
@@ -172,7 +158,7 @@ static void bench(struct event_base *base, webhook *w, kfk_producer *p,
         if (status_kib("VmHWM") - before > growth)
             growth = status_kib("VmHWM") - before;
     }
-    qsort(secs, (size_t)runs, sizeof *secs, cmp_double);
+    qsort(secs, (size_t)runs, sizeof *secs, bench_cmp_double);
     bytes = status == 200 ? signal_bytes(body, len, &n) : 0;
     printf("{\"alerts\": %zu, \"common_bytes\": %zu, \"body_bytes\": %zu, "
            "\"status\": %d, \"seconds\": %.3f, \"rss_growth_kib\": %ld, "
