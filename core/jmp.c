@@ -322,10 +322,23 @@ json_t *jmp_unpack(const char *data, size_t len, cs_err *err)
 
 /* ---- flat maps ------------------------------------------------------- */
 
-/* ASCII without NUL: what the flat reader hands out as C text. */
+/* ASCII without NUL: what the flat reader hands out as C text. One pass,
+ * 8 bytes a step: a zero byte shows in (w - 0x01..01) & ~w & 0x80..80,
+ * which is exact as to whether there is one (two passes, is_ascii then
+ * memchr, were a sixth of the correlator's decoding). */
 static int plain(const unsigned char *p, size_t n)
 {
-    return is_ascii(p, n) && !memchr(p, '\0', n);
+    const uint64_t lo = 0x0101010101010101ull, hi = 0x8080808080808080ull;
+    uint64_t acc = 0, w;
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        acc |= w | ((w - lo) & ~w);
+    }
+    for (; i < n; i++)
+        acc |= p[i] ? p[i] : 0x80u;
+    return !(acc & hi);
 }
 
 /* A string at r's position (type byte included): 0, or -1. */

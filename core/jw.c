@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "core/jw.h"
 #include "core/mem.h"
 #include "core/str.h"
@@ -65,10 +67,10 @@ void jw_end_arr(jw *w)
 
 /* Escapes as jansson's dump does: '"', '\\' and the control characters;
  * everything else, UTF-8 included, as it is. */
-static void quoted(jw *w, const char *s)
+static void quoted_n(jw *w, const char *s, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)s,
-                        *end = p + strlen(s), *run = p;
+    const unsigned char *p = (const unsigned char *)s, *end = p + len,
+                        *run = p;
 
     put(w, "\"", 1);
     while (p < end) {
@@ -106,6 +108,11 @@ static void quoted(jw *w, const char *s)
     }
     put(w, (const char *)run, (size_t)(p - run));
     put(w, "\"", 1);
+}
+
+static void quoted(jw *w, const char *s)
+{
+    quoted_n(w, s, strlen(s));
 }
 
 /* Writes the decimal digits of v (any sign) ending at end; returns
@@ -233,4 +240,103 @@ const char *jw_text(const jw *w, size_t *len)
 {
     *len = w->len;
     return w->buf ? w->buf : "";
+}
+
+void jw_strn(jw *w, const char *s, size_t n)
+{
+    sep(w);
+    quoted_n(w, s, n);
+    w->comma = 1;
+}
+
+/* ---- a jansson value ---------------------------------------------------- */
+
+typedef struct member {
+    const char *key;
+    size_t len;
+    const json_t *v;
+} member;
+
+/* jansson's order for JSON_SORT_KEYS: the bytes, then the length. */
+static int cmp_member(const void *a, const void *b)
+{
+    const member *x = a, *y = b;
+    int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Keys on the stack up to this many: an incident has about fifteen. */
+#define JW_STACK_KEYS 32
+
+static void json_object_out(jw *w, const json_t *v, int sort)
+{
+    member stack[JW_STACK_KEYS], *m = stack;
+    size_t n = json_object_size(v), i = 0;
+    void *it;
+
+    if (n > JW_STACK_KEYS)
+        m = xmalloc(n * sizeof *m);
+    for (it = json_object_iter((json_t *)v); it && i < n;
+         it = json_object_iter_next((json_t *)v, it), i++)
+        m[i] = (member){json_object_iter_key(it),
+                        json_object_iter_key_len(it),
+                        json_object_iter_value(it)};
+    if (sort)
+        qsort(m, i, sizeof *m, cmp_member);
+    jw_obj(w);
+    for (size_t k = 0; k < i; k++) {
+        sep(w);
+        quoted_n(w, m[k].key, m[k].len);
+        put(w, ":", 1);
+        w->comma = 0;
+        jw_json(w, m[k].v, sort);
+    }
+    jw_end_obj(w);
+    if (m != stack)
+        free(m);
+}
+
+void jw_json(jw *w, const json_t *v, int sort_keys)
+{
+    size_t i;
+
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        json_object_out(w, v, sort_keys);
+        break;
+    case JSON_ARRAY:
+        jw_arr(w);
+        for (i = 0; i < json_array_size(v); i++)
+            jw_json(w, json_array_get(v, i), sort_keys);
+        jw_end_arr(w);
+        break;
+    case JSON_STRING:
+        jw_strn(w, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        jw_int(w, (long long)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        jw_real(w, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        jw_raw(w, "true");
+        break;
+    case JSON_FALSE:
+        jw_raw(w, "false");
+        break;
+    case JSON_NULL:
+        jw_raw(w, "null");
+        break;
+    }
+}
+
+char *jw_dumps(const json_t *v, int sort_keys)
+{
+    jw w;
+
+    jw_init(&w);
+    jw_json(&w, v, sort_keys);
+    return jw_take(&w);
 }

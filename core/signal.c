@@ -7,6 +7,7 @@
 
 #include "core/hash.h"
 #include "core/jmp.h"
+#include "core/mem.h"
 #include "core/nodeaddr.h"
 #include "core/str.h"
 #include "core/ts.h"
@@ -676,7 +677,15 @@ int sig_log_msgpack(const char *ts, sig_source source, const char *line,
         (has_job && !str_utf8_valid(job, strlen(job))) ||
         (has_cluster && !str_utf8_valid(cluster, strlen(cluster))))
         return -1;
+    /* its size, up front: the buffer's own first step (8 KiB) malloc'd
+     * and faulted in a page a line, and a follower holds one a line
+     * until Kafka acknowledges it */
     msgpack_sbuffer_init(&sb);
+    sb.alloc = 128 + strlen(ts) + strlen(line) + strlen(id) +
+               (has_host ? strlen(host) + 10 : 0) +
+               (has_job ? strlen(job) + 10 : 0) +
+               (has_cluster ? strlen(cluster) : 7);
+    sb.data = xmalloc(sb.alloc);
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     msgpack_pack_map(&pk, (size_t)(5 + has_host + has_job));
     pack_kv(&pk, "ts", ts);

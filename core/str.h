@@ -7,6 +7,7 @@
 #define CS_STR_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), 0 when it is
@@ -33,6 +34,30 @@ static inline size_t str_utf8_seq(const unsigned char *s, size_t n)
     return need;
 }
 
+/* The length of the ASCII run p[0..n) starts with: 32 bytes a step while
+ * they are all ASCII, then 8, then one. Log text is nearly all ASCII, and
+ * a byte at a time this was a fifth of a collector's work per line. */
+static inline size_t str_ascii_span(const unsigned char *p, size_t n)
+{
+    const uint64_t hi = 0x8080808080808080ull;
+    uint64_t w[4];
+    size_t i = 0;
+
+    for (; i + 32 <= n; i += 32) {
+        memcpy(w, p + i, 32);
+        if ((w[0] | w[1] | w[2] | w[3]) & hi)
+            break;
+    }
+    for (; i + 8 <= n; i += 8) {
+        memcpy(w, p + i, 8);
+        if (w[0] & hi)
+            break;
+    }
+    while (i < n && p[i] < 0x80)
+        i++;
+    return i;
+}
+
 /* Whether s[0..n) is valid UTF-8. */
 static inline int str_utf8_valid(const char *s, size_t n)
 {
@@ -40,7 +65,7 @@ static inline int str_utf8_valid(const char *s, size_t n)
 
     for (size_t i = 0, k; i < n; i += k)
         if (p[i] < 0x80)
-            k = 1;
+            k = str_ascii_span(p + i, n - i);
         else if (!(k = str_utf8_seq(p + i, n - i)))
             return 0;
     return 1;

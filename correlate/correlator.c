@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/hash.h"
+#include "core/jw.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/rconn.h"
@@ -280,7 +281,7 @@ static void on_change(void *arg, const char *id, json_t *inc,
         json_object_set(req, "status", json_object_get(inc, "status"));
         json_object_set(req, "root_cause", json_object_get(inc, "root_cause"));
         json_object_set(req, "proposed", proposed);
-        pend_push(c, KFK_TOPIC_ACTIONS, id, json_dumps(req, JSON_COMPACT),
+        pend_push(c, KFK_TOPIC_ACTIONS, id, jw_dumps(req, 0),
                   cluster);
         outbox_put(c, &c->pend[c->npend - 1]);
         json_decref(req);

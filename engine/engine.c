@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/jw.h"
 #include "core/mem.h"
 #include "core/str.h"
 #include "core/strmap.h"
@@ -385,7 +386,7 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
                 json_array_append(inc->published, a);
             }
         }
-        char *txt = json_dumps(js, JSON_COMPACT);
+        char *txt = jw_dumps(js, 0);
         eng_key(key, sizeof key, inc->cluster, "incidents", NULL);
         e->ops->hash_put(e->ctx, key, inc->id, txt);
         eng_persist_incident(e, inc);

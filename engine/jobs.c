@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/jw.h"
 #include "core/mem.h"
 #include "core/str.h"
 #include "core/strmap.h"
@@ -346,8 +347,7 @@ static void on_inventory(engine *e, const sig *s)
 {
     node_info *ni = eng_inventory_set(e, s->cluster, s->host, s->obj);
     json_t *rec = eng_inventory_record(ni, s->obj);
-    char key[320], *txt = rec ? json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS)
-                              : NULL;
+    char key[320], *txt = rec ? jw_dumps(rec, 1) : NULL;
 
     json_decref(rec);
     if (!txt)

@@ -21,10 +21,8 @@ static void put_json(engine *e, const char *cluster, const char *kind,
                      const char *field, json_t *rec)
 {
     char key[320];
-    char *txt = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+    char *txt = jw_dumps(rec, 1);
 
-    if (!txt)
-        abort();
     eng_key(key, sizeof key, cluster, kind, NULL);
     e->ops->hash_put(e->ctx, key, field, txt);
     free(txt);
@@ -154,8 +152,7 @@ void eng_persist_incident(engine *e, const incident *inc)
     key_str(&w, "node", inc->node);
     key_int(&w, "opened", (long long)inc->opened);
     key_int(&w, "pub_resolved", inc->pub_resolved);
-    if (!(pub = json_dumps(inc->published, JSON_COMPACT | JSON_SORT_KEYS)))
-        abort();
+    pub = jw_dumps(inc->published, 1);
     jw_key(&w, "published");
     jw_raw(&w, pub);
     free(pub);

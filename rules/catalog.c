@@ -11,6 +11,7 @@
 #include <pcre2.h>
 
 #include "core/hash.h"
+#include "core/jw.h"
 #include "core/mem.h"
 #include "rules/catalog_priv.h"
 
@@ -219,7 +220,7 @@ const char *pb_mode_name(pb_mode m)
 void pb_action_id(const char *incident, const json_t *action, char *buf,
                   size_t len)
 {
-    char *txt = json_dumps(action, JSON_COMPACT | JSON_SORT_KEYS);
+    char *txt = jw_dumps(action, 1);
     uint64_t h = hash_fnv1a(HASH_FNV_SEED, incident, strlen(incident));
 
     h = hash_fnv1a(h, "\n", 1);

@@ -3,7 +3,8 @@
  * JSON_REJECT_DUPLICATES; a NUL byte is the one documented difference),
  * and of an accepted one they read the same
  * values: the same canonical dump (sorted keys), the same msgpack bytes
- * (members in document order) and an equal jansson value. */
+ * (members in document order) and an equal jansson value; and jw_json
+ * writes jansson's value as json_dumps does. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,20 @@ static void same_canon(const json_t *a, const jd_val *v)
         abort();
     free(want);
     free(jw_take(&w));
+}
+
+/* jw_json (core/jw.h) writes a jansson value as json_dumps does, keys in
+ * their order or sorted. */
+static void same_dump(const json_t *a)
+{
+    for (int sort = 0; sort <= 1; sort++) {
+        char *want = json_dumps(a, JSON_COMPACT | (sort ? JSON_SORT_KEYS : 0));
+        char *got = jw_dumps(a, sort);
+        if (!want || strcmp(want, got))
+            abort();
+        free(want);
+        free(got);
+    }
 }
 
 static void same_msgpack(const json_t *a, const jd_val *v)
@@ -64,6 +79,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         return 0;
     }
     same_canon(a, jd_root(d));
+    same_dump(a);
     same_msgpack(a, jd_root(d));
     b = jd_json(jd_root(d));
     if (!b || !json_equal(a, b))

@@ -131,11 +131,73 @@ static void structure(void)
     free(t);
 }
 
+
+/* jansson's dumps of v, compact and sorted, against jw_dumps's. */
+static void same_dump(json_t *v, const char *what)
+{
+    for (int sort = 0; sort <= 1; sort++) {
+        char *want = json_dumps(v, JSON_COMPACT | (sort ? JSON_SORT_KEYS : 0));
+        char *got = jw_dumps(v, sort);
+        if (!want || !got || strcmp(got, want))
+            fprintf(stderr, "  %s (sort %d)\n", what, sort);
+        CHECK_STR(got, want);
+        free(want);
+        free(got);
+    }
+}
+
+/* Whole values: the incident text and the state records are written by
+ * jw_json where json_dumps wrote them; the bytes must not change. */
+static void values(void)
+{
+    static const char *const texts[] = {
+        "{}", "[]", "{\"b\":1,\"a\":[true,false,null],\"c\":{\"z\":-0.5,\"y\":\"\"}}",
+        "[1,-9223372036854775808,9223372036854775807,1.5e300,0.1,[[]],{}]",
+        "{\"ab\":1,\"a\":2,\"b\":3,\"A\":4,\"\\u00e9\":5,\"\\u0001\":6}",
+        "{\"q\":\"quote \\\" back \\\\ nl \\n \\u0001 caf\\u00e9 \\ud83d\\ude00\"}",
+        "{\"id\":\"inc-65a7c7d81d5be979\",\"scenario\":\"peer.nccl_timeout_burst\","
+        "\"status\":\"resolved\",\"scope\":{\"cluster\":\"default\",\"job\":\"700258\"},"
+        "\"evidence\":{\"count\":3,\"sources\":[\"app\"]},\"children\":[],"
+        "\"actions\":[{\"playbook\":\"notify\",\"approval\":\"auto\",\"target\":"
+        "{\"job\":\"700258\"},\"params\":{},\"state\":\"proposed\"}]}",
+    };
+    json_t *v, *o;
+    char key[8];
+
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        json_error_t je;
+        v = json_loads(texts[i], 0, &je);
+        CHECK(v != NULL);
+        if (v)
+            same_dump(v, texts[i]);
+        json_decref(v);
+    }
+    /* NUL bytes in a string and in keys (json_stringn, json_object_setn),
+     * keys one the prefix of another */
+    v = json_object();
+    json_object_set_new(v, "s", json_stringn("a\0b", 3));
+    json_object_setn_new(v, "k\0z", 3, json_integer(1));
+    json_object_setn_new(v, "k", 1, json_integer(2));
+    json_object_setn_new(v, "k\0", 2, json_integer(3));
+    same_dump(v, "NUL bytes");
+    json_decref(v);
+    /* more keys than the stack holds, added out of order */
+    o = json_object();
+    for (int i = 99; i >= 0; i--) {
+        snprintf(key, sizeof key, "k%d", i * 37 % 100);
+        json_object_set_new(o, key, json_integer(i));
+    }
+    v = json_pack("{s:o, s:[o]}", "big", json_deep_copy(o), "list", o);
+    same_dump(v, "100 keys");
+    json_decref(v);
+}
+
 int main(void)
 {
     strings();
     invalid_utf8();
     reals();
     structure();
+    values();
     return check_report();
 }
