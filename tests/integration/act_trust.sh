@@ -127,7 +127,7 @@ audit | jq -c --arg a "$a4" 'select(.action == $a and .event == "step_interrupte
 # hour); the cancels a1 and a3 wait for a human (read at the sweep).
 metrics() { curl -s "http://127.0.0.1:$mport/metrics"; }
 for _ in $(seq 1 150); do
-  metrics | grep -q '^cascade_act_approvals_pending 2$' && break
+  grep -q '^cascade_act_approvals_pending 2$' <<< "$(metrics)" && break
   sleep 0.1
 done
 m=$(metrics)

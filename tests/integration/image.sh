@@ -104,12 +104,18 @@ done
   fail "the correlator in the image is not ready: $(curl -s "http://127.0.0.1:$mport/readyz")"
 "$bin" ingest file --brokers "$brokers" "$(corpus_stream "$corpus" cascade_node_crash_xid)" \
   > "$tmp/ingest.out" 2> "$tmp/ingest.err" || fail "ingest failed"
+# The page is read whole before grep: `curl | grep -q` under pipefail
+# fails when grep stops at its match while curl still writes (SIGPIPE,
+# curl's exit 23), which a loaded machine made happen now and then.
+opened() {
+  grep -q '^cascade_incidents_total{event="opened"} [1-9]' \
+    <<< "$(curl -s "http://127.0.0.1:$mport/metrics")"
+}
 for _ in $(seq 1 300); do
-  curl -s "http://127.0.0.1:$mport/metrics" | grep -q '^cascade_incidents_total{event="opened"} [1-9]' && break
+  opened && break
   sleep 0.1
 done
-curl -s "http://127.0.0.1:$mport/metrics" | grep -q '^cascade_incidents_total{event="opened"} [1-9]' ||
-  fail "no incident opened in the image's correlator"
+opened || fail "no incident opened in the image's correlator: $(curl -s "http://127.0.0.1:$mport/metrics" | grep '^cascade_incidents')"
 jq -e 'select(.msg | test("incident inc-[0-9a-f]+ opened"))' "$tmp/correlate.err" > /dev/null ||
   fail "the image's correlator logged no opened incident (JSON log)"
 echo "ok: $(cat "$tmp/build.out")"
