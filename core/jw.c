@@ -1,5 +1,6 @@
 /* JSON text writer (jw.h). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,19 @@ void jw_end_arr(jw *w)
     w->comma = 1;
 }
 
+/* Whether any of w's 8 bytes needs a look: a control character, '"',
+ * '\\' or a byte of a UTF-8 sequence. (x - 0x01..01) & ~x & 0x80..80 is
+ * nonzero exactly when x has a zero byte; the same with 0x20 when a byte
+ * is below 0x20. Text is mostly plain ASCII: 8 bytes a step there. */
+static int word_special(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+
+    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) |
+            ((b - ones) & ~b) | w) & high ? 1 : 0;
+}
+
 /* Escapes as jansson's dump does: '"', '\\' and the control characters;
  * everything else, UTF-8 included, as it is. */
 static void quoted_n(jw *w, const char *s, size_t len)
@@ -77,7 +91,15 @@ static void quoted_n(jw *w, const char *s, size_t len)
         char esc[8];
         const char *e = NULL;
         size_t n;
+        uint64_t word;
 
+        if (end - p >= 8) {
+            memcpy(&word, p, 8);
+            if (!word_special(word)) {
+                p += 8;
+                continue;
+            }
+        }
         if (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
             p++;
             continue;
