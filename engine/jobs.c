@@ -458,15 +458,46 @@ static const char *marked_cause(engine *e, const job *j, const char *host,
 
 /* A collective timed out: the cause is what the job's evidence says (a
  * mark); with none yet, the line is evidence like any fatal error. */
+/* Two ranks whose watchdogs time out on the same SeqNum in different
+ * collectives (a BROADCAST on one, an ALLREDUCE on the other) ran
+ * different code: the job's first timeout is kept, each later one of
+ * another rank compared with it. 1 when f shows the desync (g made). */
+static int desync(engine *e, const fact *f, job *j, fact *g)
+{
+    if (!j || f->step < 0 || !f->detail[0])
+        return 0;
+    if (!j->wd_op[0]) {
+        j->wd_seq = f->step;
+        j->wd_rank = f->rank;
+        str_copy(j->wd_op, sizeof j->wd_op, f->detail);
+        str_copy(j->wd_host, sizeof j->wd_host, f->host);
+        eng_persist_job(e, j);
+        return 0;
+    }
+    if (j->wd_seq != f->step || !strcmp(j->wd_op, f->detail) ||
+        (j->wd_rank == f->rank && !strcmp(j->wd_host, f->host)) ||
+        !pb_find(e->cat, "nccl.rank_desync"))
+        return 0;
+    *g = *f;
+    g->scenario = "nccl.rank_desync";
+    snprintf(g->detail, sizeof g->detail, "SeqNum %ld: %s on rank %d, %.40s "
+             "on rank %d", f->step, j->wd_op, j->wd_rank, f->detail, f->rank);
+    return 1;
+}
+
 static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
 {
-    const char *cause =
-        marked_cause(e, eng_job_of(e, s->cluster, f->job), f->host, NULL,
-                     NULL);
+    job *j = eng_job_of(e, s->cluster, f->job);
+    const char *cause = marked_cause(e, j, f->host, NULL, NULL);
+    fact g;
 
     if (cause && pb_find(e->cat, cause)) {
-        fact g = *f;
+        g = *f;
         g.scenario = cause;
+        eng_on_job_fault(e, s, &g);
+        return;
+    }
+    if (desync(e, f, j, &g)) {
         eng_on_job_fault(e, s, &g);
         return;
     }

@@ -31,14 +31,20 @@ static void put_json(engine *e, const char *cluster, const char *kind,
 
 void eng_persist_job(engine *e, const job *j)
 {
+    json_t *wd = j->wd_op[0]
+                     ? json_pack("{s:I, s:s, s:i, s:s}", "seq",
+                                 (json_int_t)j->wd_seq, "op", j->wd_op,
+                                 "rank", j->wd_rank, "host", j->wd_host)
+                     : NULL;
+
     put_json(e, j->cluster, "jobs", j->id,
              json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:O*, s:s, s:I, s:O*, "
-                       "s:s}",
+                       "s:s, s:o*}",
                        "job", j->id, "job_name", j->name, "team", j->team,
                        "state", j->state, "priority", j->priority, "nodes",
                        j->nodes, "config", j->config, "incident", j->incident,
                        "updated", (json_int_t)j->updated, "depends_on",
-                       j->depends_on, "error", j->error));
+                       j->depends_on, "error", j->error, "watchdog", wd));
 }
 
 /* Progress changes with every step line: a short record of its own, not
@@ -244,7 +250,7 @@ int eng_record_job(engine *e, const char *cluster, const char *field,
                        json_t *o, cs_err *err)
 {
     json_t *nodes = json_object_get(o, "nodes");
-    json_t *config = json_object_get(o, "config");
+    json_t *config = json_object_get(o, "config"), *wd;
     strmap *jobs;
     job *j;
 
@@ -262,6 +268,12 @@ int eng_record_job(engine *e, const char *cluster, const char *field,
     str_copy(j->priority, sizeof j->priority, jstr(o, "priority"));
     str_copy(j->incident, sizeof j->incident, jstr(o, "incident"));
     str_copy(j->error, sizeof j->error, jstr(o, "error"));
+    if ((wd = json_object_get(o, "watchdog")) && json_is_object(wd)) {
+        j->wd_seq = (long)jint(wd, "seq");
+        j->wd_rank = (int)jint(wd, "rank");
+        str_copy(j->wd_op, sizeof j->wd_op, jstr(wd, "op"));
+        str_copy(j->wd_host, sizeof j->wd_host, jstr(wd, "host"));
+    }
     j->updated = jint(o, "updated");
     j->nodes = json_incref(nodes);
     j->config = json_is_object(config) ? json_incref(config) : NULL;

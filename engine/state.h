@@ -87,6 +87,13 @@ typedef struct job {
     json_t *config; /* launch parameters */
     json_t *depends_on; /* job ids it waits for, or NULL */
     char error[64];     /* the signature of its latest error line */
+    /* The first NCCL watchdog timeout of the job: its SeqNum, collective,
+     * rank and host. Another rank timing out on the same SeqNum in
+     * another collective is a desync (wd_op "": none yet). */
+    long wd_seq;
+    int wd_rank;
+    char wd_op[24];
+    char wd_host[64];
     char incident[24]; /* the incident that explains its failure */
     int64_t updated;   /* event time of its last state change */
     /* Training progress (metrics.c): the last step number seen, when it

@@ -857,6 +857,79 @@ static void test_named_by_address(void)
     eng_free(e);
 }
 
+/* A rank's watchdog timeout, job 7 on g1, in PyTorch 2.4's words. */
+#define WD(ts, rank, seq, op)                                                \
+    "{\"ts\":\"" ts "\",\"source\":\"app\",\"host\":\"g1\",\"job\":\"7\","   \
+    "\"line\":\"[rank" rank "]:[E816 01:45:40.183009389 ProcessGroupNCCL."   \
+    "cpp:607] [Rank " rank "] Watchdog caught collective operation "         \
+    "timeout: WorkNCCL(SeqNum=" seq ", OpType=" op ", NumelIn=5056, "        \
+    "NumelOut=5056, Timeout(ms)=600000) ran for 600026 milliseconds "        \
+    "before timing out.\"}"
+
+/* After two watchdog timeouts of job 7 (the second given), the scenario
+ * of its incident, or "" for none. */
+static void desync_case(const char *second, const char *want)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    json_t *all;
+
+    feed(e, JOB("2026-03-02T08:00:00Z", "7", "RUNNING", "[\"g1\"]"));
+    feed(e, WD("2026-03-02T08:10:00Z", "7", "80078", "BROADCAST"));
+    feed(e, second);
+    feed(e, JOB("2026-03-02T08:11:00Z", "7", "FAILED", "[\"g1\"]"));
+    all = eng_incidents(e);
+    CHECK_STR(json_array_size(all)
+                  ? json_string_value(json_object_get(json_array_get(all, 0),
+                                                      "scenario"))
+                  : "",
+              want);
+    json_decref(all);
+    eng_free(e);
+}
+
+/* Two ranks timing out on one SeqNum in different collectives ran
+ * different code (nccl.rank_desync); the same collective, or another
+ * SeqNum (a rank behind), is no desync; the first timeout survives a
+ * restart in the job's record. */
+static void test_watchdog_desync(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e;
+    json_t *inc;
+
+    desync_case(WD("2026-03-02T08:10:01Z", "3", "80078", "ALLREDUCE"),
+                "nccl.rank_desync");
+    desync_case(WD("2026-03-02T08:10:01Z", "3", "80078", "BROADCAST"), "");
+    desync_case(WD("2026-03-02T08:10:01Z", "3", "80077", "ALLREDUCE"), "");
+    /* the same rank again in another collective: not two ranks */
+    desync_case(WD("2026-03-02T08:10:01Z", "7", "80078", "ALLREDUCE"), "");
+
+    e = eng_new(&ops, &r, &err);
+    CHECK_INT(eng_restore_hash(e, "cascade:{default}:jobs", "7",
+                               "{\"job\":\"7\",\"nodes\":[\"g1\"],\"state\":"
+                               "\"RUNNING\",\"watchdog\":{\"seq\":80078,\"op\":"
+                               "\"BROADCAST\",\"rank\":7,\"host\":\"g1\"}}",
+                               &err),
+              0);
+    eng_restore_done(e);
+    feed(e, WD("2026-03-02T08:10:01Z", "3", "80078", "ALLREDUCE"));
+    inc = only_incident(e);
+    CHECK_STR(json_string_value(json_object_get(inc, "scenario")),
+              "nccl.rank_desync");
+    /* the developer ticket names the two collectives */
+    CHECK_STR(json_string_value(json_object_get(
+                  json_object_get(json_array_get(json_object_get(inc, "actions"),
+                                                 0),
+                                  "params"),
+                  "detail")),
+              "SeqNum 80078: BROADCAST on rank 7, ALLREDUCE on rank 3");
+    json_decref(inc);
+    eng_free(e);
+}
+
 int main(void)
 {
     test_single_job_stays_fault();
@@ -877,5 +950,6 @@ int main(void)
     test_prune_jobs_in_slices();
     test_named_node();
     test_named_by_address();
+    test_watchdog_desync();
     return check_report();
 }
