@@ -351,6 +351,8 @@ void eng_win_trim(node_win *w, int64_t before)
 
     while (k < w->n && w->v[k].ts < before)
         k++;
+    if (k == 0) /* an empty window's v is NULL: no offset, not even 0 */
+        return;
     w->v += k;
     w->n -= k;
 }

@@ -1,5 +1,6 @@
 #include "ingest/k8sobj.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,13 +562,29 @@ static json_t *job_nodes(ko_index *x, const char *ns, const char *job)
     return out;
 }
 
+/* A count from a resource quantity ("8", or 8): a whole number from 0 to
+ * KO_MAX_COUNT. Anything else (negative, "1k", a fraction, a number past
+ * that) is unknown, 0: a node claiming "-1" or 2^63 GPUs made an
+ * inventory signal cascade refuses (fuzz_k8s_watch). */
+#define KO_MAX_COUNT 1000000
 static json_int_t quantity(json_t *v)
 {
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_string(v))
-        return strtoll(json_string_value(v), NULL, 10);
-    return 0;
+    json_int_t n;
+    const char *s;
+    char *end;
+
+    if (json_is_integer(v)) {
+        n = json_integer_value(v);
+    } else if (json_is_string(v)) {
+        s = json_string_value(v);
+        errno = 0;
+        n = strtoll(s, &end, 10);
+        if (end == s || *end || errno)
+            return 0;
+    } else {
+        return 0;
+    }
+    return n >= 0 && n <= KO_MAX_COUNT ? n : 0;
 }
 
 /* The first container's command line and plain env, as a script for
@@ -619,7 +636,7 @@ static json_t *job_signal(ko_index *x, json_t *obj, const char *state)
     json_array_foreach(json_object_get(tmpl, "containers"), i, c)
         gpus += quantity(json_object_get(json_object_get(json_object_get(c, "resources"),
                                                          "limits"), KO_GPU));
-    par = json_integer_value(json_object_get(json_object_get(obj, "spec"), "parallelism"));
+    par = quantity(json_object_get(json_object_get(obj, "spec"), "parallelism"));
     if (gpus > 0)
         json_object_set_new(sig, "gpus", json_integer(gpus * (par > 0 ? par : 1)));
     if (pc && x->o.nreserved) {
@@ -737,7 +754,7 @@ static int node_inventory(ko_index *x, json_t *obj, const char *name,
         json_decref(addrs);
         return 0;
     }
-    sig = json_pack("{s:s, s:s, s:i, s:b}", "source", "inventory", "host", name,
+    sig = json_pack("{s:s, s:s, s:I, s:b}", "source", "inventory", "host", name,
                     "gpus", gpus, "canary", canary && !strcmp(canary, "true"));
     if (!sig) {
         json_decref(addrs);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/signal.h"
 #include "core/ts.h"
 #include "ingest/colcfg.h"
 #include "ingest/k8sframe.h"
@@ -432,6 +433,29 @@ static void test_pods_nodes(void)
     ev = json_object_get(json_array_get(s.all, 2), "event");
     CHECK_STR(json_string_value(json_object_get(ev, "message")), "Node gpu-003 status is now: NodeNotReady");
     CHECK_STR(field(&s, 2, "host"), "gpu-003");
+
+    /* a GPU count cascade would refuse (negative, past int64, not a
+     * whole number) is unknown, 0, and the signal is one cascade takes */
+    static const char *const odd[] = {"-1", "99999999999999999999999", "1k",
+                                      "8.5"};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        sink t = {json_array(), 0};
+        char doc[256];
+        sig sg;
+        cs_err err;
+        snprintf(doc, sizeof doc,
+                 "{\"metadata\":{\"name\":\"gpu-09%zu\",\"uid\":\"n9\"},"
+                 "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"%s\"}}}",
+                 i, odd[i]);
+        apply(x, KO_NODES, "ADDED", doc, &t);
+        REQUIRE(json_array_size(t.all) == 1);
+        json_t *inv = json_deep_copy(json_array_get(t.all, 0));
+        CHECK_INT(json_integer_value(json_object_get(inv, "gpus")), 0);
+        json_object_set_new(inv, "cluster", json_string("c"));
+        CHECK_INT(sig_adopt_json(&sg, inv, &err), 0);
+        sig_free(&sg);
+        json_decref(t.all);
+    }
 
     /* Kueue: evicted by a preemption -> PREEMPTED for the owner Job */
     apply(x, KO_WORKLOADS, "MODIFIED",
