@@ -456,8 +456,6 @@ static const char *marked_cause(engine *e, const job *j, const char *host,
     return best;
 }
 
-/* A collective timed out: the cause is what the job's evidence says (a
- * mark); with none yet, the line is evidence like any fatal error. */
 /* Two ranks whose watchdogs time out on the same SeqNum in different
  * collectives (a BROADCAST on one, an ALLREDUCE on the other) ran
  * different code: the job's first timeout is kept, each later one of
@@ -485,6 +483,9 @@ static int desync(engine *e, const fact *f, job *j, fact *g)
     return 1;
 }
 
+/* A collective timed out: the cause is what the job's evidence says (a
+ * mark), or a desync its ranks' timeouts show; with neither yet, the line
+ * is evidence like any fatal error. */
 static void on_nccl_timeout(engine *e, const sig *s, const fact *f)
 {
     job *j = eng_job_of(e, s->cluster, f->job);
