@@ -301,8 +301,11 @@ static void on_job_state(engine *e, const sig *s)
         return; /* older than the state it has (a redelivery, a late
                  * signal): applying it would move the job back */
     }
-    if (strcmp(s->state, "RUNNING") == 0 && strcmp(j->state, "RUNNING"))
+    if (strcmp(s->state, "RUNNING") == 0 && strcmp(j->state, "RUNNING")) {
         eng_tell_job(e, s, j, ENG_JOB_STARTING);
+        /* a requeue under the same id: its SeqNums start over */
+        j->wd_op[0] = '\0';
+    }
     str_copy(j->state, sizeof j->state, s->state);
     j->updated = s->ts;
     if (s->job_name)

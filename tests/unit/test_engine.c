@@ -898,7 +898,7 @@ static void test_watchdog_desync(void)
     rec r = {0};
     cs_err err;
     engine *e;
-    json_t *inc;
+    json_t *inc, *all;
 
     desync_case(WD("2026-03-02T08:10:01Z", "3", "80078", "ALLREDUCE"),
                 "nccl.rank_desync");
@@ -906,6 +906,22 @@ static void test_watchdog_desync(void)
     desync_case(WD("2026-03-02T08:10:01Z", "3", "80077", "ALLREDUCE"), "");
     /* the same rank again in another collective: not two ranks */
     desync_case(WD("2026-03-02T08:10:01Z", "7", "80078", "ALLREDUCE"), "");
+
+    /* a requeue under the same id starts its SeqNums over: the first
+     * attempt's timeout is not compared with the second's */
+    e = eng_new(&ops, &r, &err);
+    feed(e, JOB("2026-03-02T08:00:00Z", "7", "RUNNING", "[\"g1\"]"));
+    feed(e, WD("2026-03-02T08:10:00Z", "7", "80078", "BROADCAST"));
+    feed(e, JOB("2026-03-02T08:11:00Z", "7", "FAILED", "[\"g1\"]"));
+    feed(e, JOB("2026-03-02T08:20:00Z", "7", "RUNNING", "[\"g1\"]"));
+    feed(e, WD("2026-03-02T08:30:00Z", "3", "80078", "ALLREDUCE"));
+    all = eng_incidents(e);
+    for (size_t i = 0; i < json_array_size(all); i++)
+        CHECK(strcmp(json_string_value(json_object_get(json_array_get(all, i),
+                                                       "scenario")),
+                     "nccl.rank_desync") != 0);
+    json_decref(all);
+    eng_free(e);
 
     e = eng_new(&ops, &r, &err);
     CHECK_INT(eng_restore_hash(e, "cascade:{default}:jobs", "7",
