@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "core/str.h"
+
 #define JMP_MAX_DEPTH 64
 
 void jmp_pack(msgpack_packer *pk, const json_t *v)
@@ -80,20 +82,10 @@ static uint64_t be(const unsigned char *p, size_t n)
     return v;
 }
 
-/* Nearly every string on the wire is ASCII, which needs no UTF-8 check;
- * eight bytes at a time. */
+/* Nearly every string on the wire is ASCII, which needs no UTF-8 check. */
 static int is_ascii(const unsigned char *p, size_t n)
 {
-    uint64_t acc = 0, w;
-    size_t i = 0;
-
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        acc |= w;
-    }
-    for (; i < n; i++)
-        acc |= p[i];
-    return !(acc & 0x8080808080808080ull);
+    return str_ascii_span(p, n) == n;
 }
 
 /* For a string's type byte b (already read): its length, from the bytes
@@ -323,22 +315,20 @@ json_t *jmp_unpack(const char *data, size_t len, cs_err *err)
 /* ---- flat maps ------------------------------------------------------- */
 
 /* ASCII without NUL: what the flat reader hands out as C text. One pass,
- * 8 bytes a step: a zero byte shows in (w - 0x01..01) & ~w & 0x80..80,
- * which is exact as to whether there is one (two passes, is_ascii then
- * memchr, were a sixth of the correlator's decoding). */
+ * 8 bytes a step (two passes, is_ascii then memchr, were a sixth of the
+ * correlator's decoding). */
 static int plain(const unsigned char *p, size_t n)
 {
-    const uint64_t lo = 0x0101010101010101ull, hi = 0x8080808080808080ull;
     uint64_t acc = 0, w;
     size_t i = 0;
 
     for (; i + 8 <= n; i += 8) {
         memcpy(&w, p + i, 8);
-        acc |= w | ((w - lo) & ~w);
+        acc |= w | str_word_zero(w);
     }
     for (; i < n; i++)
         acc |= p[i] ? p[i] : 0x80u;
-    return !(acc & hi);
+    return !(acc & 0x8080808080808080ull);
 }
 
 /* A string at r's position (type byte included): 0, or -1. */

@@ -1,6 +1,5 @@
 /* JSON text writer (jw.h). */
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,16 +66,14 @@ void jw_end_arr(jw *w)
 }
 
 /* Whether any of w's 8 bytes needs a look: a control character, '"',
- * '\\' or a byte of a UTF-8 sequence. (x - 0x01..01) & ~x & 0x80..80 is
- * nonzero exactly when x has a zero byte; the same with 0x20 when a byte
- * is below 0x20. Text is mostly plain ASCII: 8 bytes a step there. */
+ * '\\' or a byte of a UTF-8 sequence. Text is mostly plain ASCII: 8
+ * bytes a step there. */
 static int word_special(uint64_t w)
 {
-    const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
-    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    const uint64_t ones = 0x0101010101010101ull;
 
-    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) |
-            ((b - ones) & ~b) | w) & high ? 1 : 0;
+    return (str_word_below(w, 0x20) | str_word_zero(w ^ (ones * '"')) |
+            str_word_zero(w ^ (ones * '\\')) | (w & ones * 0x80)) != 0;
 }
 
 /* Escapes as jansson's dump does: '"', '\\' and the control characters;
@@ -132,11 +129,6 @@ static void quoted_n(jw *w, const char *s, size_t len)
     put(w, "\"", 1);
 }
 
-static void quoted(jw *w, const char *s)
-{
-    quoted_n(w, s, strlen(s));
-}
-
 /* Writes the decimal digits of v (any sign) ending at end; returns
  * where they start. */
 static char *digits(char *end, long long v)
@@ -152,16 +144,15 @@ static char *digits(char *end, long long v)
     return end;
 }
 
-void jw_key(jw *w, const char *k)
+/* An object's key of n bytes and its ':'. */
+static void key_n(jw *w, const char *k, size_t n)
 {
-    size_t n = strlen(k);
-
     /* keys are the caller's names: plain ASCII needs no escape pass */
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)k[i] < 0x20 || (unsigned char)k[i] >= 0x80 ||
             k[i] == '"' || k[i] == '\\') {
             sep(w);
-            quoted(w, k);
+            quoted_n(w, k, n);
             put(w, ":", 1);
             w->comma = 0;
             return;
@@ -177,11 +168,14 @@ void jw_key(jw *w, const char *k)
     w->comma = 0;
 }
 
+void jw_key(jw *w, const char *k)
+{
+    key_n(w, k, strlen(k));
+}
+
 void jw_str(jw *w, const char *s)
 {
-    sep(w);
-    quoted(w, s);
-    w->comma = 1;
+    jw_strn(w, s, strlen(s));
 }
 
 void jw_int(jw *w, long long v)
@@ -308,10 +302,7 @@ static void json_object_out(jw *w, const json_t *v, int sort)
         qsort(m, i, sizeof *m, cmp_member);
     jw_obj(w);
     for (size_t k = 0; k < i; k++) {
-        sep(w);
-        quoted_n(w, m[k].key, m[k].len);
-        put(w, ":", 1);
-        w->comma = 0;
+        key_n(w, m[k].key, m[k].len);
         jw_json(w, m[k].v, sort);
     }
     jw_end_obj(w);

@@ -34,6 +34,21 @@ static inline size_t str_utf8_seq(const unsigned char *s, size_t n)
     return need;
 }
 
+/* Eight bytes at a time (w read with memcpy): the high bit set in every
+ * byte of w below n (n <= 0x80), and maybe in bytes above such a one, so
+ * exact as to whether there is any. str_word_zero: the zero bytes. */
+static inline uint64_t str_word_below(uint64_t w, unsigned n)
+{
+    const uint64_t ones = 0x0101010101010101ull;
+
+    return (w - ones * n) & ~w & (ones * 0x80);
+}
+
+static inline uint64_t str_word_zero(uint64_t w)
+{
+    return str_word_below(w, 1);
+}
+
 /* The length of the ASCII run p[0..n) starts with: 32 bytes a step while
  * they are all ASCII, then 8, then one. Log text is nearly all ASCII, and
  * a byte at a time this was a fifth of a collector's work per line. */

@@ -111,7 +111,7 @@ static void fact_write(jw *w, const fact *f)
  * on the dense log. Restore reads it with jansson (restore_incident). */
 void eng_persist_incident(engine *e, const incident *inc)
 {
-    char key[320], *pub, *txt;
+    char key[320], *txt;
     jw w;
 
     jw_init(&w);
@@ -158,10 +158,8 @@ void eng_persist_incident(engine *e, const incident *inc)
     key_str(&w, "node", inc->node);
     key_int(&w, "opened", (long long)inc->opened);
     key_int(&w, "pub_resolved", inc->pub_resolved);
-    pub = jw_dumps(inc->published, 1);
     jw_key(&w, "published");
-    jw_raw(&w, pub);
-    free(pub);
+    jw_json(&w, inc->published, 1);
     if (inc->nmembers || inc->merged[0])
         key_str(&w, "rack", inc->rack);
     key_int(&w, "recovered", (long long)inc->recovered);
