@@ -159,11 +159,26 @@ kfk_consumer *kfk_consumer_open(struct event_base *base,
 int kfk_consumer_commit_held(kfk_consumer *c, cs_err *err);
 /* Drops the held batch without committing. */
 void kfk_consumer_release(kfk_consumer *c);
+/* Lets the held batch go before its commit: its offsets are kept in a
+ * ticket, its messages freed, and the next batch may be handed out
+ * (the correlator feeds it while Redis stores the last). Tickets are
+ * committed (or dropped) in the order taken. A rebalance while a ticket
+ * is out changes librdkafka's assignment at once, but the assignment
+ * callback, and every message after it, waits until the last ticket is
+ * committed or dropped: the callee's state of the ticket's batch is
+ * then written. */
+typedef struct kfk_ticket kfk_ticket;
+kfk_ticket *kfk_consumer_detach(kfk_consumer *c);
+/* As kfk_consumer_commit_held, for a detached batch; frees t. */
+int kfk_consumer_commit_ticket(kfk_consumer *c, kfk_ticket *t, cs_err *err);
+/* Frees t without committing (NULL is fine). */
+void kfk_ticket_drop(kfk_consumer *c, kfk_ticket *t);
 /* Called with the partitions this member owns (sorted) whenever a
  * rebalance changed them, and the topic's partition count. It runs from
- * the loop, only while no batch is held, before any message of a newly
- * owned partition is handed out. Eager rebalances revoke everything before
- * assigning: fn then sees only the new assignment. */
+ * the loop, only while no batch is held and no ticket is out, before any
+ * message of a newly owned partition is handed out. Eager rebalances
+ * revoke everything before assigning: fn then sees only the new
+ * assignment. */
 typedef void (*kfk_assign_fn)(void *arg, const int32_t *parts, size_t n,
                               int32_t partition_cnt);
 void kfk_consumer_on_assign(kfk_consumer *c, kfk_assign_fn fn, void *arg);

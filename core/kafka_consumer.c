@@ -38,6 +38,10 @@ struct kfk_consumer {
     void (*on_fatal)(void *arg, const char *reason);
     void *arg;
     int paused;
+    /* Tickets out (kfk_consumer_detach); a rebalance that came meanwhile,
+     * its callback not yet run; a batch consumed after it, held back
+     * until the callback ran. */
+    int ntickets, assign_due, parked;
     int fatal; /* librdkafka's fatal error seen: nothing more is handed out */
     int32_t *owned; /* partitions owned now, sorted */
     size_t nowned;
@@ -214,7 +218,21 @@ static void deliver(kfk_consumer *c)
         good = keep_messages(c, c->held, (size_t)n);
     }
     c->nheld = good;
+    if (c->assign_due) { /* a rebalance in that call, a ticket still out */
+        c->parked = 1;
+        return;
+    }
     c->fn(c->arg, c->held, good);
+}
+
+static int32_t partition_count(kfk_consumer *c);
+
+/* The callback of a rebalance that waited for the tickets. */
+static void assign_now(kfk_consumer *c)
+{
+    c->assign_due = 0;
+    if (c->on_assign)
+        c->on_assign(c->assign_arg, c->owned, c->nowned, partition_count(c));
 }
 
 /* A held batch blocks delivery; releasing it re-activates this callback,
@@ -225,8 +243,16 @@ static void consumer_wake(evutil_socket_t fd, short what, void *arg)
 
     (void)what;
     drain_pipe((int)fd);
-    if (!c->nheld && !c->paused)
+    if (c->assign_due && !c->ntickets)
+        assign_now(c);
+    if (c->assign_due || c->paused || fatal_seen(c))
+        return;
+    if (c->parked) {
+        c->parked = 0;
+        c->fn(c->arg, c->held, c->nheld);
+    } else if (!c->nheld) {
         deliver(c);
+    }
 }
 
 static void consumer_idle(evutil_socket_t fd, short what, void *arg)
@@ -380,9 +406,16 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e,
         else
             rd_kafka_assign(rk, NULL);
     }
-    /* Eager: the assignment that follows says what is owned. */
-    if (c->on_assign && (assign || cooperative))
-        c->on_assign(c->assign_arg, c->owned, c->nowned, partition_count(c));
+    /* Eager: the assignment that follows says what is owned. With a
+     * ticket out, the callee still writes that batch's state: the
+     * callback waits for its commit (kfk_consumer_commit_ticket). */
+    if (c->on_assign && (assign || cooperative)) {
+        if (c->ntickets)
+            c->assign_due = 1;
+        else
+            c->on_assign(c->assign_arg, c->owned, c->nowned,
+                         partition_count(c));
+    }
 }
 
 void kfk_consumer_on_assign(kfk_consumer *c, kfk_assign_fn fn, void *arg)
@@ -550,31 +583,76 @@ static rd_kafka_topic_partition_list_t *held_offsets(const kfk_consumer *c)
     return l;
 }
 
+/* Stores the offsets and commits them (asynchronously). */
+static int commit_offsets(kfk_consumer *c,
+                          const rd_kafka_topic_partition_list_t *l, cs_err *err)
+{
+    rd_kafka_resp_err_t e;
+
+    /* Storing fails for partitions revoked since the batch was read: their
+     * new owner re-reads them, which at-least-once allows. */
+    e = rd_kafka_offsets_store(c->rk, (rd_kafka_topic_partition_list_t *)l);
+    if (e) {
+        cs_err_set(err, "storing offsets: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    e = rd_kafka_commit(c->rk, NULL, 1);
+    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        cs_err_set(err, "committing offsets: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
 int kfk_consumer_commit_held(kfk_consumer *c, cs_err *err)
 {
     rd_kafka_topic_partition_list_t *l;
-    rd_kafka_resp_err_t e;
-    int rc = 0;
+    int rc;
 
     if (!c->nheld)
         return 0;
     l = held_offsets(c);
-    /* Storing fails for partitions revoked since the batch was read: their
-     * new owner re-reads them, which at-least-once allows. */
-    e = rd_kafka_offsets_store(c->rk, l);
+    rc = commit_offsets(c, l, err);
     rd_kafka_topic_partition_list_destroy(l);
-    if (e) {
-        cs_err_set(err, "storing offsets: %s", rd_kafka_err2str(e));
-        rc = -1;
-    } else {
-        e = rd_kafka_commit(c->rk, NULL, 1);
-        if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-            cs_err_set(err, "committing offsets: %s", rd_kafka_err2str(e));
-            rc = -1;
-        }
-    }
     kfk_consumer_release(c);
     return rc;
+}
+
+struct kfk_ticket {
+    rd_kafka_topic_partition_list_t *offsets;
+};
+
+kfk_ticket *kfk_consumer_detach(kfk_consumer *c)
+{
+    kfk_ticket *t = xmalloc(sizeof *t);
+
+    t->offsets = held_offsets(c);
+    c->ntickets++;
+    kfk_consumer_release(c);
+    return t;
+}
+
+/* The last ticket in: a rebalance that waited for it runs now. */
+static void ticket_done(kfk_consumer *c, kfk_ticket *t)
+{
+    rd_kafka_topic_partition_list_destroy(t->offsets);
+    free(t);
+    if (--c->ntickets == 0 && c->assign_due && c->wake)
+        event_active(c->wake, EV_READ, 0);
+}
+
+int kfk_consumer_commit_ticket(kfk_consumer *c, kfk_ticket *t, cs_err *err)
+{
+    int rc = commit_offsets(c, t->offsets, err);
+
+    ticket_done(c, t);
+    return rc;
+}
+
+void kfk_ticket_drop(kfk_consumer *c, kfk_ticket *t)
+{
+    if (t)
+        ticket_done(c, t);
 }
 
 void kfk_consumer_release(kfk_consumer *c)
@@ -686,7 +764,7 @@ int kfk_consumer_caught_up(kfk_consumer *c)
     rd_kafka_topic_partition_list_t *l;
     int done = 1;
 
-    if (c->nheld || !c->nowned)
+    if (c->nheld || c->ntickets || c->assign_due || !c->nowned)
         return 0;
     if (!c->marked && drain_mark(c, 5000))
         return 0;

@@ -12,6 +12,7 @@
 #include "core/mem.h"
 #include "core/rconn.h"
 #include "core/signal.h"
+#include "core/str.h"
 #include "core/ts.h"
 #include "engine/engine.h"
 #include "correlate/cmetrics.h"
@@ -42,8 +43,29 @@ typedef struct pending {
 /* The cycle of one batch:
  *   feed -> Redis pipeline (state + outbox) acked -> produce, tracked ->
  *   all delivered -> HDEL outbox acked -> commit offsets.
- * The consumer hands out no new batch until the commit. */
+ * Two batches overlap: the next one is fed, and its pipeline sent behind
+ * the first's, while Redis applies the first (Redis's time and the
+ * feed's, in turn, filled the cycle at 100k signals/s). The first batch
+ * lets its messages go for a ticket of its offsets once fed; the second
+ * stays held, so the consumer hands out no third, and takes its ticket
+ * when the first is committed. Outputs go out, and offsets are
+ * committed, one batch after the other. */
 enum phase { PH_IDLE, PH_STORING, PH_PUBLISHING, PH_DELIVERING, PH_CLEARING };
+
+/* One batch on its way: its outputs, its offsets, its times (monotonic
+ * us: came, fed, stored, delivered) for the debug line at its commit. */
+typedef struct cycle {
+    struct correlator *owner;
+    pending *pend;
+    size_t npend, cappend, sent;
+    kfk_ticket *ticket; /* its offsets, once its messages went */
+    int batch;          /* a consumed batch (not outputs of the outbox) */
+    int held;           /* its messages still held by the consumer */
+    int stored;         /* Redis acknowledged its state */
+    size_t nbatch;
+    int64_t t_batch, t_fed, t_stored, t_delivered;
+    enum phase phase;
+} cycle;
 
 struct correlator {
     struct event_base *base;
@@ -53,14 +75,11 @@ struct correlator {
     kfk_consumer *cons;
     kfk_producer *out;
     kfk_tracker *trk;
-    pending *pend;
-    size_t npend, cappend, sent;
-    /* The current batch's cycle, for the debug line at its commit: its
-     * size and when (monotonic us) it came, was stored, was delivered. */
-    size_t nbatch;
-    int64_t t_batch, t_fed, t_stored, t_delivered;
-    enum phase phase;
-    int held; /* a consumed batch waits for its commit */
+    /* cyc[head]: the batch publishing and committing next; the other:
+     * the batch fed behind it (PH_IDLE: none). fill: where outputs go. */
+    cycle cyc[2];
+    int head;
+    cycle *fill;
     int reading; /* the first batch since the start has come */
     struct event *tick, *prune, *kick, *prune_more;
     size_t pruned; /* by the prune under way */
@@ -106,9 +125,9 @@ static void crash_setup(correlator *c)
                           "purpose", v);
 }
 
-static void crash_point(correlator *c, enum phase at)
+static void crash_point(correlator *c, const cycle *y, enum phase at)
 {
-    if (c->crash_phase != at || !c->held || c->npend == 0 || --c->crash_n > 0)
+    if (c->crash_phase != at || !y->batch || y->npend == 0 || --c->crash_n > 0)
         return;
     log_warn("correlate", "crashing on purpose (CASCADE_CRASH_AT)");
     _exit(137);
@@ -134,16 +153,28 @@ static int32_t out_partition(const correlator *c, const char *topic,
     return kfk_partition_of(cluster, strlen(cluster), n);
 }
 
-static void pend_push(correlator *c, const char *topic, const char *key,
-                      char *value, const char *cluster)
+static cycle *cur(correlator *c)
 {
+    return &c->cyc[c->head];
+}
+
+static cycle *behind(correlator *c)
+{
+    return &c->cyc[!c->head];
+}
+
+/* An output of the batch being filled. */
+static pending *pend_push(correlator *c, const char *topic, const char *key,
+                          char *value, const char *cluster)
+{
+    cycle *y = c->fill;
     pending *p;
 
-    if (c->npend == c->cappend) {
-        c->cappend = c->cappend ? c->cappend * 2 : 64;
-        c->pend = xrealloc(c->pend, c->cappend * sizeof *c->pend);
+    if (y->npend == y->cappend) {
+        y->cappend = y->cappend ? y->cappend * 2 : 64;
+        y->pend = xrealloc(y->pend, y->cappend * sizeof *y->pend);
     }
-    p = &c->pend[c->npend++];
+    p = &y->pend[y->npend++];
     memset(p, 0, sizeof *p);
     p->topic = topic;
     p->part = out_partition(c, topic, cluster);
@@ -159,16 +190,23 @@ static void pend_push(correlator *c, const char *topic, const char *key,
         p->outbox = xmalloc(len);
         snprintf(p->outbox, len, "cascade:{%s}:outbox", cluster);
     }
+    return p;
 }
 
-static void pend_clear(correlator *c)
+/* The cycle done with (its ticket committed or dropped): free for the
+ * next batch. */
+static void cycle_clear(cycle *y)
 {
-    for (size_t i = 0; i < c->npend; i++) {
-        free(c->pend[i].key);
-        free(c->pend[i].value);
-        free(c->pend[i].outbox);
+    for (size_t i = 0; i < y->npend; i++) {
+        free(y->pend[i].key);
+        free(y->pend[i].value);
+        free(y->pend[i].outbox);
     }
-    c->npend = c->sent = 0;
+    y->npend = y->sent = 0;
+    y->ticket = NULL;
+    y->batch = y->held = y->stored = 0;
+    y->nbatch = 0;
+    y->phase = PH_IDLE;
 }
 
 static void dead_letter(correlator *c, const rd_kafka_message_t *m,
@@ -263,8 +301,8 @@ static void on_change(void *arg, const char *id, json_t *inc,
     if (!cluster)
         cluster = "default";
     note_change(c, id, inc, acts);
-    pend_push(c, KFK_TOPIC_INCIDENTS, id, strdup(text), cluster);
-    outbox_put(c, &c->pend[c->npend - 1]);
+    outbox_put(c, pend_push(c, KFK_TOPIC_INCIDENTS, id, strdup(text),
+                            cluster));
     json_array_foreach(acts, i, a) {
         char aid[32];
         pb_action_id(id, a, aid, sizeof aid);
@@ -281,9 +319,8 @@ static void on_change(void *arg, const char *id, json_t *inc,
         json_object_set(req, "status", json_object_get(inc, "status"));
         json_object_set(req, "root_cause", json_object_get(inc, "root_cause"));
         json_object_set(req, "proposed", proposed);
-        pend_push(c, KFK_TOPIC_ACTIONS, id, jw_dumps(req, 0),
-                  cluster);
-        outbox_put(c, &c->pend[c->npend - 1]);
+        outbox_put(c, pend_push(c, KFK_TOPIC_ACTIONS, id, jw_dumps(req, 0),
+                                cluster));
         json_decref(req);
     }
     json_decref(proposed);
@@ -293,8 +330,10 @@ static void on_change(void *arg, const char *id, json_t *inc,
  * full: the rest waits for the next tick, so the loop never blocks. */
 static int produce_pending(correlator *c)
 {
-    for (; c->sent < c->npend; c->sent++) {
-        pending *p = &c->pend[c->sent];
+    cycle *y = cur(c);
+
+    for (; y->sent < y->npend; y->sent++) {
+        pending *p = &y->pend[y->sent];
         cs_err err;
         int rc = kfk_produce_tracked_to(c->out, p->topic, p->part, p->key,
                                         strlen(p->key), p->value,
@@ -322,7 +361,7 @@ static void on_delivered(void *arg)
 {
     correlator *c = arg;
 
-    if (c->phase == PH_DELIVERING)
+    if (cur(c)->phase == PH_DELIVERING)
         event_active(c->tick, EV_TIMEOUT, 0);
 }
 
@@ -332,63 +371,96 @@ static void arm_tick(correlator *c)
     evtimer_add(c->tick, &tv);
 }
 
+/* The first batch's state is in Redis: its outputs go out. */
+static void publish_head(correlator *c)
+{
+    cycle *y = cur(c);
+
+    crash_point(c, y, PH_STORING);
+    y->phase = PH_PUBLISHING;
+    advance(c);
+}
+
 static void on_stored(void *arg)
 {
-    correlator *c = arg;
-    c->t_stored = ts_mono();
-    crash_point(c, PH_STORING);
-    c->phase = PH_PUBLISHING;
-    advance(c);
+    cycle *y = arg;
+    correlator *c = y->owner;
+
+    y->stored = 1;
+    y->t_stored = ts_mono();
+    if (y == cur(c) && y->phase == PH_STORING)
+        publish_head(c);
 }
 
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n);
 
+/* The batch fed behind the first one becomes the first: its messages go
+ * (the consumer may hand out the next), and its outputs go out once its
+ * state is in Redis. */
+static void promote(correlator *c)
+{
+    cycle *y;
+
+    c->head = !c->head;
+    y = cur(c);
+    if (y->phase == PH_IDLE)
+        return;
+    if (y->held) {
+        y->ticket = kfk_consumer_detach(c->cons);
+        y->held = 0;
+    }
+    if (y->stored)
+        publish_head(c);
+}
+
 static void on_cleared(void *arg)
 {
     correlator *c = arg;
+    cycle *y = cur(c);
     cs_err err;
 
-    c->phase = PH_IDLE;
-    if (c->held) {
-        c->held = 0;
+    if (y->batch) {
         double phase[CM_PHASE__COUNT] = {
-            (double)(c->t_fed - c->t_batch) / TS_SEC,
-            (double)(c->t_stored - c->t_fed) / TS_SEC,
-            (double)(c->t_delivered - c->t_stored) / TS_SEC,
-            (double)(ts_mono() - c->t_delivered) / TS_SEC};
-        cm_batch(c->mx, c->nbatch, phase);
-        if (kfk_consumer_commit_held(c->cons, &err))
+            (double)(y->t_fed - y->t_batch) / TS_SEC,
+            (double)(y->t_stored - y->t_fed) / TS_SEC,
+            (double)(y->t_delivered - y->t_stored) / TS_SEC,
+            (double)(ts_mono() - y->t_delivered) / TS_SEC};
+        cm_batch(c->mx, y->nbatch, phase);
+        if (kfk_consumer_commit_ticket(c->cons, y->ticket, &err))
             log_warn("correlate", "offsets not committed: %s", err.msg);
         else
             log_debug("correlate", "batch committed: %zu signals, %zu outputs "
                       "delivered, %lu signals so far; feed %.1f ms, redis "
                       "%.1f ms, kafka %.1f ms, outbox+commit %.1f ms",
-                      c->nbatch, c->npend, c->signals,
-                      (double)(c->t_fed - c->t_batch) / 1000,
-                      (double)(c->t_stored - c->t_fed) / 1000,
-                      (double)(c->t_delivered - c->t_stored) / 1000,
-                      (double)(ts_mono() - c->t_delivered) / 1000);
+                      y->nbatch, y->npend, c->signals,
+                      (double)(y->t_fed - y->t_batch) / 1000,
+                      (double)(y->t_stored - y->t_fed) / 1000,
+                      (double)(y->t_delivered - y->t_stored) / 1000,
+                      (double)(ts_mono() - y->t_delivered) / 1000);
+        y->ticket = NULL;
     }
-    pend_clear(c);
+    cycle_clear(y);
     if (c->leftover) {
         /* The outbox found in Redis is out: now take new signals. */
         c->leftover = 0;
         kfk_consumer_pause(c->cons, 0);
     }
+    promote(c);
 }
 
 /* Drives a batch from "state stored" to "offsets committed". */
 static void advance(correlator *c)
 {
+    cycle *y = cur(c);
     unsigned long failed;
 
-    switch (c->phase) {
+    switch (y->phase) {
     case PH_PUBLISHING:
         if (produce_pending(c)) {
             arm_tick(c);
             return;
         }
-        c->phase = PH_DELIVERING;
+        y->phase = PH_DELIVERING;
         /* fall through */
     case PH_DELIVERING:
         kfk_producer_poll(c->out);
@@ -398,21 +470,24 @@ static void advance(correlator *c)
         }
         if ((failed = kfk_tracker_take_failed(c->trk)) > 0) {
             log_warn("correlate", "%lu outputs not delivered; publishing the "
-                                  "batch's %zu outputs again", failed, c->npend);
-            c->republished += c->npend;
-            cm_republished(c->mx, c->npend);
-            c->sent = 0;
-            c->phase = PH_PUBLISHING;
+                                  "batch's %zu outputs again", failed, y->npend);
+            c->republished += y->npend;
+            cm_republished(c->mx, y->npend);
+            y->sent = 0;
+            y->phase = PH_PUBLISHING;
             arm_tick(c);
             return;
         }
-        crash_point(c, PH_DELIVERING);
-        c->t_delivered = ts_mono();
-        c->phase = PH_CLEARING;
-        for (size_t i = 0; i < c->npend; i++)
-            if (c->pend[i].outbox)
-                store_ops()->hash_del(c->st, c->pend[i].outbox,
-                                      c->pend[i].field);
+        crash_point(c, y, PH_DELIVERING);
+        y->t_delivered = ts_mono();
+        y->phase = PH_CLEARING;
+        /* The outbox fields are their content's hash: a batch behind this
+         * one that queued the same field queued the same output, already
+         * delivered here. */
+        for (size_t i = 0; i < y->npend; i++)
+            if (y->pend[i].outbox)
+                store_ops()->hash_del(c->st, y->pend[i].outbox,
+                                      y->pend[i].field);
         store_flush(c->st, on_cleared, c);
         return;
     default:
@@ -449,10 +524,15 @@ static void check_route(correlator *c, const rd_kafka_message_t *m,
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
 {
     correlator *c = arg;
+    /* the first slot when free (outputs of the outbox may wait there),
+     * else the one behind: the consumer hands out no third batch */
+    cycle *y = cur(c)->phase == PH_IDLE ? cur(c) : behind(c);
 
-    c->held = 1;
-    c->nbatch = n;
-    c->t_batch = ts_mono();
+    y->batch = 1;
+    y->held = 1;
+    y->nbatch = n;
+    y->t_batch = ts_mono();
+    c->fill = y;
     if (!c->reading) { /* says the consumer reads; bench/e2e.sh times it */
         c->reading = 1;
         log_info("correlate", "first batch read: %zu signals", n);
@@ -483,9 +563,13 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
      * silent topic is the one case where a stall waits for the next one. */
     eng_tick(c->eng, ts_now());
     eng_flush(c->eng, on_change, c);
-    c->t_fed = ts_mono();
-    c->phase = PH_STORING;
-    store_flush(c->st, on_stored, c);
+    y->t_fed = ts_mono();
+    y->phase = PH_STORING;
+    if (y == cur(c)) { /* nothing ahead: the next batch may come */
+        y->ticket = kfk_consumer_detach(c->cons);
+        y->held = 0;
+    }
+    store_flush(c->st, on_stored, y);
 }
 
 /* A slice of the prune's walk over the jobs, then the loop's other work
@@ -601,9 +685,9 @@ static int restore_outbox(correlator *c, const char *key, const char *field,
     k = xstrndup(nl1 + 1, (size_t)(nl2 - nl1 - 1));
     /* "cascade:{" CLUSTER "}:outbox" */
     cluster = xstrndup(key + 9, strlen(key) - 17);
-    pend_push(c, topic, k, xstrdup(nl2 + 1), cluster);
     /* The field of record, whatever its content hashes to now. */
-    snprintf(c->pend[c->npend - 1].field, sizeof c->pend[0].field, "%s", field);
+    str_copy(pend_push(c, topic, k, xstrdup(nl2 + 1), cluster)->field,
+             sizeof ((pending *)0)->field, field);
     free(k);
     free(cluster);
     return 0;
@@ -638,13 +722,14 @@ static int restore(correlator *c, cs_err *err)
 
     if (eng_reset(c->eng, err))
         return -1;
+    c->fill = cur(c); /* the outbox's outputs go out first */
     n = store_restore(c->opts.redis, "", &fns, c, err);
     if (n < 0)
         return -1;
     open = eng_restore_done(c->eng);
     log_info("correlate", "restored %ld state records from redis for %zu of "
              "%d partitions: %zu open incidents, %zu outputs to publish again",
-             n, c->nowned, (int)c->nparts, open, c->npend);
+             n, c->nowned, (int)c->nparts, open, cur(c)->npend);
     return 0;
 }
 
@@ -653,15 +738,16 @@ static int restore(correlator *c, cs_err *err)
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
     correlator *c = arg;
+    cycle *y = cur(c);
 
     (void)fd;
     (void)what;
-    if (c->phase != PH_IDLE || c->held || c->npend == 0)
+    if (y->phase != PH_IDLE || behind(c)->phase != PH_IDLE || y->npend == 0)
         return;
     c->leftover = 1;
-    c->republished += c->npend;
+    c->republished += y->npend;
     kfk_consumer_pause(c->cons, 1);
-    c->phase = PH_PUBLISHING;
+    y->phase = PH_PUBLISHING;
     advance(c);
 }
 
@@ -752,12 +838,15 @@ static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
     c->nowned = n;
     c->nparts = cnt;
     c->loaded = 1;
-    pend_clear(c);
+    /* no batch is on its way (the consumer waits for the tickets); the
+     * outbox is read again */
+    cycle_clear(cur(c));
+    cycle_clear(behind(c));
     if (restore(c, &err)) {
         stop(c, "cannot read the state of the partitions assigned", err.msg);
         return;
     }
-    if (c->npend > 0)
+    if (cur(c)->npend > 0)
         event_active(c->kick, 0, 0);
 }
 
@@ -775,6 +864,8 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     }
     c->base = base;
     c->opts = *o;
+    c->cyc[0].owner = c->cyc[1].owner = c;
+    c->fill = cur(c);
     c->opts.rules = NULL;
     crash_setup(c);
     c->mx = cm_new();
@@ -835,7 +926,8 @@ int corr_set_catalog(correlator *c, struct pb_catalog *cat, cs_err *err)
 
 int corr_drained(correlator *c)
 {
-    return c->loaded && c->phase == PH_IDLE && !c->held && !c->leftover &&
+    return c->loaded && cur(c)->phase == PH_IDLE &&
+           behind(c)->phase == PH_IDLE && !c->leftover &&
            kfk_consumer_caught_up(c->cons);
 }
 
@@ -893,6 +985,11 @@ void corr_free(correlator *c)
 {
     if (!c)
         return;
+    for (int i = 0; i < 2; i++) {
+        kfk_ticket_drop(c->cons, c->cyc[i].ticket);
+        cycle_clear(&c->cyc[i]);
+        free(c->cyc[i].pend);
+    }
     kfk_consumer_free(c->cons);
     if (c->tick)
         event_free(c->tick);
@@ -905,8 +1002,6 @@ void corr_free(correlator *c)
         event_free(c->prune_more);
     eng_free(c->eng);
     store_free(c->st);
-    pend_clear(c);
-    free(c->pend);
     kfk_tracker_release(c->trk);
     cm_free(c->mx);
     free(c);

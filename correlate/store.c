@@ -44,23 +44,36 @@ struct group {
     size_t len, cap;
 };
 
+/* A flushed batch: its commands, kept until Redis acknowledged them all
+ * (and its WAIT said enough replicas have them), for sending again. */
+typedef struct batch {
+    cmd *cmds;
+    size_t n;
+    store_done_fn done;
+    void *arg;
+    int64_t flushed_at; /* mono */
+    size_t due;         /* replies due on this connection: 0 when unsent */
+} batch;
+
 struct store {
     rlink *link;
     char prefix[128];
     cmd *q;          /* queued for the next batch */
     size_t nq, capq;
-    cmd *inflight;   /* the batch being acknowledged */
-    size_t ninflight, acked;
-    size_t due;      /* replies due: the batch's, and its WAIT's */
-    size_t refused;  /* error replies in the batch in flight */
+    /* Batches sent and not yet acknowledged, oldest first: Redis answers
+     * one connection's commands in order, so the replies are the first
+     * one's, then the next one's. A batch is acknowledged only after every
+     * one before it. */
+    batch *fl;
+    size_t nfl, capfl;
+    size_t acked;    /* replies of the first batch in */
+    size_t refused;  /* error replies in the first batch */
     int unconfirmed; /* its WAIT found too few replicas */
+    int hold; /* a refused batch waits for its retry: nothing goes before */
     char first_refusal[160]; /* the first of them, for the one log line */
     struct event *stall;     /* says so while a batch waits (STALL_*) */
-    int64_t flushed_at;      /* when the batch in flight went out (mono) */
     int stall_s;             /* when the stall timer fires next, in s */
     strmap *trims;   /* key -> int64_t cutoff, coalesced per batch */
-    store_done_fn done;
-    void *done_arg;
     unsigned long sent;
     unsigned long writes; /* HSET and HDEL fields queued, over all batches */
     struct group g;
@@ -259,38 +272,59 @@ static void free_cmds(cmd *v, size_t n)
     free(v);
 }
 
-static void batch_acked(store *st)
+static void stall_arm(store *st)
 {
-    store_done_fn done = st->done;
-    void *arg = st->done_arg;
+    struct timeval first = {STALL_FIRST_S, 0};
 
-    if (st->stall_s > STALL_FIRST_S)
-        log_info("store", "redis acknowledged the batch after %lld s",
-                 (long long)((ts_mono() - st->flushed_at) / 1000000));
-    st->stall_s = 0;
-    evtimer_del(st->stall);
-    free_cmds(st->inflight, st->ninflight);
-    st->inflight = NULL;
-    st->ninflight = st->acked = 0;
-    st->done = NULL;
-    rlink_settle(st->link);
-    if (done)
-        done(arg);
+    st->stall_s = STALL_FIRST_S;
+    evtimer_add(st->stall, &first);
 }
 
-/* The batch's replies are all in: acknowledged, or sent again. */
+/* The first batch is acknowledged: it goes, and its owner is told. The
+ * next ones answered already (an empty batch needs no reply) follow. */
+static void batch_acked(store *st)
+{
+    while (st->nfl > 0 && st->fl[0].due == st->acked &&
+           (st->acked > 0 || st->fl[0].n == 0)) {
+        batch b = st->fl[0];
+        if (st->stall_s > STALL_FIRST_S)
+            log_info("store", "redis acknowledged the batch after %lld s",
+                     (long long)((ts_mono() - b.flushed_at) / 1000000));
+        memmove(st->fl, st->fl + 1, --st->nfl * sizeof *st->fl);
+        st->acked = 0;
+        free_cmds(b.cmds, b.n);
+        rlink_settle(st->link);
+        evtimer_del(st->stall);
+        if (st->nfl > 0)
+            stall_arm(st);
+        else
+            st->stall_s = 0;
+        /* may flush another batch: it goes to the end */
+        if (b.done)
+            b.done(b.arg);
+    }
+}
+
+/* The first batch's replies are all in: acknowledged, or sent again. */
 static void batch_answered(store *st)
 {
     size_t refused = st->refused;
     int unconfirmed = st->unconfirmed;
 
-    st->refused = st->acked = 0;
+    st->refused = 0;
     st->unconfirmed = 0;
     if (refused) {
         log_error("store", "redis refused %zu of the batch's %zu commands "
                   "(the first: %s); the batch goes again after a back-off",
-                  refused, st->ninflight, st->first_refusal);
-        rlink_retry(st->link);
+                  refused, st->fl[0].n, st->first_refusal);
+        st->acked = 0;
+        if (st->nfl > 1) /* the later batches' replies are still coming */
+            rlink_reconnect(st->link, "refused a write; every batch not "
+                            "acknowledged goes again");
+        else {
+            st->hold = 1;
+            rlink_retry(st->link);
+        }
     } else if (unconfirmed) {
         /* Kept by the master alone, a failover could take it back: the
          * master may have changed (the Sentinels are asked again). */
@@ -301,12 +335,14 @@ static void batch_answered(store *st)
 }
 
 /* Replies come in the order sent, those of a lost connection never: the
- * batch's commands', then its WAIT's. */
+ * first batch's commands', then its WAIT's, then the next batch's. */
 static void on_reply(void *arg, redisReply *reply)
 {
     store *st = arg;
 
-    if (st->acked++ >= st->ninflight) {
+    if (st->nfl == 0 || st->fl[0].due == 0)
+        return; /* not ours: cannot happen while replies come in order */
+    if (st->acked++ >= st->fl[0].n) {
         st->unconfirmed = !rlink_waited(st->link, reply);
     } else if (reply->type == REDIS_REPLY_ERROR) {
         /* OOM, a full disk: the write did not happen. The batch is not
@@ -317,25 +353,37 @@ static void on_reply(void *arg, redisReply *reply)
             snprintf(st->first_refusal, sizeof st->first_refusal, "%s",
                      reply->str);
     }
-    if (st->acked == st->due)
+    if (st->acked == st->fl[0].due)
         batch_answered(st);
 }
 
-/* The whole batch, on a new connection or after a refusal, and its WAIT
- * when one is wanted. */
+/* One batch and its WAIT when one is wanted: 0, or -1 when the link went
+ * down (everything goes again on ready). */
+static int send_batch(store *st, batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (rlink_send(st->link, b->cmds[i].buf, (size_t)b->cmds[i].len) != 0)
+            return -1;
+        st->sent++;
+    }
+    b->due = b->n;
+    if (b->n && rlink_send_wait(st->link) == 1)
+        b->due++;
+    return 0;
+}
+
+/* Every batch not acknowledged, in order, on a new connection or after a
+ * refusal. */
 static void send_inflight(void *arg)
 {
     store *st = arg;
 
-    for (size_t i = 0; i < st->ninflight; i++) {
-        if (rlink_send(st->link, st->inflight[i].buf,
-                       (size_t)st->inflight[i].len) != 0)
+    st->acked = 0;
+    st->hold = 0;
+    for (size_t i = 0; i < st->nfl; i++)
+        if (send_batch(st, &st->fl[i]))
             return;
-        st->sent++;
-    }
-    st->due = st->ninflight;
-    if (st->ninflight && rlink_send_wait(st->link) == 1)
-        st->due++;
+    batch_acked(st); /* empty batches at the head */
 }
 
 static void on_down(void *arg)
@@ -345,6 +393,8 @@ static void on_down(void *arg)
     st->acked = 0;
     st->refused = 0;
     st->unconfirmed = 0;
+    for (size_t i = 0; i < st->nfl; i++)
+        st->fl[i].due = 0;
 }
 
 /* A batch Redis has not acknowledged: said after STALL_FIRST_S, then at
@@ -357,10 +407,14 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    if (st->nfl == 0)
+        return;
     log_warn("store", "redis has not acknowledged the batch for %lld s (%zu "
-             "commands, %zu answered, link %s); nothing is committed until "
-             "it does", (long long)((ts_mono() - st->flushed_at) / 1000000),
-             st->ninflight, st->acked, rlink_up(st->link) ? "up" : "down");
+             "commands, %zu answered, %zu batches behind it, link %s); "
+             "nothing is committed until it does",
+             (long long)((ts_mono() - st->fl[0].flushed_at) / 1000000),
+             st->fl[0].n, st->acked, st->nfl - 1,
+             rlink_up(st->link) ? "up" : "down");
     st->stall_s = st->stall_s * 2 > STALL_MAX_S ? STALL_MAX_S : st->stall_s * 2;
     next = (struct timeval){st->stall_s, 0};
     evtimer_add(st->stall, &next);
@@ -393,7 +447,9 @@ void store_free(store *st)
     if (st->stall)
         event_free(st->stall);
     free_cmds(st->q, st->nq);
-    free_cmds(st->inflight, st->ninflight);
+    for (size_t i = 0; i < st->nfl; i++)
+        free_cmds(st->fl[i].cmds, st->fl[i].n);
+    free(st->fl);
     strmap_free(st->trims, free);
     free(st->g.key);
     free(st->g.body);
@@ -402,33 +458,34 @@ void store_free(store *st)
 
 int store_flush(store *st, store_done_fn done, void *arg)
 {
-    struct timeval first = {STALL_FIRST_S, 0};
+    batch *b;
 
-    if (st->inflight)
-        return -1;
     group_close(st);
     queue_trims(st);
-    st->done = done;
-    st->done_arg = arg;
-    if (st->nq == 0) {
-        batch_acked(st);
+    if (st->nq == 0 && st->nfl == 0) { /* nothing to wait for */
+        if (done)
+            done(arg);
         return 0;
     }
-    st->inflight = st->q;
-    st->ninflight = st->nq;
+    if (st->nfl == st->capfl) {
+        st->capfl = st->capfl ? st->capfl * 2 : 4;
+        st->fl = xrealloc(st->fl, st->capfl * sizeof *st->fl);
+    }
+    b = &st->fl[st->nfl++];
+    *b = (batch){st->q, st->nq, done, arg, ts_mono(), 0};
     st->q = NULL;
     st->nq = st->capq = 0;
-    st->acked = 0;
-    st->flushed_at = ts_mono();
-    st->stall_s = STALL_FIRST_S;
-    evtimer_add(st->stall, &first);
-    send_inflight(st);
+    if (st->nfl == 1)
+        stall_arm(st);
+    /* not up, or a refused batch waiting: it goes with them on ready */
+    if (!rlink_up(st->link) || st->hold || send_batch(st, b) == 0)
+        batch_acked(st); /* an empty batch at the head */
     return 0;
 }
 
 int store_busy(const store *st)
 {
-    return st->inflight != NULL;
+    return st->nfl > 0;
 }
 
 unsigned long store_commands_sent(const store *st)

@@ -25,10 +25,14 @@ void store_free(store *st);
 /* The ops to hand to eng_new, with the store as ctx. */
 const eng_store_ops *store_ops(void);
 
-/* Sends everything queued since the last flush. done(arg, ok) runs from
- * the loop once the batch is acknowledged (ok=1); it never runs with ok=0:
- * failures are retried until stopped. With nothing queued, done runs at
- * once. Only one batch may be in flight. */
+/* Sends everything queued since the last flush as one batch. done(arg)
+ * runs from the loop once the batch is acknowledged; it never reports a
+ * failure: failures are retried until stopped. Batches may be flushed
+ * while earlier ones are in flight (the correlator feeds the next batch
+ * while Redis applies the last): they go out in order, and are
+ * acknowledged in order, each only after every one before it. A lost
+ * connection or a refusal sends every unacknowledged batch again, in
+ * order. With nothing queued and nothing in flight, done runs at once. */
 typedef void (*store_done_fn)(void *arg);
 int store_flush(store *st, store_done_fn done, void *arg);
 int store_busy(const store *st);

@@ -5,7 +5,10 @@
  * broker deleted before the group read them are counted, not lost
  * silently. A topic that does not exist is told at start (and the
  * embedded broker does not make it on being asked), and a static member
- * fenced by another of its instance id stops, once, with the reason. */
+ * fenced by another of its instance id stops, once, with the reason.
+ * Batches let go for a ticket of their offsets before the commit are all
+ * read once, and a rebalance while a ticket is out runs its callback only
+ * once the ticket is committed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +377,155 @@ static void test_fenced(void)
     rd_kafka_destroy(host);
 }
 
+/* ---- tickets: a batch let go before its commit ------------------------ */
+
+typedef struct tix {
+    struct event_base *base;
+    kfk_consumer *c, *c2;
+    kfk_ticket *q[64]; /* out, oldest first */
+    int nq;
+    int received, overlapped, hold; /* hold: keep the tickets out */
+    int assigned, assigned2;        /* assignment callbacks */
+    int assigned_at_commit;         /* c's, when the last ticket went */
+    int rebalanced;                 /* the second member is in */
+    struct event *commit_later, *check;
+} tix;
+
+static void tix_commit(evutil_socket_t fd, short what, void *arg)
+{
+    tix *t = arg;
+    cs_err err = {{0}};
+
+    (void)fd;
+    (void)what;
+    if (t->hold)
+        return;
+    /* in the order taken; after the rebalance storing may fail for the
+     * partitions that moved (their new owner reads them again) */
+    for (int i = 0; i < t->nq; i++)
+        REQUIRE(kfk_consumer_commit_ticket(t->c, t->q[i], &err) == 0 ||
+                t->rebalanced);
+    t->nq = 0;
+}
+
+/* Each batch lets its messages go at once for a ticket committed 20 ms
+ * later: the next batch comes while a ticket is out. */
+static void tix_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
+{
+    tix *t = arg;
+    struct timeval tv = {0, 20000};
+
+    (void)msgs;
+    REQUIRE(t->nq < 64);
+    t->overlapped += t->nq > 0;
+    t->received += (int)n;
+    t->q[t->nq++] = kfk_consumer_detach(t->c);
+    if (!evtimer_pending(t->commit_later, NULL))
+        REQUIRE(event_add(t->commit_later, &tv) == 0);
+}
+
+static void tix_batch2(void *arg, rd_kafka_message_t **msgs, size_t n)
+{
+    tix *t = arg;
+
+    (void)msgs;
+    (void)n;
+    kfk_consumer_release(t->c2);
+}
+
+static void tix_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
+{
+    (void)parts, (void)n, (void)cnt;
+    ((tix *)arg)->assigned++;
+}
+
+static void tix_assign2(void *arg, const int32_t *parts, size_t n, int32_t cnt)
+{
+    (void)parts, (void)n, (void)cnt;
+    ((tix *)arg)->assigned2++;
+}
+
+static void tix_check(evutil_socket_t fd, short what, void *arg)
+{
+    tix *t = arg;
+
+    (void)fd;
+    (void)what;
+    if (t->c2 ? t->assigned2 > 0 : t->received >= t->hold)
+        event_base_loopbreak(t->base);
+}
+
+static kfk_consumer *tix_open(tix *t, const char *bootstrap, kfk_batch_fn fn,
+                              kfk_assign_fn on_assign)
+{
+    cs_err err = {{0}};
+    kfk_consumer_opts co = kfk_consumer_defaults(bootstrap, "unit-tickets",
+                                                 KFK_TOPIC_SIGNALS);
+    kfk_consumer *c;
+
+    co.max_batch = 50;
+    co.on_batch = fn;
+    co.arg = t;
+    c = kfk_consumer_open(t->base, &co, &err);
+    REQUIRE(c != NULL);
+    kfk_consumer_on_assign(c, on_assign, t);
+    return c;
+}
+
+static void tix_run(tix *t, int seconds)
+{
+    struct timeval limit = {seconds, 0};
+
+    event_base_loopexit(t->base, &limit);
+    event_base_dispatch(t->base);
+}
+
+/* The 1001 messages in batches of 50, each let go before its commit: all
+ * read once, batches overlapping tickets, nothing caught up while a
+ * ticket is out. Then, a ticket held, a second member joins: the
+ * rebalance's callback waits for the ticket's commit. */
+static void test_tickets(const char *bootstrap, int want)
+{
+    tix t = {0};
+    struct timeval every = {0, 20000};
+    cs_err err = {{0}};
+
+    t.base = event_base_new();
+    t.commit_later = evtimer_new(t.base, tix_commit, &t);
+    t.check = event_new(t.base, -1, EV_PERSIST, tix_check, &t);
+    REQUIRE(event_add(t.check, &every) == 0);
+    t.c = tix_open(&t, bootstrap, tix_batch, tix_assign);
+    t.hold = want;
+    tix_run(&t, 30); /* until all read */
+    CHECK_INT(t.received, want);
+    CHECK(t.overlapped > 0);
+    CHECK_INT(t.assigned, 1);
+    REQUIRE(t.nq > 0); /* the last batch's ticket, held */
+    CHECK(!kfk_consumer_caught_up(t.c));
+
+    kfk_consumer *c2 = t.c2 = tix_open(&t, bootstrap, tix_batch2, tix_assign2);
+    tix_run(&t, 30); /* until the second member has its partitions */
+    CHECK_INT(t.assigned2, 1);
+    CHECK_INT(t.assigned, 1); /* c's callback waits for the ticket */
+    t.hold = 0;
+    t.rebalanced = 1;
+    event_active(t.commit_later, EV_TIMEOUT, 0);
+    t.assigned_at_commit = t.assigned;
+    t.c2 = NULL; /* the check now waits for c's callback */
+    for (int i = 0; i < 100 && t.assigned == t.assigned_at_commit; i++) {
+        struct timeval tick = {0, 50000};
+        event_base_loopexit(t.base, &tick);
+        event_base_dispatch(t.base);
+    }
+    CHECK_INT(t.assigned, 2); /* once the ticket was committed */
+    REQUIRE(kfk_consumer_commit_wait(t.c, 5000, &err) == 0);
+    kfk_consumer_free(c2);
+    kfk_consumer_free(t.c);
+    event_free(t.commit_later);
+    event_free(t.check);
+    event_base_free(t.base);
+}
+
 int main(void)
 {
     cs_err err = {{0}};
@@ -404,6 +556,7 @@ int main(void)
     consume(r2, kfk_broker_bootstrap(b), 30);
     REQUIRE(r2->sentinels == 1);
     REQUIRE(r2->received == 1);
+    test_tickets(kfk_broker_bootstrap(b), NMSG + 1);
 
     event_base_free(r1->base);
     event_base_free(r2->base);

@@ -7,9 +7,11 @@
  * and a batch acknowledged only once a replica has it (wait_replicas). */
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/rconn.h"
@@ -213,6 +215,88 @@ static void test_refusals_told_once(struct event_base *base, store *st,
         fprintf(stderr, "%d lines for the refusals\n", lines);
 }
 
+/* A batch's done callback: appends its letter to the order they ran in. */
+typedef struct mark {
+    char *order;
+    char letter;
+} mark;
+
+static void on_done_mark(void *arg)
+{
+    mark *m = arg;
+    size_t n = strlen(m->order);
+
+    m->order[n] = m->letter;
+    m->order[n + 1] = '\0';
+}
+
+/* Two batches, each a write of field to "fl" (v1, then v2), flushed
+ * without waiting: their done callbacks append 'a' and 'b' to order. */
+static void two_batches(store *st, const char *field, char *order)
+{
+    static mark a, b;
+
+    a = (mark){order, 'a'};
+    b = (mark){order, 'b'};
+    order[0] = '\0';
+    store_ops()->hash_put(st, "fl", field, "v1");
+    REQUIRE(store_flush(st, on_done_mark, &a) == 0);
+    store_ops()->hash_put(st, "fl", field, "v2");
+    REQUIRE(store_flush(st, on_done_mark, &b) == 0);
+}
+
+/* Turns the loop for about ms without waiting for an event: the batches
+ * go out, replies are read, nothing blocks on a Redis that is paused. */
+static void spin(struct event_base *base, int ms)
+{
+    for (int i = 0; i < ms; i++) {
+        event_base_loop(base, EVLOOP_NONBLOCK);
+        usleep(1000);
+    }
+}
+
+/* Batches flushed without waiting (the correlator feeds the next while
+ * Redis applies the last): acknowledged in order, an empty one in its
+ * turn, the last write of a field wins; a connection killed with them in
+ * flight sends them all again, in order; a refusal with two in flight
+ * sends both again once Redis takes writes. */
+static void test_in_flight(struct event_base *base, store *st,
+                           redisContext *rc)
+{
+    char order[8];
+    mark c = {order, 'c'};
+
+    two_batches(st, "x", order);
+    REQUIRE(store_flush(st, on_done_mark, &c) == 0); /* empty */
+    CHECK(store_busy(st));
+    run_for(base, st, 5000, 1);
+    CHECK_STR(order, "abc");
+    check_field(rc, "t:fl", "x", "v2");
+
+    /* killed: the writes go again on the new connection */
+    freeReplyObject(redisCommand(rc, "CLIENT PAUSE 2000 WRITE"));
+    two_batches(st, "y", order);
+    spin(base, 50); /* sent, not answered */
+    CHECK(store_busy(st));
+    CHECK_STR(order, "");
+    freeReplyObject(redisCommand(rc, "CLIENT KILL TYPE normal SKIPME yes"));
+    freeReplyObject(redisCommand(rc, "CLIENT UNPAUSE"));
+    run_for(base, st, 5000, 1);
+    CHECK_STR(order, "ab");
+    check_field(rc, "t:fl", "y", "v2");
+
+    /* refused with a second batch behind: both again, in order */
+    freeReplyObject(redisCommand(rc, "CONFIG SET maxmemory 1"));
+    two_batches(st, "z", order);
+    spin(base, 300); /* refused, sent again, refused */
+    CHECK_STR(order, "");
+    CHECK(store_busy(st));
+    freeReplyObject(redisCommand(rc, "CONFIG SET maxmemory 0"));
+    run_for(base, st, 8000, 1);
+    CHECK_STR(order, "ab");
+    check_field(rc, "t:fl", "z", "v2");
+}
+
 /* A Redis that stops answering is reported after a few seconds, not
  * after minutes: here writes are paused for 6.5 s. */
 static void test_stall_told(struct event_base *base, store *st,
@@ -395,6 +479,7 @@ int main(void)
     int port;
     pid_t pid;
 
+    signal(SIGPIPE, SIG_IGN); /* a connection Redis killed, as cascade does */
     if (!rp) {
         fprintf(stderr, "test_store: %s\n", err.msg);
         return 1;
@@ -407,6 +492,7 @@ int main(void)
     test_order(base, st, rc);
     test_many(base, st, rc);
     test_refusals_told_once(base, st, rc);
+    test_in_flight(base, st, rc);
     test_stall_told(base, st, rc);
     redisFree(rc);
     store_free(st);
