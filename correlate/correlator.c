@@ -453,6 +453,7 @@ static void advance(correlator *c)
 {
     cycle *y = cur(c);
     unsigned long failed;
+    size_t outbox = 0;
 
     switch (y->phase) {
     case PH_PUBLISHING:
@@ -485,10 +486,17 @@ static void advance(correlator *c)
          * one that queued the same field queued the same output, already
          * delivered here. */
         for (size_t i = 0; i < y->npend; i++)
-            if (y->pend[i].outbox)
+            if (y->pend[i].outbox) {
                 store_ops()->hash_del(c->st, y->pend[i].outbox,
                                       y->pend[i].field);
-        store_flush(c->st, on_cleared, c);
+                outbox++;
+            }
+        /* Nothing to clear: done now, not after the batch fed behind
+         * this one (a flush is acknowledged after every one before it). */
+        if (outbox)
+            store_flush(c->st, on_cleared, c);
+        else
+            on_cleared(c);
         return;
     default:
         return;
