@@ -6,7 +6,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/hash.h"
 #include "core/jw.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -16,6 +15,7 @@
 #include "core/ts.h"
 #include "engine/engine.h"
 #include "correlate/cmetrics.h"
+#include "correlate/outq.h"
 #include "correlate/store.h"
 #include "rules/playbooks.h"
 
@@ -27,18 +27,6 @@
  * millisecond's work), one slice per turn of the loop. */
 #define PRUNE_SLICE 16384
 static const struct timeval at_once = {0, 0};
-
-/* One output message. Incidents and actions also sit in Redis (the
- * outbox) from the moment the batch's state is written until Kafka has
- * them, so a crash in between republishes them instead of losing them. */
-typedef struct pending {
-    const char *topic;
-    int32_t part; /* KFK_ANY_PARTITION: by key */
-    char *key;
-    char *value;
-    char *outbox;  /* "cascade:{C}:outbox", or NULL (dead letters) */
-    char field[17];
-} pending;
 
 /* The cycle of one batch:
  *   feed -> Redis pipeline (state + outbox) acked -> produce, tracked ->
@@ -56,8 +44,7 @@ enum phase { PH_IDLE, PH_STORING, PH_PUBLISHING, PH_DELIVERING, PH_CLEARING };
  * us: came, fed, stored, delivered) for the debug line at its commit. */
 typedef struct cycle {
     struct correlator *owner;
-    pending *pend;
-    size_t npend, cappend, sent;
+    outq out; /* its outputs */
     kfk_ticket *ticket; /* its offsets, once its messages went */
     int batch;          /* a consumed batch (not outputs of the outbox) */
     int held;           /* its messages still held by the consumer */
@@ -127,7 +114,7 @@ static void crash_setup(correlator *c)
 
 static void crash_point(correlator *c, const cycle *y, enum phase at)
 {
-    if (c->crash_phase != at || !y->batch || y->npend == 0 || --c->crash_n > 0)
+    if (c->crash_phase != at || !y->batch || y->out.n == 0 || --c->crash_n > 0)
         return;
     log_warn("correlate", "crashing on purpose (CASCADE_CRASH_AT)");
     _exit(137);
@@ -167,42 +154,15 @@ static cycle *behind(correlator *c)
 static pending *pend_push(correlator *c, const char *topic, const char *key,
                           char *value, const char *cluster)
 {
-    cycle *y = c->fill;
-    pending *p;
-
-    if (y->npend == y->cappend) {
-        y->cappend = y->cappend ? y->cappend * 2 : 64;
-        y->pend = xrealloc(y->pend, y->cappend * sizeof *y->pend);
-    }
-    p = &y->pend[y->npend++];
-    memset(p, 0, sizeof *p);
-    p->topic = topic;
-    p->part = out_partition(c, topic, cluster);
-    p->key = xstrdup(key ? key : "");
-    p->value = value;
-    if (!value) /* the caller's json_dumps, out of memory */
-        abort();
-    if (cluster) {
-        uint64_t h = hash_fnv1a(HASH_FNV_SEED, topic, strlen(topic) + 1);
-        size_t len = strlen(cluster) + 32;
-        h = hash_fnv1a(h, value, strlen(value));
-        snprintf(p->field, sizeof p->field, "%016llx", (unsigned long long)h);
-        p->outbox = xmalloc(len);
-        snprintf(p->outbox, len, "cascade:{%s}:outbox", cluster);
-    }
-    return p;
+    return outq_push(&c->fill->out, topic, out_partition(c, topic, cluster),
+                     key, value, cluster);
 }
 
 /* The cycle done with (its ticket committed or dropped): free for the
  * next batch. */
 static void cycle_clear(cycle *y)
 {
-    for (size_t i = 0; i < y->npend; i++) {
-        free(y->pend[i].key);
-        free(y->pend[i].value);
-        free(y->pend[i].outbox);
-    }
-    y->npend = y->sent = 0;
+    outq_clear(&y->out);
     y->ticket = NULL;
     y->batch = y->held = y->stored = 0;
     y->nbatch = 0;
@@ -227,9 +187,8 @@ static void dead_letter(correlator *c, const rd_kafka_message_t *m,
 /* Queues an outbox record in the same pipeline as the state it reports. */
 static void outbox_put(correlator *c, const pending *p)
 {
-    size_t len = strlen(p->topic) + strlen(p->key) + strlen(p->value) + 3;
-    char *rec = xmalloc(len);
-    snprintf(rec, len, "%s\n%s\n%s", p->topic, p->key, p->value);
+    char *rec = outq_record(p);
+
     store_ops()->hash_put(c->st, p->outbox, p->field, rec);
     free(rec);
 }
@@ -332,8 +291,8 @@ static int produce_pending(correlator *c)
 {
     cycle *y = cur(c);
 
-    for (; y->sent < y->npend; y->sent++) {
-        pending *p = &y->pend[y->sent];
+    for (; y->out.sent < y->out.n; y->out.sent++) {
+        pending *p = &y->out.v[y->out.sent];
         cs_err err;
         int rc = kfk_produce_tracked_to(c->out, p->topic, p->part, p->key,
                                         strlen(p->key), p->value,
@@ -432,7 +391,7 @@ static void on_cleared(void *arg)
             log_debug("correlate", "batch committed: %zu signals, %zu outputs "
                       "delivered, %lu signals so far; feed %.1f ms, redis "
                       "%.1f ms, kafka %.1f ms, outbox+commit %.1f ms",
-                      y->nbatch, y->npend, c->signals,
+                      y->nbatch, y->out.n, c->signals,
                       (double)(y->t_fed - y->t_batch) / 1000,
                       (double)(y->t_stored - y->t_fed) / 1000,
                       (double)(y->t_delivered - y->t_stored) / 1000,
@@ -471,10 +430,10 @@ static void advance(correlator *c)
         }
         if ((failed = kfk_tracker_take_failed(c->trk)) > 0) {
             log_warn("correlate", "%lu outputs not delivered; publishing the "
-                                  "batch's %zu outputs again", failed, y->npend);
-            c->republished += y->npend;
-            cm_republished(c->mx, y->npend);
-            y->sent = 0;
+                                  "batch's %zu outputs again", failed, y->out.n);
+            c->republished += y->out.n;
+            cm_republished(c->mx, y->out.n);
+            y->out.sent = 0;
             y->phase = PH_PUBLISHING;
             arm_tick(c);
             return;
@@ -485,10 +444,10 @@ static void advance(correlator *c)
         /* The outbox fields are their content's hash: a batch behind this
          * one that queued the same field queued the same output, already
          * delivered here. */
-        for (size_t i = 0; i < y->npend; i++)
-            if (y->pend[i].outbox) {
-                store_ops()->hash_del(c->st, y->pend[i].outbox,
-                                      y->pend[i].field);
+        for (size_t i = 0; i < y->out.n; i++)
+            if (y->out.v[i].outbox) {
+                store_ops()->hash_del(c->st, y->out.v[i].outbox,
+                                      y->out.v[i].field);
                 outbox++;
             }
         /* Nothing to clear: done now, not after the batch fed behind
@@ -660,56 +619,25 @@ static int r_window(void *arg, const char *key, int64_t ts, const char *member)
     return -1;
 }
 
-static int is_outbox(const char *key, size_t n)
-{
-    return n > 17 && strncmp(key, "cascade:{", 9) == 0 &&
-           strcmp(key + n - 8, "}:outbox") == 0;
-}
-
 static int r_wants(void *arg, const char *key)
 {
-    size_t n = strlen(key);
     (void)arg;
-    return eng_restore_wants(key) || is_outbox(key, n);
+    return eng_restore_wants(key) || outq_is_outbox(key);
 }
 
-/* An outbox record from the last run: "topic\nkey\nvalue". */
-static int restore_outbox(correlator *c, const char *key, const char *field,
-                          const char *rec)
+static int32_t r_part(void *arg, const char *topic, const char *cluster)
 {
-    const char *nl1 = strchr(rec, '\n');
-    const char *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
-    const char *topic = NULL;
-    char *k, *cluster;
-
-    if (!nl2)
-        return -1;
-    if (!strncmp(rec, KFK_TOPIC_INCIDENTS, (size_t)(nl1 - rec)))
-        topic = KFK_TOPIC_INCIDENTS;
-    else if (!strncmp(rec, KFK_TOPIC_ACTIONS, (size_t)(nl1 - rec)))
-        topic = KFK_TOPIC_ACTIONS;
-    if (!topic)
-        return -1;
-    k = xstrndup(nl1 + 1, (size_t)(nl2 - nl1 - 1));
-    /* "cascade:{" CLUSTER "}:outbox" */
-    cluster = xstrndup(key + 9, strlen(key) - 17);
-    /* The field of record, whatever its content hashes to now. */
-    str_copy(pend_push(c, topic, k, xstrdup(nl2 + 1), cluster)->field,
-             sizeof ((pending *)0)->field, field);
-    free(k);
-    free(cluster);
-    return 0;
+    return out_partition(arg, topic, cluster);
 }
 
 static int r_hash(void *arg, const char *key, const char *field,
                   const char *value)
 {
     correlator *c = arg;
-    size_t n = strlen(key);
     cs_err err;
 
-    if (is_outbox(key, n)) {
-        if (restore_outbox(c, key, field, value) == 0)
+    if (outq_is_outbox(key)) {
+        if (outq_restore(&c->fill->out, key, field, value, r_part, c) == 0)
             return 0;
         log_warn("correlate", "%s %s: malformed outbox record skipped", key,
                  field);
@@ -737,7 +665,7 @@ static int restore(correlator *c, cs_err *err)
     open = eng_restore_done(c->eng);
     log_info("correlate", "restored %ld state records from redis for %zu of "
              "%d partitions: %zu open incidents, %zu outputs to publish again",
-             n, c->nowned, (int)c->nparts, open, cur(c)->npend);
+             n, c->nowned, (int)c->nparts, open, cur(c)->out.n);
     return 0;
 }
 
@@ -750,10 +678,10 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (y->phase != PH_IDLE || behind(c)->phase != PH_IDLE || y->npend == 0)
+    if (y->phase != PH_IDLE || behind(c)->phase != PH_IDLE || y->out.n == 0)
         return;
     c->leftover = 1;
-    c->republished += y->npend;
+    c->republished += y->out.n;
     kfk_consumer_pause(c->cons, 1);
     y->phase = PH_PUBLISHING;
     advance(c);
@@ -854,7 +782,7 @@ static void on_assign(void *arg, const int32_t *parts, size_t n, int32_t cnt)
         stop(c, "cannot read the state of the partitions assigned", err.msg);
         return;
     }
-    if (cur(c)->npend > 0)
+    if (cur(c)->out.n > 0)
         event_active(c->kick, 0, 0);
 }
 
@@ -995,8 +923,7 @@ void corr_free(correlator *c)
         return;
     for (int i = 0; i < 2; i++) {
         kfk_ticket_drop(c->cons, c->cyc[i].ticket);
-        cycle_clear(&c->cyc[i]);
-        free(c->cyc[i].pend);
+        outq_free(&c->cyc[i].out);
     }
     kfk_consumer_free(c->cons);
     if (c->tick)
