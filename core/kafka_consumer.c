@@ -409,12 +409,10 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e,
     /* Eager: the assignment that follows says what is owned. With a
      * ticket out, the callee still writes that batch's state: the
      * callback waits for its commit (kfk_consumer_commit_ticket). */
-    if (c->on_assign && (assign || cooperative)) {
-        if (c->ntickets)
-            c->assign_due = 1;
-        else
-            c->on_assign(c->assign_arg, c->owned, c->nowned,
-                         partition_count(c));
+    if (assign || cooperative) {
+        c->assign_due = 1;
+        if (!c->ntickets)
+            assign_now(c);
     }
 }
 
@@ -583,39 +581,11 @@ static rd_kafka_topic_partition_list_t *held_offsets(const kfk_consumer *c)
     return l;
 }
 
-/* Stores the offsets and commits them (asynchronously). */
-static int commit_offsets(kfk_consumer *c,
-                          const rd_kafka_topic_partition_list_t *l, cs_err *err)
-{
-    rd_kafka_resp_err_t e;
-
-    /* Storing fails for partitions revoked since the batch was read: their
-     * new owner re-reads them, which at-least-once allows. */
-    e = rd_kafka_offsets_store(c->rk, (rd_kafka_topic_partition_list_t *)l);
-    if (e) {
-        cs_err_set(err, "storing offsets: %s", rd_kafka_err2str(e));
-        return -1;
-    }
-    e = rd_kafka_commit(c->rk, NULL, 1);
-    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-        cs_err_set(err, "committing offsets: %s", rd_kafka_err2str(e));
-        return -1;
-    }
-    return 0;
-}
-
 int kfk_consumer_commit_held(kfk_consumer *c, cs_err *err)
 {
-    rd_kafka_topic_partition_list_t *l;
-    int rc;
-
     if (!c->nheld)
         return 0;
-    l = held_offsets(c);
-    rc = commit_offsets(c, l, err);
-    rd_kafka_topic_partition_list_destroy(l);
-    kfk_consumer_release(c);
-    return rc;
+    return kfk_consumer_commit_ticket(c, kfk_consumer_detach(c), err);
 }
 
 struct kfk_ticket {
@@ -641,10 +611,23 @@ static void ticket_done(kfk_consumer *c, kfk_ticket *t)
         event_active(c->wake, EV_READ, 0);
 }
 
+/* Stores the offsets and commits them (asynchronously). */
 int kfk_consumer_commit_ticket(kfk_consumer *c, kfk_ticket *t, cs_err *err)
 {
-    int rc = commit_offsets(c, t->offsets, err);
+    rd_kafka_resp_err_t e;
+    int rc = 0;
 
+    /* Storing fails for partitions revoked since the batch was read: their
+     * new owner re-reads them, which at-least-once allows. */
+    e = rd_kafka_offsets_store(c->rk, t->offsets);
+    if (e) {
+        cs_err_set(err, "storing offsets: %s", rd_kafka_err2str(e));
+        rc = -1;
+    } else if ((e = rd_kafka_commit(c->rk, NULL, 1)) &&
+               e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        cs_err_set(err, "committing offsets: %s", rd_kafka_err2str(e));
+        rc = -1;
+    }
     ticket_done(c, t);
     return rc;
 }

@@ -45,9 +45,10 @@ enum phase { PH_IDLE, PH_STORING, PH_PUBLISHING, PH_DELIVERING, PH_CLEARING };
 typedef struct cycle {
     struct correlator *owner;
     outq out; /* its outputs */
-    kfk_ticket *ticket; /* its offsets, once its messages went */
+    /* its offsets, once its messages went (until then the consumer
+     * holds them) */
+    kfk_ticket *ticket;
     int batch;          /* a consumed batch (not outputs of the outbox) */
-    int held;           /* its messages still held by the consumer */
     int stored;         /* Redis acknowledged its state */
     size_t nbatch;
     int64_t t_batch, t_fed, t_stored, t_delivered;
@@ -164,7 +165,7 @@ static void cycle_clear(cycle *y)
 {
     outq_clear(&y->out);
     y->ticket = NULL;
-    y->batch = y->held = y->stored = 0;
+    y->batch = y->stored = 0;
     y->nbatch = 0;
     y->phase = PH_IDLE;
 }
@@ -353,9 +354,18 @@ static void on_stored(void *arg)
 
 static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n);
 
-/* The batch fed behind the first one becomes the first: its messages go
- * (the consumer may hand out the next), and its outputs go out once its
- * state is in Redis. */
+/* The first batch's messages go for a ticket of its offsets: the
+ * consumer may hand out the next. */
+static void let_go(correlator *c)
+{
+    cycle *y = cur(c);
+
+    if (y->batch && !y->ticket)
+        y->ticket = kfk_consumer_detach(c->cons);
+}
+
+/* The batch fed behind the first one becomes the first: its messages go,
+ * and its outputs go out once its state is in Redis. */
 static void promote(correlator *c)
 {
     cycle *y;
@@ -364,10 +374,7 @@ static void promote(correlator *c)
     y = cur(c);
     if (y->phase == PH_IDLE)
         return;
-    if (y->held) {
-        y->ticket = kfk_consumer_detach(c->cons);
-        y->held = 0;
-    }
+    let_go(c);
     if (y->stored)
         publish_head(c);
 }
@@ -496,7 +503,6 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     cycle *y = cur(c)->phase == PH_IDLE ? cur(c) : behind(c);
 
     y->batch = 1;
-    y->held = 1;
     y->nbatch = n;
     y->t_batch = ts_mono();
     c->fill = y;
@@ -532,10 +538,8 @@ static void on_batch(void *arg, rd_kafka_message_t **msgs, size_t n)
     eng_flush(c->eng, on_change, c);
     y->t_fed = ts_mono();
     y->phase = PH_STORING;
-    if (y == cur(c)) { /* nothing ahead: the next batch may come */
-        y->ticket = kfk_consumer_detach(c->cons);
-        y->held = 0;
-    }
+    if (y == cur(c)) /* nothing ahead: the next batch may come */
+        let_go(c);
     store_flush(c->st, on_stored, y);
 }
 

@@ -478,8 +478,9 @@ int store_flush(store *st, store_done_fn done, void *arg)
     if (st->nfl == 1)
         stall_arm(st);
     /* not up, or a refused batch waiting: it goes with them on ready */
-    if (!rlink_up(st->link) || st->hold || send_batch(st, b) == 0)
-        batch_acked(st); /* an empty batch at the head */
+    if (rlink_up(st->link) && !st->hold)
+        send_batch(st, b);
+    batch_acked(st); /* an empty batch at the head */
     return 0;
 }
 
