@@ -211,6 +211,11 @@ void kfk_consumer_lag_write(const kfk_consumer *c, struct mx_out *o,
                             const struct mx_family *f);
 /* How many partitions the consumer owns now. */
 size_t kfk_consumer_owned(const kfk_consumer *c);
+/* Whether a rebalance's assignment is made in librdkafka but its callback
+ * waits for the tickets out. Meanwhile the consumer reads nothing from its
+ * queue, so a further rebalance of the group (another member joining)
+ * also waits for those tickets. */
+int kfk_consumer_assign_waiting(const kfk_consumer *c);
 /* Leaves the group (blocking, shutdown only). NULL is fine. */
 void kfk_consumer_free(kfk_consumer *c);
 

@@ -413,6 +413,9 @@ static void consumer_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e,
         c->assign_due = 1;
         if (!c->ntickets)
             assign_now(c);
+        else
+            log_info("kafka", "the new assignment waits for %d batch%s in "
+                     "flight", c->ntickets, c->ntickets == 1 ? "" : "es");
     }
 }
 
@@ -882,4 +885,9 @@ int kfk_consumer_up(const kfk_consumer *c)
 size_t kfk_consumer_owned(const kfk_consumer *c)
 {
     return c->nowned;
+}
+
+int kfk_consumer_assign_waiting(const kfk_consumer *c)
+{
+    return c->assign_due;
 }
