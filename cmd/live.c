@@ -312,6 +312,7 @@ static int correlator_opts(live *l, const char *who, corr_opts *o,
     o->batch = (size_t)l->cfg.batch;
     o->fetch_wait_ms = l->cfg.fetch_wait_ms;
     o->max_clusters = (size_t)l->cfg.max_clusters;
+    o->max_seen = (size_t)l->cfg.max_seen_ids;
     if (!(o->rules = cli_load_rules(l->cfg.rules_dir, who, err))) {
         fprintf(stderr, "%s: %s\n", who, err->msg);
         live_free(l);

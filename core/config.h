@@ -12,7 +12,9 @@
  *            max_output, ack_timeout_s
  *   log:     level, format (text, json)
  *   rules:   dir (a folder of rule files; empty: the built-in set)
- *   correlate: max_clusters (signals of more are dead-lettered)
+ *   correlate: max_clusters (signals of more are dead-lettered),
+ *            max_seen_ids (a cluster's ids kept to count redeliveries
+ *            once; 0: all for the 2-hour horizon)
  *   metrics: listen, and a port per process (correlate, dev, ingest, act;
  *            0: no endpoint): /metrics, /healthz, /readyz (core/obsrv.h)
  *   collect: the collectors' (ingest/colcfg.h reads and checks it)
@@ -74,6 +76,7 @@ typedef struct cs_config {
     int log_format; /* enum log_format */
     char rules_dir[512];
     int max_clusters; /* correlate: signals of more clusters are refused */
+    int max_seen_ids; /* correlate: a cluster's seen ids (0: no limit) */
     char metrics_listen[64];
     /* per process: 0 none, else the port of its /metrics endpoint */
     int metrics_correlate, metrics_dev, metrics_ingest, metrics_act;

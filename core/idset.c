@@ -35,6 +35,10 @@ struct idset {
     int64_t next_floor; /* the floor of the next growth (ids_floor) */
     size_t n;      /* ids in both tables (the id 0 not counted) */
     size_t dropped; /* by the rebuild under way or the last one */
+    size_t max_cap; /* ids_limit's table size (0: none) */
+    int64_t hfloor; /* the rebuild's floor as ids_floor asked it */
+    int64_t lfloor; /* the last floor the limit raised (ids_limit) */
+    size_t evicted; /* ids the limit dropped, since the start */
     int has_zero;
     int64_t zero_ts;
 };
@@ -50,6 +54,8 @@ idset *ids_new(void)
     idset *s = xcalloc(1, sizeof *s);
 
     s->next_floor = INT64_MIN;
+    s->hfloor = INT64_MIN;
+    s->lfloor = INT64_MIN;
     table_init(&s->cur, MIN_CAP);
     return s;
 }
@@ -111,6 +117,7 @@ static void move_some(idset *s, size_t n)
         if (e->ts < s->floor) {
             s->n--;
             s->dropped++;
+            s->evicted += e->ts >= s->hfloor;
         } else {
             *find(&s->cur, e->id) = *e;
         }
@@ -147,13 +154,14 @@ static void prepare(idset *s, size_t cap, size_t adds)
     s->warm = hash_warm_pace(cap * sizeof(slot), adds);
 }
 
-static void start(idset *s, size_t cap, int64_t floor)
+static void start(idset *s, size_t cap, int64_t floor, int64_t lfloor)
 {
     if (s->old.v)
         move_some(s, SIZE_MAX); /* a rebuild outrun: finish it at once */
     s->old = s->cur;
     s->moved = 0;
-    s->floor = floor;
+    s->hfloor = floor;
+    s->floor = lfloor > floor ? lfloor : floor;
     s->dropped = 0;
     if (s->spare.v && s->spare.cap >= cap && s->spare.cap <= 2 * cap) {
         s->cur = s->spare; /* a bigger one is only emptier */
@@ -164,6 +172,68 @@ static void start(idset *s, size_t cap, int64_t floor)
         table_init(&s->cur, cap);
     }
     s->step = hash_move_step(s->old.cap, s->cur.cap, s->n);
+}
+
+static int at_limit(const idset *s)
+{
+    return s->max_cap && s->cur.cap >= s->max_cap;
+}
+
+static int cmp_ts(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The median stamp of up to 1024 ids spread over the table: ids come
+ * roughly in time order, so dropping those stamped before it drops about
+ * the older half. INT64_MIN when fewer than a quarter of the sample are
+ * older than it (stamps too alike to choose by time). */
+static int64_t median_stamp(const table *t)
+{
+    int64_t ts[1024];
+    size_t k = 0, stride = t->cap / 1024 ? t->cap / 1024 : 1, older = 0;
+
+    for (size_t i = 0; i < t->cap && k < 1024; i += stride)
+        for (size_t j = i; j < i + stride && j < t->cap; j++)
+            if (t->v[j].id && t->v[j].ts != MOVED) {
+                ts[k++] = t->v[j].ts;
+                break;
+            }
+    if (k < 4)
+        return INT64_MIN;
+    qsort(ts, k, sizeof *ts, cmp_ts);
+    while (older < k && ts[older] < ts[k / 2])
+        older++;
+    return 4 * older >= k ? ts[k / 2] : INT64_MIN;
+}
+
+/* A rebuild for the next additions: a table twice the size, or at the
+ * limit one of the same size that keeps the newer half. */
+static void grow(idset *s)
+{
+    int64_t median;
+
+    if (!at_limit(s)) {
+        start(s, 2 * s->cur.cap, s->next_floor, INT64_MIN);
+        return;
+    }
+    if (s->old.v)
+        move_some(s, SIZE_MAX); /* sample one table, all of it */
+    median = median_stamp(&s->cur);
+    if (median != INT64_MIN && median <= s->next_floor) {
+        /* the horizon drops the older half already */
+        start(s, s->cur.cap, s->next_floor, INT64_MIN);
+        return;
+    }
+    if (median == INT64_MIN) {
+        start(s, 2 * s->cur.cap, s->next_floor, INT64_MIN); /* over it */
+        return;
+    }
+    if (median > s->lfloor)
+        s->lfloor = median;
+    start(s, s->cur.cap, s->next_floor, median);
 }
 
 int ids_get(const idset *s, uint64_t id, int64_t *ts)
@@ -212,14 +282,14 @@ void ids_put(idset *s, uint64_t id, int64_t ts)
     /* growth at half full, due right after a rebuild that ends past it
      * (an ids_expire sized for the ids it had when it began) */
     if (!s->spare.v && 4 * (s->n + 1) > s->cur.cap)
-        prepare(s, 2 * s->cur.cap,
+        prepare(s, at_limit(s) ? s->cur.cap : 2 * s->cur.cap,
                 s->cur.cap / 2 > s->n ? s->cur.cap / 2 - s->n : 1);
     if (s->spare.v)
         hash_prefault(&s->warm, s->spare.v, s->spare.cap * sizeof(slot));
     /* at most half full, or 3/4 while a rebuild is still moving */
     if (4 * (s->n + 1) > 3 * s->cur.cap ||
         (!s->old.v && 2 * (s->n + 1) > s->cur.cap)) {
-        start(s, 2 * s->cur.cap, s->next_floor);
+        grow(s);
         e = NULL;
     }
     if (!e)
@@ -238,7 +308,11 @@ void ids_expire(idset *s, int64_t before)
 {
     if (s->has_zero && s->zero_ts < before)
         s->has_zero = 0;
-    start(s, cap_for(s->n), before);
+    size_t cap = cap_for(s->n);
+
+    if (s->max_cap && cap > s->max_cap)
+        cap = s->max_cap;
+    start(s, cap, before, INT64_MIN);
     move_some(s, s->step);
 }
 
@@ -249,4 +323,23 @@ size_t ids_drop_before(idset *s, int64_t before)
     ids_expire(s, before);
     move_some(s, SIZE_MAX);
     return s->dropped + zero;
+}
+
+void ids_limit(idset *s, size_t max)
+{
+    size_t cap = MIN_CAP;
+
+    while (max && cap < 2 * max)
+        cap *= 2;
+    s->max_cap = max ? cap : 0;
+}
+
+size_t ids_evicted(const idset *s)
+{
+    return s->evicted;
+}
+
+int64_t ids_limit_floor(const idset *s)
+{
+    return s->lfloor;
 }

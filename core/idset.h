@@ -31,5 +31,19 @@ void ids_floor(idset *s, int64_t before);
 int ids_busy(const idset *s);
 /* ids_expire, finished at once; returns how many went. */
 size_t ids_drop_before(idset *s, int64_t before);
+/* At most about `max` ids (0: no limit, the default): once the table
+ * has the size for them, a growth rebuilds it at that size instead,
+ * dropping the ids stamped before the median stamp (about the older
+ * half) beside those before the ids_floor. The set then keeps the newest
+ * max/2 to max ids (up to 1.5 max while a rebuild still moves the older
+ * ones out), in at most three tables of 2*max slots, 16 bytes each. Ids whose stamps are too
+ * alike to choose by time (a quarter of a sample not older than its
+ * median) grow the set past the limit. */
+void ids_limit(idset *s, size_t max);
+/* The ids the limit dropped before their ids_floor, since the start. */
+size_t ids_evicted(const idset *s);
+/* The highest floor the limit raised (INT64_MIN: it never did): ids
+ * stamped before it may be gone. */
+int64_t ids_limit_floor(const idset *s);
 
 #endif

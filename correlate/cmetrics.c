@@ -16,7 +16,7 @@
 enum {
     M_SIGNALS, M_DEAD, M_LAST, M_BATCH, M_PHASE, M_DETECT, M_INCIDENTS,
     M_OPEN, M_ACTIONS, M_REPUBLISHED, M_REDIS, M_KAFKA, M_ASSIGNED, M_LAG,
-    M__COUNT
+    M_SEEN, M_SEEN_EVICTED, M_SEEN_HORIZON, M__COUNT
 };
 static const mx_family FAM[M__COUNT] = {
     [M_SIGNALS] = {"cascade_signals_read_total", MX_COUNTER,
@@ -61,6 +61,18 @@ static const mx_family FAM[M__COUNT] = {
                "Messages of a partition not read yet (the high watermark last "
                "fetched less the next offset; absent while unknown).",
                "partition"},
+    [M_SEEN] = {"cascade_seen_ids", MX_GAUGE,
+                "Signal ids kept to count a redelivered signal once, every "
+                "cluster.", NULL},
+    [M_SEEN_EVICTED] = {"cascade_seen_evicted_total", MX_COUNTER,
+                        "Signal ids forgotten before the 2-hour horizon "
+                        "because a cluster held correlate.max_seen_ids.",
+                        NULL},
+    [M_SEEN_HORIZON] = {"cascade_seen_horizon_seconds", MX_GAUGE,
+                        "How far back every cluster still knows the ids it "
+                        "saw: 7200 unless correlate.max_seen_ids made one "
+                        "forget sooner; a signal delivered again later than "
+                        "this counts again.", NULL},
 };
 
 static const char *const dead_names[CM_DEAD__COUNT] = {"undecodable",
@@ -254,6 +266,17 @@ static void write_counts(const cmetrics *m, mx_out *o)
     mx_hist_write(o, &FAM[M_DETECT], NULL, &m->detect);
 }
 
+static void write_seen(mx_out *o, const engine *e)
+{
+    eng_seen s = {0};
+
+    if (e)
+        eng_seen_stats(e, &s);
+    mx_single(o, &FAM[M_SEEN], (double)s.ids);
+    mx_single(o, &FAM[M_SEEN_EVICTED], (double)s.evicted);
+    mx_single(o, &FAM[M_SEEN_HORIZON], (double)s.horizon / 1e6);
+}
+
 void cm_write(const cmetrics *m, mx_out *o, const engine *e, const store *st,
               const kfk_consumer *cons, int kafka_up)
 {
@@ -272,6 +295,7 @@ void cm_write(const cmetrics *m, mx_out *o, const engine *e, const store *st,
     mx_single(o, &FAM[M_REDIS], st && store_up(st));
     mx_single(o, &FAM[M_KAFKA], kafka_up);
     mx_single(o, &FAM[M_ASSIGNED], cons ? (double)kfk_consumer_owned(cons) : 0);
+    write_seen(o, e);
     if (cons)
         kfk_consumer_lag_write(cons, o, &FAM[M_LAG]);
     else

@@ -827,6 +827,7 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
         goto fail;
     if (o->max_clusters)
         eng_set_max_clusters(c->eng, o->max_clusters);
+    eng_set_max_seen(c->eng, o->max_seen);
     if (rules) {
         pb_catalog *r = rules;
         rules = NULL;

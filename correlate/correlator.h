@@ -23,6 +23,7 @@ typedef struct corr_opts {
     int fetch_wait_ms;   /* kafka.fetch_wait_ms (0: answer at once) */
     struct pb_catalog *rules; /* rule set (taken over); NULL: built-in */
     size_t max_clusters; /* 0: the engine's default (ENG_MAX_CLUSTERS) */
+    size_t max_seen;     /* a cluster's seen ids (0: no limit) */
     /* Partitions of cascade.incidents and cascade.actions (0: unknown,
      * the partitioner picks by key). A cluster's outputs go to one
      * partition of each, chosen as its signals' is: a batch's outputs

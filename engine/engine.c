@@ -411,6 +411,34 @@ void eng_set_max_clusters(engine *e, size_t n)
     e->max_clusters = n;
 }
 
+void eng_set_max_seen(engine *e, size_t n)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    e->max_seen = n;
+    while (strmap_next(e->clusters, &pos, &k, &v))
+        ids_limit(((cstate *)v)->seen, n);
+}
+
+void eng_seen_stats(const engine *e, eng_seen *out)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+
+    *out = (eng_seen){.horizon = HORIZON};
+    while (strmap_next(e->clusters, &pos, &k, &v)) {
+        const cstate *cs = v;
+        int64_t floor = ids_limit_floor(cs->seen);
+        out->ids += ids_len(cs->seen);
+        out->evicted += ids_evicted(cs->seen);
+        if (floor != INT64_MIN && cs->clock - floor < out->horizon)
+            out->horizon = cs->clock - floor;
+    }
+}
+
 void eng_set_wall(engine *e, int64_t wall)
 {
     e->wall = wall;

@@ -80,6 +80,20 @@ int eng_set_catalog(engine *e, struct pb_catalog *cat, cs_err *err);
  * changed nothing (the caller dead-letters or reports it). */
 int eng_feed(engine *e, const sig *s);
 void eng_set_max_clusters(engine *e, size_t n);
+/* At most about n signal ids kept per cluster to count a redelivery once
+ * (0, the default: every id for the 2-hour horizon, at 32 to 64 bytes an
+ * id: 100k signals/s would hold 720M of them). Past it the oldest go
+ * first (core/idset.h ids_limit): the horizon within which a signal
+ * delivered again counts once shrinks to what n ids span, and a
+ * warning says so once per cluster. */
+void eng_set_max_seen(engine *e, size_t n);
+typedef struct eng_seen {
+    size_t ids;             /* held now, every cluster */
+    unsigned long long evicted; /* dropped by the limit before the horizon */
+    int64_t horizon;        /* the shortest span (us) a cluster's kept ids
+                             * still cover, at most the 2-hour horizon */
+} eng_seen;
+void eng_seen_stats(const engine *e, eng_seen *out);
 /* Why s was refused (ENG_LATE, ENG_EARLY or ENG_FULL), in words: its
  * time and the time it was measured against, or the cluster limit. */
 void eng_refusal_reason(const engine *e, const sig *s, char *buf, size_t len);

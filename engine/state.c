@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "core/str.h"
 #include "core/strmap.h"
@@ -55,6 +56,7 @@ cstate *eng_cs(engine *e, const char *cluster)
         cs->open_node = strmap_new();
         cs->open_job = strmap_new();
         cs->seen = ids_new();
+        ids_limit(cs->seen, e->max_seen);
         cs->corr = strmap_new();
         cs->name = name;
         *slot = cs;
@@ -608,6 +610,17 @@ int eng_seen_before(engine *e, const sig *s)
         return 1;
     ids_floor(cs->seen, cs->clock - HORIZON);
     ids_put(cs->seen, s->id, s->ts);
+    if (!cs->seen_warned && ids_evicted(cs->seen)) {
+        cs->seen_warned = 1;
+        log_warn("engine", "cluster %s holds the %zu signal ids "
+                 "correlate.max_seen_ids allows, the last %lld s of them: "
+                 "older ids are forgotten before the %lld s horizon, and "
+                 "a signal delivered again after that counts again "
+                 "(cascade_seen_horizon_seconds)", cs->name, e->max_seen,
+                 (long long)((cs->clock - ids_limit_floor(cs->seen)) /
+                             TS_SEC),
+                 (long long)(HORIZON / TS_SEC));
+    }
     return 0;
 }
 

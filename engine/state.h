@@ -172,6 +172,7 @@ typedef struct cstate {
     strmap *open_node; /* host or own key -> incident (node-level) */
     strmap *open_job;  /* job id or "name:" key -> incident (job-level) */
     idset *seen;       /* signal id -> its event time */
+    int seen_warned;   /* the seen limit's first eviction was logged */
     strmap *corr;      /* "SCENARIO/KIND|KEY" -> a correlation's state */
     int64_t corr_pruned; /* event time the last prune of corr started */
     size_t corr_pos;     /* where the prune under way walks corr next */
@@ -210,6 +211,7 @@ struct engine {
     int64_t live_clock; /* wall clock, once a cluster is live (eng_tick) */
     int64_t wall;       /* the wall clock, bounding event times (0: none) */
     size_t max_clusters; /* signals of more clusters are refused */
+    size_t max_seen;     /* a cluster's seen ids (0: no limit) */
     int64_t next_gap;   /* when the silent-host scan runs next */
     pb_catalog **old_cats; /* replaced rule sets, still referenced */
     size_t nold;

@@ -105,6 +105,10 @@ for f in cascade_act_kafka_up cascade_act_redis_up; do
   grep -q "^$f 1" "$tmp/act.metrics" || fail "the executor's $f is not 1"
 done
 grep -q '^cascade_kafka_up 1' "$tmp/correlate.metrics" || fail "the correlator's cascade_kafka_up is not 1"
+# the stream's ids are kept to count redeliveries once, none forgotten
+grep -q '^cascade_seen_ids [1-9]' "$tmp/correlate.metrics" || fail "cascade_seen_ids counts no id"
+grep -q '^cascade_seen_evicted_total 0$' "$tmp/correlate.metrics" || fail "cascade_seen_evicted_total is not 0"
+grep -q '^cascade_seen_horizon_seconds 7200$' "$tmp/correlate.metrics" || fail "cascade_seen_horizon_seconds is not 7200"
 # the executor has no act section: it says at once which playbooks cannot run
 grep -q "playbook ticket.create cannot run here: no executor takes its step jira.upsert (configure act.jira)" \
   "$tmp/act.err" || fail "the executor did not say at start that it lacks Jira: $(grep 'cannot run' "$tmp/act.err" | head -3)"

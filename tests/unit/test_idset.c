@@ -191,6 +191,58 @@ static void floor_at_growth(void)
     ids_free(s);
 }
 
+/* The limit: ids in time order, ten times the limit of them. The set
+ * stays within it, the newest half is all there, the oldest are gone and
+ * counted; the horizon's floor drops what it drops without counting.
+ * Ids that all carry one stamp cannot be chosen by time: the set grows
+ * past the limit rather than lose any. */
+static void limited(void)
+{
+    idset *s = ids_new();
+    size_t most = 0, stale = 0;
+    uint64_t i;
+
+    ids_limit(s, 4096);
+    for (i = 1; i <= 40960; i++) {
+        ids_put(s, i, (int64_t)i);
+        if (ids_len(s) > most)
+            most = ids_len(s);
+    }
+    CHECK(most <= 4096 / 2 * 3); /* 3/4 of 8192 slots, while moving */
+    CHECK(ids_len(s) >= 2048);
+    CHECK_INT(missing_of(s, 40960 - 2047, 40961), 0);
+    for (uint64_t k = 1; k <= 20000; k++)
+        stale += ids_get(s, k, NULL);
+    CHECK_INT(stale, 0);
+    CHECK(ids_evicted(s) >= 40960 - 4096);
+    CHECK_INT(ids_evicted(s), 40960 - ids_len(s));
+    CHECK(ids_limit_floor(s) > 20000 && ids_limit_floor(s) <= 40960);
+    ids_free(s);
+    stale = 0;
+
+    /* the horizon's floor above the limit's: nothing counted evicted */
+    s = ids_new();
+    ids_limit(s, 4096);
+    for (i = 1; i <= 40960; i++) {
+        ids_floor(s, (int64_t)i - 100);
+        ids_put(s, i, (int64_t)i);
+    }
+    CHECK_INT(ids_evicted(s), 0);
+    CHECK_INT(ids_limit_floor(s), INT64_MIN);
+    ids_free(s);
+
+    s = ids_new();
+    ids_limit(s, 1024);
+    for (i = 1; i <= 10000; i++)
+        ids_put(s, i, 5);
+    CHECK_INT(ids_len(s), 10000);
+    for (i = 1; i <= 10000; i++)
+        stale += !ids_get(s, i, NULL);
+    CHECK_INT(stale, 0); /* none missing */
+    CHECK_INT(ids_evicted(s), 0);
+    ids_free(s);
+}
+
 int main(void)
 {
     basics();
@@ -199,5 +251,6 @@ int main(void)
     expire_in_steps();
     prepared_rebuilds();
     floor_at_growth();
+    limited();
     return check_report();
 }
