@@ -109,6 +109,16 @@ static void fix_flag_and_memory(json_t *p, const job *j, const char *flag,
     json_object_set_new(p, "config", c);
 }
 
+/* Twice the memory the job's config asked for; none named: the config
+ * stays the job's, the resubmission's approver sets the figure. */
+static void fix_memory(json_t *p, const job *j, const char *mem_key)
+{
+    json_int_t gb = config_int(j, mem_key);
+
+    if (gb > 0)
+        json_object_set_new(p, "config", json_pack("{s:I}", mem_key, gb * 2));
+}
+
 static void fix_shm(json_t *p, const job *j)
 {
     const json_int_t gib = 1073741824;
@@ -313,6 +323,11 @@ static json_t *step_params(const pb_step *st, const incident *inc, const job *j)
         break;
     case PB_FIX_PIPELINE:
         fix_pipeline(p, inc);
+        break;
+    case PB_FIX_HOST_MEMORY:
+        /* The host's OOM killer ended it, nothing saying why: twice the
+         * host memory it asked for, when it said. */
+        fix_memory(p, j, "host_memory_gb");
         break;
     case PB_FIX_NONE:
         break;

@@ -53,6 +53,35 @@ static void nic_failed_job(engine *e, const sig *s, job *j, const mark_at *at)
     eng_add_child(inc, j->id, j->state, s->ts);
 }
 
+/* A kernel or cgroup OOM kill on one of job j's nodes within
+ * HOST_OOM_BEFORE before ts (its failure) that nothing took as its own
+ * evidence (a checkpoint save, a memory ramp, a DataLoader worker's
+ * death): that node, else NULL. A kernel line names no job: one of the
+ * job's or of none. */
+#define HOST_OOM_BEFORE (5 * TS_MIN)
+static const char *host_oom_before(engine *e, const job *j, int64_t ts)
+{
+    char own[96];
+    size_t i;
+
+    snprintf(own, sizeof own, "job:%.80s", j->id);
+    for (i = 0; i <= json_array_size(j->nodes); i++) {
+        const char *h = i < json_array_size(j->nodes)
+            ? json_string_value(json_array_get(j->nodes, i)) : own;
+        node_win *w = h ? eng_win_find(e, j->cluster, h) : NULL;
+        for (size_t k = w ? w->n : 0; k > 0; k--) {
+            const entry *en = &w->v[k - 1];
+            if (en->ts < ts - HOST_OOM_BEFORE)
+                break;
+            if (en->kind == FACT_HOST_OOM && en->ts <= ts &&
+                (!en->job[0] || !strcmp(en->job, j->id)))
+                return i < json_array_size(j->nodes)
+                    ? h : json_string_value(json_array_get(j->nodes, 0));
+        }
+    }
+    return NULL;
+}
+
 /* A failure nothing else explained, told by a mark of the job's: a job
  * of several nodes after NCCL chose loopback or a bridge, or could not
  * reach a peer over its bootstrap socket (the interface, whatever the
@@ -67,8 +96,19 @@ static int failed_on_mark(engine *e, const sig *s, job *j)
         "nccl.iface_mismatch", "fabric.nic_flaky", "dist.hostname_unresolved",
         "ray.actor_died"};
     mark_at at = {NULL, 0};
+    const char *h;
     fact f;
 
+    /* The host's OOM killer first: a rank it killed is also a hang to
+     * its peers and an actor's death to Ray. */
+    if (pb_find(e->cat, "oom.host_killed") &&
+        (h = host_oom_before(e, j, s->ts))) {
+        eng_rule_fact(&f, FACT_JOB_FAULT, "oom.host_killed", h, j->id);
+        eng_on_job_fault(e, s, &f);
+        eng_add_child(strmap_get(eng_cs(e, j->cluster)->open_job, j->id),
+                      j->id, j->state, s->ts);
+        return 1;
+    }
     for (size_t i = 0; i < sizeof explain / sizeof *explain; i++) {
         if (!pb_find(e->cat, explain[i]) ||
             !marked_cause(e, j, NULL, explain[i], &at))
@@ -858,7 +898,8 @@ static int jobs_on_fact(engine *e, const sig *s, const fact *f)
 }
 
 static const char *const jobs_scenarios[] = {
-    "cascade.node_crash", "cascade.dependency_chain", "node.down", NULL};
+    "cascade.node_crash", "cascade.dependency_chain", "node.down",
+    "oom.host_killed", NULL};
 
 const eng_detector eng_det_jobs = {
     .name = "jobs",

@@ -23,7 +23,8 @@ static const char *const fixes[] = {
     "none",    "exclude_node", "batch",       "activation",
     "alloc_conf", "ticket",    "workers",     "shm",
     "tolerations", "socket_ifname", "worker_memory", "same_config",
-    "input_bound", "checkpoint_memory", "gcs_ft", "peak_hours", "idle_cost", "pipeline"};
+    "input_bound", "checkpoint_memory", "gcs_ft", "peak_hours", "idle_cost", "pipeline",
+    "host_memory"};
 static const char *const whens[] = {"always", "reserved", "elastic",
                                     "repeated", "gcs_ft", "no_gcs_ft",
                                     "thermal", "not_thermal"};

@@ -44,6 +44,7 @@ typedef enum {
     PB_FIX_PEAK_HOURS,    /* the team's peak hours (UTC) and days seen */
     PB_FIX_IDLE_COST,     /* idle GPUs and what they cost per day */
     PB_FIX_PIPELINE,      /* the dependency chain's jobs, top first */
+    PB_FIX_HOST_MEMORY,   /* more host memory (config.host_memory_gb) */
 } pb_fix;
 
 /* When a step applies, decided from the job the incident is about. */
