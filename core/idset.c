@@ -154,6 +154,22 @@ static void prepare(idset *s, size_t cap, size_t adds)
     s->warm = hash_warm_pace(cap * sizeof(slot), adds);
 }
 
+static int at_limit(const idset *s);
+
+/* The next rebuild's table, faulted in over the additions until it is
+ * due: a growth's at half full; at the limit, where n still counts the
+ * older half a rebuild is dropping, a quarter of the table (the newer
+ * ids grow from a quarter to a half). Paced on n there, the whole spare
+ * (128 MiB at a limit of 4M ids) was faulted in at one addition. */
+static void prepare_next(idset *s)
+{
+    if (at_limit(s))
+        prepare(s, s->cur.cap, s->cur.cap / 4);
+    else
+        prepare(s, 2 * s->cur.cap,
+                s->cur.cap / 2 > s->n ? s->cur.cap / 2 - s->n : 1);
+}
+
 static void start(idset *s, size_t cap, int64_t floor, int64_t lfloor)
 {
     if (s->old.v)
@@ -282,8 +298,7 @@ void ids_put(idset *s, uint64_t id, int64_t ts)
     /* growth at half full, due right after a rebuild that ends past it
      * (an ids_expire sized for the ids it had when it began) */
     if (!s->spare.v && 4 * (s->n + 1) > s->cur.cap)
-        prepare(s, at_limit(s) ? s->cur.cap : 2 * s->cur.cap,
-                s->cur.cap / 2 > s->n ? s->cur.cap / 2 - s->n : 1);
+        prepare_next(s);
     if (s->spare.v)
         hash_prefault(&s->warm, s->spare.v, s->spare.cap * sizeof(slot));
     /* at most half full, or 3/4 while a rebuild is still moving */
