@@ -5,6 +5,7 @@
  *
  * usage: bench_latency [--hop] --brokers ADDR --rate R [--seconds S]
  *                      [--patterns P] [--fetch-wait MS] [--topic-prefix P]
+ *                      [--jobs N]
  *
  * The stream is what a collector publishes (msgpack signals with their own
  * id, cluster "default", event time = now): every 1/P s a fresh node gets
@@ -14,6 +15,12 @@
  * window and store but which complete nothing. A correlator with
  * bench/rules must be consuming. The incidents are read by a consumer
  * assigned to the end of cascade.incidents before the first signal.
+ *
+ * --jobs N: the timeouts' jobs go round N of them (default 80,000,000:
+ * every timeout a new job within any run, the worst case of live keys).
+ * A fleet's storm repeats its jobs: with N jobs each times out every
+ * N/R s, the threshold rule fires for each once and holds it for its
+ * window, and the live keys stay N.
  *
  * --patterns 0 offers the timeouts only (a load of live window keys: each
  * job is a key of the threshold rule) and measures nothing.
@@ -58,6 +65,7 @@
 typedef struct run {
     const char *brokers;
     double rate, seconds, patterns;
+    long jobs;      /* the timeouts' distinct jobs, in turn (--jobs) */
     double *sent;   /* per pattern: when its completing signal went out */
     double *lat;    /* per pattern: latency (s), < 0 until seen */
     int npat;
@@ -407,7 +415,7 @@ static void offer(run *r, rd_kafka_t *rk, double *achieved)
             continue;
         }
         put_dec(host + 4, (unsigned long)i % 1000, 4);
-        put_dec(job, 10000000 + (unsigned long)i % 80000000, 8);
+        put_dec(job, 10000000 + (unsigned long)i % (unsigned long)r->jobs, 8);
         send_as(rk, &timeout, (const char *const[]){at, id, host, job});
         done++;
         if ((i & 255) == 0)
@@ -448,7 +456,8 @@ static void interval_line(FILE *f, const run *r, double from, double to,
 
 int main(int argc, char **argv)
 {
-    run r = {.seconds = 10, .patterns = 100, .fetch_wait = "1"};
+    run r = {.seconds = 10, .patterns = 100, .jobs = 80000000,
+             .fetch_wait = "1"};
     const char *intervals = NULL;
     double every = 0;
     int bad = 0;
@@ -474,6 +483,8 @@ int main(int argc, char **argv)
             r.patterns = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--every"))
             every = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--jobs"))
+            r.jobs = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--intervals"))
             intervals = argv[i + 1];
         else if (!strcmp(argv[i], "--topic-prefix"))
@@ -485,12 +496,13 @@ int main(int argc, char **argv)
             bad = 1;
     }
     if (bad || argc % 2 == 0 || !r.brokers || r.rate <= 0 || r.seconds <= 0 ||
+        r.jobs < 1 || r.jobs > 80000000 ||
         r.patterns < 0 || r.patterns > r.rate / 2 || every < 0 ||
         !every != !intervals) {
         fprintf(stderr, "usage: bench_latency [--hop] --brokers ADDR --rate R "
                         "[--seconds S] [--patterns P (<= R/2)] "
                         "[--fetch-wait MS] [--topic-prefix P] "
-                        "[--every S --intervals FILE]\n");
+                        "[--every S --intervals FILE] [--jobs N]\n");
         return 2;
     }
     r.npat = (int)(r.patterns * r.seconds) + 1;

@@ -4,13 +4,16 @@
 # over TCP) and bench_latency offering signals at each rate, 100 patterns
 # a second completing peer.xid79_job_cancel.
 #
-# usage: bench/latency.sh [--seconds S] [--runs N] [--fetch-wait MS] [--every S] [--hop|--relay] BUILD_DIR RATE...
+# usage: bench/latency.sh [--seconds S] [--runs N] [--fetch-wait MS] [--every S] [--jobs N] [--hop|--relay] BUILD_DIR RATE...
 #
 # --hop: no correlator; the time from producing a signal to reading it back
 # from cascade.signals (one hop through the broker; a detection takes two).
 # --relay: bench_relay in the correlator's place: its cycle (Redis write
 # acked, records produced and delivered, Redis clear, commit) with no
 # engine; the floor a detection through this broker and Redis sits on.
+# --jobs N: the timeouts' jobs go round N of them (bench_latency --jobs;
+# default every timeout a new job: 30M live keys after five minutes at
+# 100k/s, the worst case). A fleet's storm repeats its jobs.
 # --fetch-wait MS: every consumer's fetch.wait.max.ms (the correlator's
 # kafka.fetch_wait_ms, the relay's, the reader's), default 1. The embedded
 # broker answers a waiting fetch only when the wait is over (a real broker
@@ -43,7 +46,7 @@
 # every client, the relay's and the correlator's alike (BENCHMARKS.md).
 # Exit codes: 0 done, 1 a component failed, 2 usage.
 set -euo pipefail
-seconds=10 runs=1 hop= relay= wait_ms=1 every=
+seconds=10 runs=1 hop= relay= wait_ms=1 every= jobs=80000000
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '7p' "$0" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -54,7 +57,8 @@ while [ $# -gt 0 ]; do
     --relay) relay=1; shift ;;
     --fetch-wait) wait_ms=$2; shift 2 ;;
     --every) every=$2; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage ;;
     *) break ;;
   esac
@@ -170,7 +174,8 @@ for rate in "$@"; do
     fi
     # shellcheck disable=SC2086 # $hop is empty or one word
     line=$("$build/bench/bench_latency" $hop --brokers "$brokers" --rate "$rate" \
-      --seconds "$seconds" --patterns "${PATTERNS:-100}" --fetch-wait "$wait_ms" "${soak[@]}") ||
+      --seconds "$seconds" --patterns "${PATTERNS:-100}" --fetch-wait "$wait_ms" \
+      --jobs "$jobs" "${soak[@]}") ||
       { say "bench_latency failed at $rate/s"; exit 1; }
     c1=$(cpu_s "$cpid") t1=$(date +%s.%N)
     [ -z "$mpid" ] || { kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null || true; }
