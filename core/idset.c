@@ -237,17 +237,13 @@ static void grow(idset *s)
     }
     if (s->old.v)
         move_some(s, SIZE_MAX); /* sample one table, all of it */
-    median = median_stamp(&s->cur);
-    if (median != INT64_MIN && median <= s->next_floor) {
-        /* the horizon drops the older half already */
-        start(s, s->cur.cap, s->next_floor, INT64_MIN);
-        return;
-    }
-    if (median == INT64_MIN) {
+    if ((median = median_stamp(&s->cur)) == INT64_MIN) {
         start(s, 2 * s->cur.cap, s->next_floor, INT64_MIN); /* over it */
         return;
     }
-    if (median > s->lfloor)
+    /* a horizon floor above the median drops the older half itself:
+     * then the limit raised nothing */
+    if (median > s->next_floor && median > s->lfloor)
         s->lfloor = median;
     start(s, s->cur.cap, s->next_floor, median);
 }
