@@ -267,18 +267,23 @@ static void on_change(void *arg, const char *id, json_t *inc,
         char aid[32];
         pb_action_id(id, a, aid, sizeof aid);
         /* cluster and rack: what the executor's budgets count by */
-        json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:O}", "id",
-                                aid, "incident", id, "scenario",
-                                json_string_value(json_object_get(inc, "scenario")),
-                                "cluster", cluster, "rack",
-                                json_string_value(json_object_get(scope, "rack")),
-                                "summary",
-                                json_string_value(json_object_get(inc, "summary")),
-                                "action", a);
+        /* members set one by one, not by json_pack, whose format parse
+         * cost as much as the members: a storm publishes thousands */
+        json_t *req = json_object(), *v;
+        json_object_set_new_nocheck(req, "id", json_string(aid));
+        json_object_set_new_nocheck(req, "incident", json_string(id));
+        json_object_set_nocheck(req, "scenario", json_object_get(inc, "scenario"));
+        json_object_set_new_nocheck(req, "cluster", json_string(cluster));
+        if ((v = json_object_get(scope, "rack")) && json_is_string(v))
+            json_object_set_nocheck(req, "rack", v);
+        if ((v = json_object_get(inc, "summary")) && json_is_string(v))
+            json_object_set_nocheck(req, "summary", v);
+        json_object_set_nocheck(req, "action", a);
         /* what a notification shows beside the one action it carries */
-        json_object_set(req, "status", json_object_get(inc, "status"));
-        json_object_set(req, "root_cause", json_object_get(inc, "root_cause"));
-        json_object_set(req, "proposed", proposed);
+        json_object_set_nocheck(req, "status", json_object_get(inc, "status"));
+        json_object_set_nocheck(req, "root_cause",
+                                json_object_get(inc, "root_cause"));
+        json_object_set_nocheck(req, "proposed", proposed);
         outbox_put(c, pend_push(c, KFK_TOPIC_ACTIONS, id, jw_dumps(req, 0),
                                 cluster));
         json_decref(req);

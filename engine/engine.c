@@ -56,6 +56,10 @@ static void state_free(engine *e)
     free(e->incs);
     e->incs = NULL;
     e->ninc = e->capinc = 0;
+    free(e->dirty);
+    e->dirty = NULL;
+    e->ndirty = e->capdirty = e->next_seq = 0;
+    e->quiet_due = 0;
     e->now = e->high = e->live_clock = 0;
     e->next_check = e->next_gap = 0;
 }
@@ -168,6 +172,7 @@ int eng_set_catalog(engine *e, pb_catalog *cat, cs_err *err)
         inc->root_scenario = same ? inc->sc->id : root ? root->id
                                                        : inc->root_scenario;
     }
+    e->quiet_due = 0; /* fold windows by scenario: look at each again */
     if (!e->cat_shared) {
         e->old_cats = xrealloc(e->old_cats, (e->nold + 1) * sizeof *e->old_cats);
         e->old_cats[e->nold++] = e->cat;
@@ -348,28 +353,37 @@ static void drop_merged(engine *e)
     e->ninc = keep;
 }
 
-void eng_flush(engine *e, eng_change_fn fn, void *arg)
+/* When quiet would resolve inc if nothing more comes (INT64_MAX: not by
+ * quiet, or not open as published). */
+static int64_t quiet_due(const incident *inc)
+{
+    if (inc->pub_resolved || inc->merged[0] || inc->sc->node_level)
+        return INT64_MAX;
+    return inc->updated + eng_fold_window(inc) + 1;
+}
+
+/* Publishes inc when it changed or its status did; returns whether it
+ * is gone into a storm (drop_merged's work). */
+static int flush_one(engine *e, incident *inc, eng_change_fn fn, void *arg)
 {
     char key[320];
+    json_t *js, *acts, *fresh_acts;
+    size_t k;
+    json_t *a;
 
-    for (size_t i = 0; i < e->ninc; i++) {
-        incident *inc = e->incs[i];
-        json_t *js, *acts, *fresh_acts;
-        size_t k;
-        json_t *a;
-
-        /* Quiet resolves without a signal: publish the new status. */
-        int resolved = eng_resolved_at(inc, eng_cluster_now(e, inc->cluster)) != 0;
-        if (!inc->dirty && resolved == inc->pub_resolved)
-            continue;
-        /* merged into a storm before anyone saw it: nothing to close */
-        if (inc->merged[0] && !inc->shown)
-            continue;
+    /* Quiet resolves without a signal: publish the new status. */
+    int resolved = eng_resolved_at(inc, eng_cluster_now(e, inc->cluster)) != 0;
+    if (!inc->dirty && resolved == inc->pub_resolved)
+        return 0;
+    inc->dirty = 0;
+    /* merged into a storm before anyone saw it: nothing to close */
+    if (inc->merged[0] && !inc->shown)
+        return 1;
+    {
         e->flush_kind = !inc->shown ? ENG_OPENED
                         : resolved == inc->pub_resolved ? ENG_UPDATED
                         : resolved ? ENG_RESOLVED : ENG_REOPENED;
         inc->shown = 1;
-        inc->dirty = 0;
         inc->pub_resolved = resolved;
         js = eng_incident_json(e, inc);
         acts = json_object_get(js, "actions");
@@ -396,7 +410,58 @@ void eng_flush(engine *e, eng_change_fn fn, void *arg)
         json_decref(fresh_acts);
         json_decref(js);
     }
-    drop_merged(e);
+    return inc->merged[0] != 0;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+    const incident *x = *(incident *const *)a, *y = *(incident *const *)b;
+
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Every incident, in order, when a quiet resolve may be due (the next
+ * such time found on the way); else only the changed ones, in the same
+ * order. */
+static int flush_incidents(engine *e, eng_change_fn fn, void *arg)
+{
+    int64_t now = e->high > e->live_clock ? e->high : e->live_clock;
+    int merged = 0;
+
+    if (e->quiet_due && now < e->quiet_due) {
+        if (e->ndirty > 1)
+            qsort(e->dirty, e->ndirty, sizeof *e->dirty, by_seq);
+        for (size_t i = 0; i < e->ndirty; i++) {
+            incident *inc = e->dirty[i];
+            int64_t due;
+            merged |= flush_one(e, inc, fn, arg);
+            if ((due = quiet_due(inc)) < e->quiet_due)
+                e->quiet_due = due;
+        }
+        e->ndirty = 0;
+        return merged;
+    }
+    e->quiet_due = INT64_MAX;
+    for (size_t i = 0; i < e->ninc; i++) {
+        incident *inc = e->incs[i];
+        int64_t due;
+        flush_one(e, inc, fn, arg);
+        merged |= inc->merged[0] != 0; /* restored ones too */
+        if ((due = quiet_due(inc)) < e->quiet_due)
+            e->quiet_due = due;
+    }
+    /* flags of incidents a walk left as they were (none: flush_one clears
+     * each it visits) */
+    for (size_t i = 0; i < e->ndirty; i++)
+        e->dirty[i]->dirty = 0;
+    e->ndirty = 0;
+    return merged;
+}
+
+void eng_flush(engine *e, eng_change_fn fn, void *arg)
+{
+    if (flush_incidents(e, fn, arg))
+        drop_merged(e);
     eng_persist_tracebacks(e);
     /* Last in the pipeline: a correlator killed while writing it leaves
      * Redis a prefix of it, and a state that used its events up must not

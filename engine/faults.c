@@ -90,7 +90,7 @@ void eng_maybe_escalate(engine *e, incident *inc)
                 inc->children[i].ts >= last - CRASH_WINDOW;
     if (near >= 2) {
         inc->sc = crash;
-        inc->dirty = 1;
+        eng_dirty(inc);
     }
 }
 
@@ -187,7 +187,7 @@ static void escalate(engine *e, incident *inc, const fact *f)
     inc->cause = *f;
     if (f->gpu[0])
         str_copy(inc->gpu, sizeof inc->gpu, f->gpu);
-    inc->dirty = 1;
+    eng_dirty(inc);
 }
 
 void eng_on_node_fault(engine *e, const sig *s, const fact *f,
@@ -240,7 +240,7 @@ static void refine(engine *e, incident *inc, const sig *s, const fact *f)
     inc->sc = sc;
     inc->root_scenario = sc->id;
     inc->cause = *f;
-    inc->dirty = 1;
+    eng_dirty(inc);
 }
 
 void eng_on_job_fault(engine *e, const sig *s, const fact *f)
@@ -336,7 +336,8 @@ void eng_merge(engine *e, incident *storm, incident *m)
     if (m->key[0] && strmap_get(cs->open_job, m->key) == m)
         strmap_del(cs->open_job, m->key);
     str_copy(m->merged, sizeof m->merged, storm->id);
-    m->dirty = storm->dirty = 1;
+    eng_dirty(m);
+    eng_dirty(storm);
 }
 
 int eng_capacity_wait(const engine *e, const fact *f)

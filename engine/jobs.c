@@ -48,7 +48,7 @@ static void nic_failed_job(engine *e, const sig *s, job *j, const mark_at *at)
     /* the root is the first IB error the job logged there */
     if (at->ts < inc->root_ts) {
         inc->root_ts = at->ts;
-        inc->dirty = 1;
+        eng_dirty(inc);
     }
     eng_add_child(inc, j->id, j->state, s->ts);
 }

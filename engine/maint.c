@@ -97,7 +97,7 @@ static void add_member(incident *inc, const char *host, const char *scenario,
     str_copy(m->node, sizeof m->node, host);
     str_copy(m->scenario, sizeof m->scenario, scenario ? scenario : "");
     m->ts = ts;
-    inc->dirty = 1;
+    eng_dirty(inc);
 }
 
 /* The maintenance's incident, opened on its first fault, and put under
@@ -304,7 +304,7 @@ static void maint_recovered(engine *e, const sig *s, const char *host,
             if (!strcmp(inc->members[k].node, host) &&
                 !inc->members[k].recovered) {
                 inc->members[k].recovered = s->ts;
-                inc->dirty = 1;
+                eng_dirty(inc);
             }
     }
 }

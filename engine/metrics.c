@@ -207,7 +207,7 @@ static void stall_eval(engine *e, job *j, int64_t now)
     incident *inc = strmap_get(eng_cs(e, j->cluster)->open_job, j->id);
     if (inc && inc->opened == s.ts) {
         inc->root_ts = inc->first = j->progress_ts;
-        inc->dirty = 1;
+        eng_dirty(inc);
     }
 }
 

@@ -162,9 +162,12 @@ size_t eng_restore_done(engine *e)
     /* Later incidents win the node and job slots, as when they opened. */
     if (e->ninc > 1)
         qsort(e->incs, e->ninc, sizeof *e->incs, cmp_opened);
+    e->next_seq = 0; /* flushes publish in this order now */
+    e->quiet_due = 0;
     for (size_t i = 0; i < e->ninc; i++) {
         incident *inc = e->incs[i];
         cstate *cs = eng_cs(e, inc->cluster);
+        inc->seq = e->next_seq++;
         if (inc->job_scope && (inc->job[0] || inc->team[0]))
             strmap_put(cs->open_job, inc->key, inc);
         else if (!inc->job_scope && eng_own_key(inc->key))

@@ -438,7 +438,7 @@ void eng_resolve(incident *inc, const sig *s, const char *why)
         return;
     inc->recovered = s->ts;
     str_copy(inc->resolution, sizeof inc->resolution, why);
-    inc->dirty = 1;
+    eng_dirty(inc);
 }
 
 /* Whether inc takes a related signal now: open and within its fold
@@ -479,7 +479,7 @@ void eng_touch(incident *inc, const sig *s)
         inc->last = s->ts;
     if (s->ts > inc->updated)
         inc->updated = s->ts;
-    inc->dirty = 1;
+    eng_dirty(inc);
 }
 
 incident *eng_open_incident(engine *e, const sig *s, const char *scenario,
@@ -509,11 +509,27 @@ void eng_incident_free(incident *inc)
     free(inc);
 }
 
+void eng_dirty(incident *inc)
+{
+    engine *e = inc->eng;
+
+    if (inc->dirty)
+        return;
+    inc->dirty = 1;
+    if (e->ndirty == e->capdirty) {
+        e->capdirty = e->capdirty ? e->capdirty * 2 : 64;
+        e->dirty = xrealloc(e->dirty, e->capdirty * sizeof *e->dirty);
+    }
+    e->dirty[e->ndirty++] = inc;
+}
+
 incident *eng_incident_new(engine *e)
 {
     incident *inc = xcalloc(1, sizeof *inc);
 
     inc->published = json_array();
+    inc->eng = e;
+    inc->seq = e->next_seq++;
     if (e->ninc == e->capinc) {
         e->capinc = e->capinc ? e->capinc * 2 : 16;
         e->incs = xrealloc(e->incs, e->capinc * sizeof *e->incs);
@@ -553,7 +569,7 @@ void eng_add_child(incident *inc, const char *jobid, const char *state,
     str_copy(c->job, sizeof c->job, jobid);
     str_copy(c->state, sizeof c->state, state);
     c->ts = ts;
-    inc->dirty = 1;
+    eng_dirty(inc);
 }
 
 int eng_is_failure(const char *state)

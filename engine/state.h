@@ -150,7 +150,9 @@ typedef struct incident {
     int reopened;
     int pub_resolved; /* the status last published: 1 resolved */
     int shown;        /* published at least once */
-    int dirty;
+    int dirty;        /* changed since published: in its engine's list */
+    size_t seq;       /* its place in incs: the order flushes publish in */
+    struct engine *eng;
     json_t *published; /* actions already sent */
 } incident;
 
@@ -199,6 +201,13 @@ struct engine {
     cstate *cs_last;   /* the last one asked for: a batch is mostly one */
     incident **incs;
     size_t ninc, capinc;
+    /* What the next flush publishes: the incidents changed since the
+     * last (eng_dirty), and every one once the earliest quiet resolve is
+     * due (quiet_due; 0: not known, walk them all). A walk of thousands
+     * of open incidents for each batch cost more than the batch. */
+    incident **dirty;
+    size_t ndirty, capdirty, next_seq;
+    int64_t quiet_due;
     int flush_kind; /* eng_flush_kind: the incident being flushed */
     /* Event time is per cluster: each cluster's signals come in order on
      * their own partition, but partitions interleave at random. `now` is
@@ -293,6 +302,8 @@ int eng_fresh(const engine *e, const incident *inc);
 void eng_win_add(engine *e, const sig *s, const char *host, fact_kind kind,
                  const char *jobid, const char *scenario, const char *sig_id);
 void eng_incident_free(incident *inc);
+/* inc changed: the next flush publishes it. */
+void eng_dirty(incident *inc);
 /* When the incident was resolved as of `now` (its cluster's time), or 0
  * while it is open. */
 int64_t eng_resolved_at(const incident *inc, int64_t now);

@@ -190,7 +190,8 @@ static void eng_storm_recovered(engine *e, const sig *s, const char *host,
             storm_member *m = &st->members[k];
             if (!strcmp(m->node, host) && !m->recovered && s->ts >= m->ts) {
                 m->recovered = s->ts;
-                st->dirty = hit = 1;
+                eng_dirty(st);
+                hit = 1;
             }
             back += m->recovered != 0;
         }

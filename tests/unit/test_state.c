@@ -344,8 +344,69 @@ out:
     eng_free(e);
 }
 
+/* What a flush published: "scenario status" per incident, in order. */
+typedef struct pubs {
+    char text[512];
+    int n;
+} pubs;
+
+static void note(void *arg, const char *id, json_t *inc, const char *text,
+                 json_t *acts)
+{
+    pubs *p = arg;
+    size_t off = strlen(p->text);
+
+    (void)id, (void)text, (void)acts;
+    snprintf(p->text + off, sizeof p->text - off, "%s%s %s", off ? ", " : "",
+             json_string_value(json_object_get(inc, "scenario")),
+             json_string_value(json_object_get(inc, "status")));
+    p->n++;
+}
+
+#define PENDING_GPU(ts, id) \
+    "{\"ts\":\"" ts "\",\"source\":\"k8s\",\"job\":\"" id "\",\"event\":" \
+    "{\"reason\":\"FailedScheduling\",\"message\":\"0/4 nodes are " \
+    "available: 4 Insufficient nvidia.com/gpu.\"}}"
+
+/* A flush publishes what changed since the last, in the order the
+ * incidents opened, and what quiet resolved once its time came; nothing
+ * when nothing did (it no longer walks every open incident for that). */
+static void test_flush_changed(void)
+{
+    rec r = {0};
+    cs_err err;
+    engine *e = eng_new(&ops, &r, &err);
+    pubs p = {0};
+
+    feed(e, PENDING_GPU("2026-03-02T08:00:00Z", "601"));
+    feed(e, PENDING_GPU("2026-03-02T08:01:00Z", "602"));
+    feed(e, XID79("2026-03-02T08:02:00Z", "gpu-090"));
+    eng_flush(e, note, &p);
+    CHECK_STR(p.text, "sched.capacity_exhausted open, "
+                      "sched.capacity_exhausted open, hw.gpu_off_bus open");
+    memset(&p, 0, sizeof p);
+    eng_flush(e, note, &p);
+    CHECK_INT(p.n, 0);
+    /* the later one changes first: still published in opening order */
+    feed(e, XID79("2026-03-02T08:03:00Z", "gpu-090"));
+    feed(e, PENDING_GPU("2026-03-02T08:04:00Z", "601"));
+    eng_flush(e, note, &p);
+    CHECK_STR(p.text, "sched.capacity_exhausted open, hw.gpu_off_bus open");
+    /* 40 min of quiet for the waits (a node's fault stays open) */
+    memset(&p, 0, sizeof p);
+    feed(e, XID79("2026-03-02T08:50:00Z", "gpu-091"));
+    eng_flush(e, note, &p);
+    CHECK_STR(p.text, "sched.capacity_exhausted resolved, "
+                      "sched.capacity_exhausted resolved, hw.gpu_off_bus open");
+    memset(&p, 0, sizeof p);
+    eng_flush(e, note, &p);
+    CHECK_INT(p.n, 0);
+    eng_free(e);
+}
+
 int main(void)
 {
+    test_flush_changed();
     test_inventory_fields();
     test_future();
     test_cluster_limit();
