@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 
+#include "core/dlvorder.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/secret.h"
@@ -25,6 +26,8 @@ struct kfk_producer {
     rd_kafka_queue_t *main_q;
     int pipefd[2];
     unsigned long failed;
+    dlo *order;           /* each partition's last delivered offset */
+    unsigned long reused; /* reports at an offset already reported */
 };
 
 /* ---- shared configuration ---------------------------------------------- */
@@ -348,8 +351,28 @@ static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
     kfk_producer *p = opaque;
 
     (void)rk;
+    /* a success at an offset already reported is a message the broker
+     * dropped as a duplicate (core/dlvorder.h): failed, to be retried */
+    int reused = !m->err && dlo_check(p->order, rd_kafka_topic_name(m->rkt),
+                                      m->partition, m->offset);
     if (m->_private)
-        tracker_report(m->_private, m->err != RD_KAFKA_RESP_ERR_NO_ERROR);
+        tracker_report(m->_private,
+                       m->err != RD_KAFKA_RESP_ERR_NO_ERROR || reused);
+    if (reused) {
+        if (p->reused++ % 1000 == 0)
+            log_error("kafka", "delivery to %s [%d] reported at offset %lld, "
+                      "not after the last one reported there (%lld): the "
+                      "broker took it for a duplicate (-1: of a batch it "
+                      "has) and may have kept another message in its "
+                      "place; counted as failed, for its sender to retry "
+                      "(%lu so far)",
+                      rd_kafka_topic_name(m->rkt), (int)m->partition,
+                      (long long)m->offset,
+                      (long long)dlo_last(p->order, rd_kafka_topic_name(m->rkt),
+                                          m->partition),
+                      p->reused);
+        return;
+    }
     /* purged by kfk_producer_free, after its flush said how many */
     if (!m->err || m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
         m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
@@ -405,6 +428,7 @@ kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err)
     }
     p->pipefd[0] = p->pipefd[1] = -1; /* until attached to a loop */
     p->link.up = 1;
+    p->order = dlo_new();
     if (!(conf = kfk_conf_new(kv, o->props, err)))
         goto fail;
     kfk_conf_watch(conf);
@@ -414,6 +438,7 @@ kfk_producer *kfk_producer_open(const kfk_producer_opts *o, cs_err *err)
         goto fail;
     return p;
 fail:
+    dlo_free(p->order);
     free(p);
     return NULL;
 }
@@ -680,5 +705,6 @@ void kfk_producer_free(kfk_producer *p)
         if (p->pipefd[i] >= 0)
             close(p->pipefd[i]);
     rd_kafka_destroy(p->rk);
+    dlo_free(p->order);
     free(p);
 }

@@ -83,7 +83,9 @@ echo "webhook kill: $sent posts, $ok answered 200, $unavailable 503, $noanswer" 
      "without an answer, $other other; $((kills)) SIGKILLs and a SIGTERM;" \
      "$(wc -l < "$tmp/acked.sorted") alerts of 200'd posts," \
      "$(wc -l < "$tmp/found.sorted") of this run's alerts on $topic," \
-     "$(wc -l < "$tmp/lost") lost"
+     "$(wc -l < "$tmp/lost") lost;" \
+     "$(cat "$tmp"/webhook*.err | grep -c 'not after the last one reported')" \
+     "deliveries reported at an offset already reported (answered 503)"
 [ "$other" -eq 0 ] || fail "answers other than 200, 503: $(grep -v ' \(200\|503\|err\)$' "$tmp/posts.log" | head -n 3)"
 [ "$ok" -ge 100 ] || fail "only $ok posts answered 200"
 [ "$noanswer" -gt 0 ] || fail "no post went unanswered: the kills missed the stream"
