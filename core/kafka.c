@@ -344,6 +344,25 @@ static void tracker_report(kfk_tracker *t, int failed)
     tracker_unref(t);
 }
 
+static void reused_log(const kfk_producer *p, const rd_kafka_message_t *m)
+{
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    char at[64];
+
+    if (m->offset < 0)
+        snprintf(at, sizeof at, "without an offset");
+    else
+        snprintf(at, sizeof at, "at offset %lld, not after %lld",
+                 (long long)m->offset,
+                 (long long)dlo_last(p->order, topic, m->partition));
+    log_error("kafka", "delivery to %s [%d] reported %s: the broker took "
+              "the message for a duplicate of a batch it has and may have "
+              "kept another in its place; counted as failed, for its "
+              "sender to retry (%lu so far; a delivery report not after "
+              "the last one reported)", topic, (int)m->partition, at,
+              p->reused);
+}
+
 /* Runs on the thread that polls (the loop, or flush at shutdown). */
 static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                       void *opaque)
@@ -360,17 +379,7 @@ static void kfk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                        m->err != RD_KAFKA_RESP_ERR_NO_ERROR || reused);
     if (reused) {
         if (p->reused++ % 1000 == 0)
-            log_error("kafka", "delivery to %s [%d] reported at offset %lld, "
-                      "not after the last one reported there (%lld): the "
-                      "broker took it for a duplicate (-1: of a batch it "
-                      "has) and may have kept another message in its "
-                      "place; counted as failed, for its sender to retry "
-                      "(%lu so far)",
-                      rd_kafka_topic_name(m->rkt), (int)m->partition,
-                      (long long)m->offset,
-                      (long long)dlo_last(p->order, rd_kafka_topic_name(m->rkt),
-                                          m->partition),
-                      p->reused);
+            reused_log(p, m);
         return;
     }
     /* purged by kfk_producer_free, after its flush said how many */
