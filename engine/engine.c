@@ -362,9 +362,8 @@ static int64_t quiet_due(const incident *inc)
     return inc->updated + eng_fold_window(inc) + 1;
 }
 
-/* Publishes inc when it changed or its status did; returns whether it
- * is gone into a storm (drop_merged's work). */
-static int flush_one(engine *e, incident *inc, eng_change_fn fn, void *arg)
+/* Publishes inc when it changed or its status did. */
+static void flush_one(engine *e, incident *inc, eng_change_fn fn, void *arg)
 {
     char key[320];
     json_t *js, *acts, *fresh_acts;
@@ -374,43 +373,40 @@ static int flush_one(engine *e, incident *inc, eng_change_fn fn, void *arg)
     /* Quiet resolves without a signal: publish the new status. */
     int resolved = eng_resolved_at(inc, eng_cluster_now(e, inc->cluster)) != 0;
     if (!inc->dirty && resolved == inc->pub_resolved)
-        return 0;
+        return;
     inc->dirty = 0;
     /* merged into a storm before anyone saw it: nothing to close */
     if (inc->merged[0] && !inc->shown)
-        return 1;
-    {
-        e->flush_kind = !inc->shown ? ENG_OPENED
-                        : resolved == inc->pub_resolved ? ENG_UPDATED
-                        : resolved ? ENG_RESOLVED : ENG_REOPENED;
-        inc->shown = 1;
-        inc->pub_resolved = resolved;
-        js = eng_incident_json(e, inc);
-        acts = json_object_get(js, "actions");
-        fresh_acts = json_array();
-        json_array_foreach(acts, k, a) {
-            size_t m;
-            json_t *p;
-            int known = 0;
-            json_array_foreach(inc->published, m, p)
-                if (json_equal(p, a))
-                    known = 1;
-            if (!known) {
-                json_array_append(fresh_acts, a);
-                json_array_append(inc->published, a);
-            }
+        return;
+    e->flush_kind = !inc->shown ? ENG_OPENED
+                    : resolved == inc->pub_resolved ? ENG_UPDATED
+                    : resolved ? ENG_RESOLVED : ENG_REOPENED;
+    inc->shown = 1;
+    inc->pub_resolved = resolved;
+    js = eng_incident_json(e, inc);
+    acts = json_object_get(js, "actions");
+    fresh_acts = json_array();
+    json_array_foreach(acts, k, a) {
+        size_t m;
+        json_t *p;
+        int known = 0;
+        json_array_foreach(inc->published, m, p)
+            if (json_equal(p, a))
+                known = 1;
+        if (!known) {
+            json_array_append(fresh_acts, a);
+            json_array_append(inc->published, a);
         }
-        char *txt = jw_dumps(js, 0);
-        eng_key(key, sizeof key, inc->cluster, "incidents", NULL);
-        e->ops->hash_put(e->ctx, key, inc->id, txt);
-        eng_persist_incident(e, inc);
-        if (fn)
-            fn(arg, inc->id, js, txt, fresh_acts);
-        free(txt);
-        json_decref(fresh_acts);
-        json_decref(js);
     }
-    return inc->merged[0] != 0;
+    char *txt = jw_dumps(js, 0);
+    eng_key(key, sizeof key, inc->cluster, "incidents", NULL);
+    e->ops->hash_put(e->ctx, key, inc->id, txt);
+    eng_persist_incident(e, inc);
+    if (fn)
+        fn(arg, inc->id, js, txt, fresh_acts);
+    free(txt);
+    json_decref(fresh_acts);
+    json_decref(js);
 }
 
 static int by_seq(const void *a, const void *b)
@@ -422,39 +418,27 @@ static int by_seq(const void *a, const void *b)
 
 /* Every incident, in order, when a quiet resolve may be due (the next
  * such time found on the way); else only the changed ones, in the same
- * order. */
+ * order. Returns whether one is merged into a storm (drop_merged's work;
+ * a walk also finds those restored merged). */
 static int flush_incidents(engine *e, eng_change_fn fn, void *arg)
 {
     int64_t now = e->high > e->live_clock ? e->high : e->live_clock;
-    int merged = 0;
+    int walk = !e->quiet_due || now >= e->quiet_due, merged = 0;
+    incident **v = walk ? e->incs : e->dirty;
+    size_t n = walk ? e->ninc : e->ndirty;
 
-    if (e->quiet_due && now < e->quiet_due) {
-        if (e->ndirty > 1)
-            qsort(e->dirty, e->ndirty, sizeof *e->dirty, by_seq);
-        for (size_t i = 0; i < e->ndirty; i++) {
-            incident *inc = e->dirty[i];
-            int64_t due;
-            merged |= flush_one(e, inc, fn, arg);
-            if ((due = quiet_due(inc)) < e->quiet_due)
-                e->quiet_due = due;
-        }
-        e->ndirty = 0;
-        return merged;
-    }
-    e->quiet_due = INT64_MAX;
-    for (size_t i = 0; i < e->ninc; i++) {
-        incident *inc = e->incs[i];
+    if (walk)
+        e->quiet_due = INT64_MAX;
+    else if (n > 1)
+        qsort(v, n, sizeof *v, by_seq);
+    for (size_t i = 0; i < n; i++) {
         int64_t due;
-        flush_one(e, inc, fn, arg);
-        merged |= inc->merged[0] != 0; /* restored ones too */
-        if ((due = quiet_due(inc)) < e->quiet_due)
+        flush_one(e, v[i], fn, arg);
+        merged |= v[i]->merged[0] != 0;
+        if ((due = quiet_due(v[i])) < e->quiet_due)
             e->quiet_due = due;
     }
-    /* flags of incidents a walk left as they were (none: flush_one clears
-     * each it visits) */
-    for (size_t i = 0; i < e->ndirty; i++)
-        e->dirty[i]->dirty = 0;
-    e->ndirty = 0;
+    e->ndirty = 0; /* a walk visited (and cleared) every one listed */
     return merged;
 }
 
