@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cmdq.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/rconn.h"
@@ -20,6 +21,10 @@
 /* A connection up and through its handshake: a Redis that accepts and
  * never answers is given up on, and tried again. */
 #define HELLO_MS 5000
+/* Bytes sent and not yet answered on the data connection at most; the
+ * rest wait in the link's queue (core/cmdq.h says why). A few hundred
+ * commands: enough to keep Redis busy, small enough for hiredis's buffer. */
+#define PIPE_BYTES (256 * 1024)
 
 struct rlink {
     struct event_base *base;
@@ -37,6 +42,7 @@ struct rlink {
     struct event *retry, *deadline;
     int backoff_ms, up;
     unsigned gen; /* bumps on every loss: older replies are dropped */
+    cmdq *q;      /* the data connection's commands in flight and waiting */
 };
 
 static void begin(rlink *l);
@@ -90,12 +96,39 @@ static void lost(rlink *l)
     evtimer_del(l->deadline);
     l->up = 0;
     l->gen++;
+    cq_clear(l->q);
     if (was_up && l->hooks.down)
         l->hooks.down(l->arg);
     schedule_retry(l);
 }
 
 /* ---- the data connection ---- */
+
+static void on_reply(redisAsyncContext *ac, void *r, void *priv);
+
+/* One command to hiredis, in flight until answered: 0, or -1 when the
+ * connection is closing (its loss follows; the owner sends again). */
+static int put(rlink *l, const char *buf, size_t len)
+{
+    if (redisAsyncFormattedCommand(l->ac, on_reply, (void *)(uintptr_t)l->gen,
+                                   buf, len) != REDIS_OK) {
+        log_warn(l->who, "cannot queue a redis command; will reconnect");
+        return -1;
+    }
+    cq_sent(l->q, len);
+    return 0;
+}
+
+/* The commands waiting, as far as the window allows. */
+static void pump(rlink *l)
+{
+    const char *buf;
+    size_t len;
+
+    while (l->ac && l->up && cq_next(l->q, &buf, &len))
+        if (put(l, buf, len))
+            return;
+}
 
 static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 {
@@ -104,12 +137,14 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 
     if (!l || (unsigned)(uintptr_t)priv != l->gen || !r)
         return; /* freed, an old connection's, or a loss: the owner resends */
+    cq_answered(l->q);
     if (rconn_moved(r)) {
         snprintf(why, sizeof why, "answered '%.120s'", ((redisReply *)r)->str);
         rlink_reconnect(l, why);
         return;
     }
     l->hooks.reply(l->arg, r);
+    pump(l); /* nothing when the hook dropped the connection */
 }
 
 static void on_hello(redisAsyncContext *ac, void *r, void *priv)
@@ -367,6 +402,7 @@ rlink *rlink_new(struct event_base *base, const rtarget *t, const char *who,
     l->nask = rconn_ask(&l->t, l->ask);
     l->retry = evtimer_new(base, on_retry, l);
     l->deadline = evtimer_new(base, on_deadline, l);
+    l->q = cq_new(PIPE_BYTES);
     begin(l); /* no hook runs before the loop does */
     return l;
 }
@@ -379,6 +415,7 @@ void rlink_free(rlink *l)
     drop_ctx(&l->ac);
     event_free(l->retry);
     event_free(l->deadline);
+    cq_free(l->q);
     rt_wipe(&l->t);
     explicit_bzero(l->hello, sizeof l->hello);
     explicit_bzero(l->ask, sizeof l->ask);
@@ -389,12 +426,11 @@ int rlink_send(rlink *l, const char *buf, size_t len)
 {
     if (!l->ac || !l->up)
         return -1;
-    if (redisAsyncFormattedCommand(l->ac, on_reply, (void *)(uintptr_t)l->gen,
-                                   buf, len) != REDIS_OK) {
-        log_warn(l->who, "cannot queue a redis command; will reconnect");
-        return -1; /* it is closing: the owner sends again on ready */
+    if (!cq_may_send(l->q)) {
+        cq_hold(l->q, buf, len); /* goes as answers make room */
+        return 0;
     }
-    return 0;
+    return put(l, buf, len);
 }
 
 int rlink_up(const rlink *l)
@@ -432,14 +468,18 @@ int rlink_waits(const rlink *l)
 int rlink_send_wait(rlink *l)
 {
     rconn_cmd w;
+    char *cmd;
+    int len, rc;
 
     if (!rconn_wait(&l->t, &w))
         return 0;
-    if (!l->ac || !l->up ||
-        redisAsyncCommandArgv(l->ac, on_reply, (void *)(uintptr_t)l->gen,
-                              w.argc, w.argv, NULL) != REDIS_OK)
-        return -1;
-    return 1;
+    /* formatted, to keep its place behind the commands still waiting */
+    len = redisFormatCommandArgv(&cmd, w.argc, w.argv, NULL);
+    if (len < 0)
+        abort(); /* out of memory: see core/mem.h */
+    rc = rlink_send(l, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    return rc ? -1 : 1;
 }
 
 int rlink_waited(rlink *l, const redisReply *reply)

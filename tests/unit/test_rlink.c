@@ -6,9 +6,12 @@
  * up only after AUTH and SELECT, the writes in the database named, and a
  * wrong password refused, said with the address and user and never the
  * password. With Sentinel: the master looked up (past a dead Sentinel),
- * and followed when it answers READONLY. */
+ * and followed when it answers READONLY. Many megabytes sent at once:
+ * answered in order, each once, and none of those still waiting sent on
+ * the next connection after a loss. */
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +181,119 @@ static void test_restart(struct event_base *base, const char *dir)
     CHECK_INT(o.replies, 4);
     CHECK_INT(o.down, 1);
 
+    srv_kill(pid);
+    unlink(sock);
+}
+
+/* ---- the pipeline window: many large commands at once ---- */
+
+#define BIG 8192
+#define NBIG 3000 /* 24 MB: far past the link's window */
+
+typedef struct bulk {
+    struct event_base *base;
+    rlink *link;
+    int replies, wrong, down, up;
+    long long want; /* the next APPEND's answer: the log's length */
+} bulk;
+
+static void bulk_ready(void *arg)
+{
+    (void)arg;
+}
+
+/* Each APPEND answers the log's new length: in order, each once. */
+static void bulk_reply(void *arg, redisReply *r)
+{
+    bulk *b = arg;
+
+    b->replies++;
+    b->want += BIG;
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != b->want)
+        b->wrong++;
+}
+
+static void bulk_up(void *arg)
+{
+    ((bulk *)arg)->up++;
+}
+
+static void bulk_down(void *arg)
+{
+    ((bulk *)arg)->down++;
+}
+
+static const rlink_hooks bulk_hooks = {bulk_ready, bulk_reply, bulk_up,
+                                       bulk_down};
+
+/* Runs the loop until *n reaches want, at most secs seconds. */
+static void spin(struct event_base *base, const int *n, int want, int secs)
+{
+    time_t end = time(NULL) + secs;
+
+    while (*n < want && time(NULL) < end)
+        event_base_loop(base, EVLOOP_ONCE);
+}
+
+static void send_bulk(bulk *b, int n)
+{
+    char *val = malloc(BIG + 1), *buf;
+
+    REQUIRE(val != NULL);
+    memset(val, 'x', BIG);
+    val[BIG] = '\0';
+    for (int i = 0; i < n; i++) {
+        int len = redisFormatCommand(&buf, "APPEND log %s", val);
+        REQUIRE(len > 0);
+        CHECK_INT(rlink_send(b->link, buf, (size_t)len), 0);
+        free(buf);
+    }
+    free(val);
+}
+
+/* 24 MB sent at once: every command answered, in order, once; a loss
+ * with most of them still waiting: none of those goes on the next
+ * connection, nor is answered (the owner sends again). */
+static void test_pipeline(struct event_base *base, const char *dir)
+{
+    char sock[300];
+    bulk b = {.base = base};
+    pid_t pid;
+
+    snprintf(sock, sizeof sock, "%s/pipe.sock", dir);
+    pid = server_unix(dir, sock);
+    rtarget t = at(sock);
+    b.link = rlink_new(base, &t, "test", &bulk_hooks, &b);
+    spin(base, &b.up, 1, 10);
+    REQUIRE(b.up == 1);
+
+    send_bulk(&b, NBIG);
+    spin(base, &b.replies, NBIG, 30);
+    CHECK_INT(b.replies, NBIG);
+    CHECK_INT(b.wrong, 0);
+
+    /* again, and Redis killed after the first answers */
+    send_bulk(&b, NBIG);
+    spin(base, &b.replies, NBIG + 10, 10);
+    srv_kill(pid);
+    spin(base, &b.down, 1, 10);
+    CHECK_INT(b.down, 1);
+    int got = b.replies;
+    CHECK(got >= NBIG + 10 && got < 2 * NBIG);
+
+    /* a new server: nothing of the lost connection's goes or answers */
+    pid = server_unix(dir, sock);
+    spin(base, &b.up, 2, 10);
+    CHECK_INT(b.up, 2);
+    run_ms(base, 300);
+    CHECK_INT(b.replies, got);
+    b.want = 0; /* the new server's log starts empty */
+    send_bulk(&b, 2);
+    spin(base, &b.replies, got + 2, 10);
+    CHECK_INT(b.replies, got + 2);
+    CHECK_INT(b.wrong, 0);
+
+    rlink_free(b.link);
     srv_kill(pid);
     unlink(sock);
 }
@@ -378,10 +494,12 @@ int main(void)
     struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
 
     REQUIRE(base && tick);
+    signal(SIGPIPE, SIG_IGN); /* writes to a killed Redis, as cascade does */
     event_add(tick, &(struct timeval){0, 20000});
     check_tmp_template(dir, sizeof dir, "cascade-rlink");
     REQUIRE(mkdtemp(dir) != NULL);
     test_restart(base, dir);
+    test_pipeline(base, dir);
     test_tcp_refused(base, dir);
     test_auth(base, dir);
     test_sentinel(base, dir);
