@@ -33,6 +33,7 @@ enum re_id {
     RE_RESV_NEW,
     RE_RESV_OLD,
     RE_ALLOC_OLD,
+    RE_CACHED_OLD,
     RE__COUNT
 };
 
@@ -46,6 +47,8 @@ static const char *const re_src[RE__COUNT] = {
     [RE_RESV_NEW] = "and " SIZE " is reserved\\s+by PyTorch but unallocated",
     [RE_RESV_OLD] = SIZE " reserved in total by PyTorch",
     [RE_ALLOC_OLD] = SIZE " already allocated",
+    /* 1.0-1.3: the cached memory not allocated (CUDACachingAllocator) */
+    [RE_CACHED_OLD] = SIZE " cached\\)",
 };
 
 /* The named groups a fact takes, in the pattern's name table order (the
@@ -520,6 +523,8 @@ static void oom_sizes(const classifier *c, const char *line, fact *f)
         alloc = size_of(c, RE_ALLOC_OLD, line);
         if (resv >= 0 && alloc >= 0)
             f->reserved_unalloc = resv > alloc ? resv - alloc : 0;
+        else
+            f->reserved_unalloc = size_of(c, RE_CACHED_OLD, line);
     }
 }
 
@@ -804,6 +809,8 @@ static int classify_app(classifier *c, const sig *s, fact *out)
                 out->pass = tb->backward ? OOM_PASS_BACKWARD
                             : tb->forward ? OOM_PASS_FORWARD
                                           : OOM_PASS_UNKNOWN;
+            if (ln_backward_op(line)) /* TensorFlow's op on the line */
+                out->pass = OOM_PASS_BACKWARD;
             if (!out->scenario)
                 out->scenario = fact_oom_scenario(out);
         }

@@ -564,6 +564,12 @@ int ln_raise_text(const char *l, char *buf, size_t len)
 
 int ln_backward_op(const char *text)
 {
+    const char *op = strstr(text, "[Op:"), *end;
+
+    /* TF 2's eager op name: the gradient kernels end in "Grad" */
+    if (op && (end = strchr(op, ']')) && end - op > 8 &&
+        !strncmp(end - 4, "Grad", 4))
+        return 1;
     return strstr(text, "gradients/") || strstr(text, "gradient_tape/") ||
            strstr(text, "_grad/");
 }

@@ -80,10 +80,10 @@ static void oom(const char *line, double tried, double resv_unalloc)
 
 static void test_oom_generations(void)
 {
-    /* 1.0 era: "cached" and no reserved figure */
+    /* 1.0-1.3: "cached", the cached memory not allocated (no total) */
     oom("RuntimeError: CUDA out of memory. Tried to allocate 16.00 GiB (GPU 0; "
         "11.93 GiB total capacity; 4.00 GiB already allocated; 7.33 GiB free; "
-        "179.00 KiB cached)", 16 * GIB, -1);
+        "179.00 KiB cached)", 16 * GIB, 179 * 1024.0);
     /* 1.5-1.10: reserved in total; unallocated = reserved - allocated */
     oom("RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; "
         "15.90 GiB total capacity; 13.13 GiB already allocated; 415.88 MiB "
