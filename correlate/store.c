@@ -14,11 +14,14 @@
 #include "core/strmap.h"
 #include "core/ts.h"
 
-/* Consecutive writes to one hash go as one HSET (or HDEL) with many fields,
+/* A batch's writes to one hash go as one HSET (or HDEL) with many fields,
  * up to these: Redis spends most of a one-field HSET on the command itself
  * (a million new threshold states in ten seconds kept it busy 40-80 ms per
  * batch of 10 000; gathered, 30-40 ms). The caps keep one command short
- * next to the batch it belongs to, and its buffer small. */
+ * next to the batch it belongs to, and its buffer small. Up to
+ * OPEN_GROUPS hashes gather at once: an incident's writes go to four
+ * (its record, its state, the outbox, its job), one after the other, and
+ * a burst of 10,000 openings was 50,000 commands gathered by one. */
 /* A batch unacknowledged this long is reported; then after twice as
  * long, up to once a minute. */
 #define STALL_FIRST_S 5
@@ -26,6 +29,7 @@
 
 #define GROUP_MAX_FIELDS 1024
 #define GROUP_MAX_BYTES (256 * 1024)
+#define OPEN_GROUPS 8
 
 typedef struct cmd {
     char *buf; /* RESP-formatted command */
@@ -42,6 +46,7 @@ struct group {
     int args;
     char *body;
     size_t len, cap;
+    unsigned long opened; /* when, in the store's count: the oldest goes */
 };
 
 /* A flushed batch: its commands, kept until Redis acknowledged them all
@@ -76,7 +81,9 @@ struct store {
     strmap *trims;   /* key -> int64_t cutoff, coalesced per batch */
     unsigned long sent;
     unsigned long writes; /* HSET and HDEL fields queued, over all batches */
-    struct group g;
+    struct group g[OPEN_GROUPS]; /* hash writes gathering, one hash each */
+    struct group solo;           /* any other command, encoded alone */
+    unsigned long opened;
 };
 
 static void push(store *st, char *buf, int len)
@@ -123,9 +130,8 @@ static char *put_bulk(char *o, const char *pre, size_t pl, const char *v,
  * format, then sprintf's each length) was an eighth of the correlator's
  * time with a million live keys. The buffer is malloc'd, as
  * redisFormatCommand's is. */
-static void group_close(store *st)
+static void group_close(store *st, struct group *g)
 {
-    struct group *g = &st->g;
     size_t pl, kl, vl;
     char *buf, *o;
 
@@ -151,16 +157,57 @@ static void group_close(store *st)
     g->args = 0;
 }
 
-/* Adds the arguments after the key (at most 2) of one command to the open
- * one when it is the same command on the same key, else opens a new one.
- * Only hash writes (HSET: field, value; HDEL: field) are left open for
- * more: Redis applies a command's fields in order, and one connection's
- * commands in the order sent, so the hash ends as the separate writes
- * would leave it. (HSET of many fields needs Redis 4.0.) */
-static void group_add(store *st, const char *verb, const char *key,
-                      const char **args, int n)
+/* Every group open, in the order they opened. */
+static void groups_close(store *st)
 {
-    struct group *g = &st->g;
+    for (;;) {
+        struct group *first = NULL;
+        for (int i = 0; i < OPEN_GROUPS; i++)
+            if (st->g[i].verb && (!first || st->g[i].opened < first->opened))
+                first = &st->g[i];
+        if (!first)
+            return;
+        group_close(st, first);
+    }
+}
+
+/* The group a write to key joins: the one open on key, else a free one,
+ * else the oldest, closed first. Each hash's writes stay in the order
+ * made (a group on key is closed before another opens on it). Between
+ * hashes the order changes: nothing of a batch is acted on (its outputs
+ * published, its offsets committed) before Redis acknowledged all of it,
+ * and a batch a crash cut short is made again either way, from the
+ * signals after the last committed offset. */
+static struct group *group_for(store *st, const char *key)
+{
+    struct group *free_g = NULL, *oldest = NULL;
+
+    for (int i = 0; i < OPEN_GROUPS; i++) {
+        struct group *g = &st->g[i];
+        if (!g->verb) {
+            if (!free_g)
+                free_g = g;
+        } else if (!strcmp(g->key, key)) {
+            return g;
+        } else if (!oldest || g->opened < oldest->opened) {
+            oldest = g;
+        }
+    }
+    if (free_g)
+        return free_g;
+    group_close(st, oldest);
+    return oldest;
+}
+
+/* Adds the arguments after the key (at most 2) of one command to g when
+ * it is open with the same command on the same key, else closes g and
+ * opens it anew. Only hash writes (HSET: field, value; HDEL: field) are
+ * left open for more: Redis applies a command's fields in order, so the
+ * hash ends as the separate writes would leave it. (HSET of many fields
+ * needs Redis 4.0.) */
+static void group_add(store *st, struct group *g, const char *verb,
+                      const char *key, const char **args, int n)
+{
     size_t lens[2], need = 0, kl;
 
     if (n < 0 || n > 2)
@@ -172,7 +219,7 @@ static void group_add(store *st, const char *verb, const char *key,
     if (g->verb && (strcmp(g->verb, verb) || strcmp(g->key, key) ||
                     g->args + n > GROUP_MAX_FIELDS * n ||
                     g->len + need > GROUP_MAX_BYTES))
-        group_close(st);
+        group_close(st, g);
     if (!g->verb) {
         kl = strlen(key);
         if (kl + 1 > g->keycap) {
@@ -181,6 +228,7 @@ static void group_add(store *st, const char *verb, const char *key,
         }
         memcpy(g->key, key, kl + 1);
         g->verb = verb;
+        g->opened = ++st->opened;
     }
     if (g->len + need > g->cap) {
         g->cap = (g->len + need) * 2;
@@ -192,14 +240,16 @@ static void group_add(store *st, const char *verb, const char *key,
     g->args += n;
 }
 
-/* Any command but a hash write: the open group goes first, in order, and
- * this one goes alone. argv: the command, its key (the store's prefix goes
- * in front), at most 2 more. */
+/* Any command but a hash write goes alone, after what gathers on its key
+ * (none: windows and hashes are different keys). argv: the command, its
+ * key (the store's prefix goes in front), at most 2 more. */
 static void push_argv(store *st, int argc, const char **argv)
 {
-    group_close(st);
-    group_add(st, argv[0], argv[1], argv + 2, argc - 2);
-    group_close(st);
+    for (int i = 0; i < OPEN_GROUPS; i++)
+        if (st->g[i].verb && !strcmp(st->g[i].key, argv[1]))
+            group_close(st, &st->g[i]);
+    group_add(st, &st->solo, argv[0], argv[1], argv + 2, argc - 2);
+    group_close(st, &st->solo);
 }
 
 static void window_add(void *ctx, const char *key, int64_t ts,
@@ -230,7 +280,8 @@ static void hash_put(void *ctx, const char *key, const char *field,
 {
     store *st = ctx;
 
-    group_add(st, "HSET", key, (const char *[]){field, value}, 2);
+    group_add(st, group_for(st, key), "HSET", key,
+              (const char *[]){field, value}, 2);
     st->writes++;
 }
 
@@ -238,7 +289,7 @@ static void hash_del(void *ctx, const char *key, const char *field)
 {
     store *st = ctx;
 
-    group_add(st, "HDEL", key, (const char *[]){field}, 1);
+    group_add(st, group_for(st, key), "HDEL", key, (const char *[]){field}, 1);
     st->writes++;
 }
 
@@ -451,8 +502,12 @@ void store_free(store *st)
         free_cmds(st->fl[i].cmds, st->fl[i].n);
     free(st->fl);
     strmap_free(st->trims, free);
-    free(st->g.key);
-    free(st->g.body);
+    for (int i = 0; i < OPEN_GROUPS; i++) {
+        free(st->g[i].key);
+        free(st->g[i].body);
+    }
+    free(st->solo.key);
+    free(st->solo.body);
     free(st);
 }
 
@@ -460,7 +515,7 @@ int store_flush(store *st, store_done_fn done, void *arg)
 {
     batch *b;
 
-    group_close(st);
+    groups_close(st);
     queue_trims(st);
     if (st->nq == 0 && st->nfl == 0) { /* nothing to wait for */
         if (done)
