@@ -15,7 +15,9 @@
  *   does not answer within 1 s is passed over. A master that changed is
  *   logged ("master of 'M' is now ADDR (was ADDR)").
  * - Commands are preformatted (Redis's protocol) and go out in the order
- *   given. Their replies come back in that order, one per command, to
+ *   given: at most 256 KiB of them unanswered on the connection, the rest
+ *   held in the link until answers make room (core/cmdq.h says why).
+ *   Their replies come back in that order, one per command, to
  *   hooks.reply. A command sent on a connection that is lost gets no reply
  *   at all (its reply, if one still came, is dropped here): after
  *   hooks.down the owner counts it as not sent.
