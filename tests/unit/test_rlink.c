@@ -83,13 +83,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what, (void)arg;
 }
 
-/* Runs the loop until *n reaches want, at most 10 s. */
-static int wait_for(owner *o, const int *n, int want)
+/* Runs the loop until *n reaches want, at most secs seconds. */
+static void spin(struct event_base *base, const int *n, int want, int secs)
 {
-    time_t end = time(NULL) + 10;
+    time_t end = time(NULL) + secs;
 
     while (*n < want && time(NULL) < end)
-        event_base_loop(o->base, EVLOOP_ONCE);
+        event_base_loop(base, EVLOOP_ONCE);
+}
+
+/* The same for the owner's hooks, at most 10 s: whether it got there. */
+static int wait_for(owner *o, const int *n, int want)
+{
+    spin(o->base, n, want, 10);
     return *n >= want;
 }
 
@@ -191,7 +197,6 @@ static void test_restart(struct event_base *base, const char *dir)
 #define NBIG 3000 /* 24 MB: far past the link's window */
 
 typedef struct bulk {
-    struct event_base *base;
     rlink *link;
     int replies, wrong, down, up;
     long long want; /* the next APPEND's answer: the log's length */
@@ -226,15 +231,6 @@ static void bulk_down(void *arg)
 static const rlink_hooks bulk_hooks = {bulk_ready, bulk_reply, bulk_up,
                                        bulk_down};
 
-/* Runs the loop until *n reaches want, at most secs seconds. */
-static void spin(struct event_base *base, const int *n, int want, int secs)
-{
-    time_t end = time(NULL) + secs;
-
-    while (*n < want && time(NULL) < end)
-        event_base_loop(base, EVLOOP_ONCE);
-}
-
 static void send_bulk(bulk *b, int n)
 {
     char *val = malloc(BIG + 1), *buf;
@@ -257,7 +253,7 @@ static void send_bulk(bulk *b, int n)
 static void test_pipeline(struct event_base *base, const char *dir)
 {
     char sock[300];
-    bulk b = {.base = base};
+    bulk b = {0};
     pid_t pid;
 
     snprintf(sock, sizeof sock, "%s/pipe.sock", dir);
