@@ -8,6 +8,7 @@
 
 #include "core/jw.h"
 #include "core/log.h"
+#include "core/logcap.h"
 #include "core/mem.h"
 #include "core/rconn.h"
 #include "core/signal.h"
@@ -23,6 +24,9 @@
  * how often finished state is pruned (wall time). */
 #define DELIVERY_POLL_US 2000
 #define PRUNE_EVERY_S 60
+/* A storm of incidents or of malformed messages writes this many lines a
+ * second of each, then one line with the count: all are on their topics. */
+#define LOG_LINES_PER_S 100
 /* The prune's walk over the jobs goes on this many at a time (about a
  * millisecond's work), one slice per turn of the loop. */
 #define PRUNE_SLICE 16384
@@ -69,7 +73,10 @@ struct correlator {
     int head;
     cycle *fill;
     int reading; /* the first batch since the start has come */
-    struct event *tick, *prune, *kick, *prune_more;
+    struct event *tick, *prune, *kick, *prune_more, *say_held;
+    /* at most LOG_LINES_PER_S incident lines and dead-letter lines a
+     * second each (core/logcap.h); the held ones said once a second */
+    lcap *cap_inc, *cap_dead;
     size_t pruned; /* by the prune under way */
     unsigned long signals, dead, incidents, republished, misrouted;
     cmetrics *mx; /* what /metrics shows (cmetrics.h) */
@@ -175,9 +182,10 @@ static void dead_letter(correlator *c, const rd_kafka_message_t *m,
 {
     json_t *d = kfk_dead_letter(m, reason);
 
-    log_warn("correlate", "dead letter %s[%d]@%lld: %s",
-             rd_kafka_topic_name(m->rkt), (int)m->partition,
-             (long long)m->offset, reason);
+    if (log_current_level >= LOG_LVL_WARN && lcap_take(c->cap_dead, ts_mono()))
+        log_warn("correlate", "dead letter %s[%d]@%lld: %s",
+                 rd_kafka_topic_name(m->rkt), (int)m->partition,
+                 (long long)m->offset, reason);
     /* Tracked like every output: the offset is committed only once the
      * dead letter is on its topic. */
     pend_push(c, KFK_TOPIC_DEADLETTER, NULL, json_dumps(d, JSON_COMPACT), NULL);
@@ -235,9 +243,13 @@ static void note_change(correlator *c, const char *id, json_t *inc,
         cm_action(c->mx,
                   json_string_value(json_object_get(a, "playbook")),
                   json_string_value(json_object_get(a, "approval")));
+    into = json_string_value(json_object_get(inc, "merged_into"));
+    if ((into || kind != ENG_UPDATED) && log_current_level >= LOG_LVL_INFO &&
+        !lcap_take(c->cap_inc, ts_mono()))
+        return;
     /* merged into a storm: said at info whatever the publication's kind,
      * so that the incident an operator followed is not lost in debug */
-    if ((into = json_string_value(json_object_get(inc, "merged_into"))))
+    if (into)
         log_info("correlate", "incident %s merged into %s: %s", id, into,
                  json_string_value(json_object_get(inc, "scenario")));
     else
@@ -570,6 +582,18 @@ static void on_prune_more(evutil_socket_t fd, short what, void *arg)
     c->pruned = 0;
 }
 
+/* The log lines the caps held back in the second that ended. */
+static void on_say_held(evutil_socket_t fd, short what, void *arg)
+{
+    correlator *c = arg;
+    int64_t now = ts_mono();
+
+    (void)fd;
+    (void)what;
+    lcap_flush(c->cap_inc, now);
+    lcap_flush(c->cap_dead, now);
+}
+
 static void on_prune(evutil_socket_t fd, short what, void *arg)
 {
     correlator *c = arg;
@@ -799,7 +823,7 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
                        kfk_producer *out, cs_err *err)
 {
     correlator *c = calloc(1, sizeof *c);
-    struct timeval every = {PRUNE_EVERY_S, 0};
+    struct timeval every = {PRUNE_EVERY_S, 0}, second = {1, 0};
     pb_catalog *rules = o->rules; /* ours until the engine takes it */
 
     if (!c) {
@@ -822,8 +846,14 @@ correlator *corr_start(struct event_base *base, const corr_opts *o,
     c->kick = evtimer_new(base, on_kick, c);
     c->prune = event_new(base, -1, EV_PERSIST, on_prune, c);
     c->prune_more = evtimer_new(base, on_prune_more, c);
+    c->say_held = event_new(base, -1, EV_PERSIST, on_say_held, c);
+    c->cap_inc = lcap_new("correlate", LOG_LVL_INFO, "incident lines",
+                          LOG_LINES_PER_S);
+    c->cap_dead = lcap_new("correlate", LOG_LVL_WARN, "dead letters",
+                           LOG_LINES_PER_S);
     if (!c->trk || !c->tick || !c->kick || !c->prune || !c->prune_more ||
-        event_add(c->prune, &every)) {
+        !c->say_held || !c->cap_inc || !c->cap_dead ||
+        event_add(c->prune, &every) || event_add(c->say_held, &second)) {
         cs_err_set(err, "out of memory");
         goto fail;
     }
@@ -945,6 +975,14 @@ void corr_free(correlator *c)
         event_free(c->prune);
     if (c->prune_more)
         event_free(c->prune_more);
+    if (c->say_held)
+        event_free(c->say_held);
+    if (c->cap_inc) /* what the last second held back */
+        lcap_flush(c->cap_inc, INT64_MAX);
+    if (c->cap_dead)
+        lcap_flush(c->cap_dead, INT64_MAX);
+    lcap_free(c->cap_inc);
+    lcap_free(c->cap_dead);
     eng_free(c->eng);
     store_free(c->st);
     kfk_tracker_release(c->trk);

@@ -67,4 +67,28 @@ grep -q "3 lines, 1 published, 0 dropped by the edge filter, 2 rejected" "$tmp/b
   --config "$tmp/c.yaml" --drain > "$tmp/corr2.out" 2> "$tmp/corr2.err" ||
   fail "second drain: $(tail -n 5 "$tmp/corr2.err")"
 grep -q "correlated 1 signals" "$tmp/corr2.err" || fail "second drain read: $(grep correlated "$tmp/corr2.err")"
-echo "ingest log: $published of 30000 lines published, incidents $got: ok"
+# Malformed messages on the signals topic (a producer that is not
+# cascade): every one dead-lettered with its place and reason, the good
+# signal among them correlated, and the log not flooded: at most 100
+# dead-letter lines a second, the rest said as a count ("N more dead
+# letters not logged") that adds up with them to every one.
+seq 1 250 | sed 's/^/not a signal /' |
+  kcat -P -b "$brokers" -t cascade.signals -p 0 2> "$tmp/kcat.err" || fail "kcat: $(cat "$tmp/kcat.err")"
+echo "2024-05-01T00:00:09Z n2 kernel: [1.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus." > "$tmp/good.log"
+"$bin" ingest log --brokers "$brokers" "$tmp/good.log" 2> "$tmp/good.err" || fail "good line: $(cat "$tmp/good.err")"
+"$bin" correlate --brokers "$brokers" --redis "$tmp/redis.sock" --group t1 \
+  --config "$tmp/c.yaml" --drain > "$tmp/corr3.out" 2> "$tmp/corr3.err" ||
+  fail "third drain: $(tail -n 5 "$tmp/corr3.err")"
+grep -q "correlated 1 signals, 250 dead letters" "$tmp/corr3.err" ||
+  fail "third drain read: $(grep correlated "$tmp/corr3.err")"
+lines=$(grep -c "warn  correlate: dead letter cascade.signals\[0\]@[0-9]*: " "$tmp/corr3.err" || true)
+more=$(sed -n 's/.*warn  correlate: \([0-9]*\) more dead letters not logged (at most 100 a second are written)$/\1/p' "$tmp/corr3.err" |
+  awk '{n += $1} END {print n + 0}')
+[ "$lines" -le 100 ] && [ "$more" -gt 0 ] && [ $((lines + more)) = 250 ] ||
+  fail "dead-letter log: $lines lines, $more more said (want <= 100 and 250 in all)"
+kcat -C -b "$brokers" -t cascade.deadletter -o beginning -e -q 2> /dev/null |
+  jq -c 'select(.topic == "cascade.signals")' > "$tmp/dead.jsonl"
+[ "$(wc -l < "$tmp/dead.jsonl")" = 250 ] || fail "$(wc -l < "$tmp/dead.jsonl") dead letters from cascade.signals, not 250"
+jq -se 'all(.partition == 0 and (.reason | length) > 0 and .bytes > 0)' "$tmp/dead.jsonl" > /dev/null ||
+  fail "dead letter without its place or reason: $(head -n 1 "$tmp/dead.jsonl")"
+echo "ingest log: $published of 30000 lines published, incidents $got; 250 malformed messages dead-lettered ($lines logged, $more counted): ok"
