@@ -72,7 +72,9 @@ static int example_signal(const pb_example *ex, const char *text, sig *s)
 
 /* A multi-line example (a wrapped kernel message, a traceback) arrives as
  * one signal per line, in order; what counts is what its last line makes,
- * since assembled messages give their fact when they are complete. */
+ * since assembled messages give their fact when they are complete. A
+ * Kubernetes event is one signal whatever it holds: its message may have
+ * lines of its own (a mount's command and output, as kubectl shows). */
 static int example_lines(classifier *cls, const pb_example *ex, fact *f)
 {
     const char *p = ex->text, *nl;
@@ -81,7 +83,7 @@ static int example_lines(classifier *cls, const pb_example *ex, fact *f)
     sig s;
 
     do {
-        nl = strchr(p, '\n');
+        nl = ex->source == SRC_K8S ? NULL : strchr(p, '\n');
         snprintf(line, sizeof line, "%.*s",
                  (int)(nl ? (size_t)(nl - p) : strlen(p)), p);
         if (example_signal(ex, line, &s))
