@@ -4,7 +4,8 @@
  * password into a database other than 0, and read back from there; the
  * start-up check that refuses a wrong password and a Redis that evicts or
  * does not persist (CONFIG GET, or INFO where CONFIG is renamed away);
- * and a batch acknowledged only once a replica has it (wait_replicas). */
+ * a batch applied whole or not at all (a transaction); and a batch
+ * acknowledged only once a replica has it (wait_replicas). */
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
@@ -233,6 +234,62 @@ static void test_refusals_told_once(struct event_base *base, store *st,
     CHECK(lines >= 1 && lines <= 8);
     if (lines > 8)
         fprintf(stderr, "%d lines for the refusals\n", lines);
+}
+
+/* The most commands a client of rc's Redis has queued in a transaction
+ * (CLIENT LIST's multi=, -1 outside one). */
+static long queued_in_multi(redisContext *rc)
+{
+    redisReply *r = redisCommand(rc, "CLIENT LIST");
+    long most = -1;
+
+    REQUIRE(r != NULL && r->type == REDIS_REPLY_STRING);
+    for (const char *p = r->str; (p = strstr(p, " multi=")); p++)
+        if (atol(p + 7) > most)
+            most = atol(p + 7);
+    freeReplyObject(r);
+    return most;
+}
+
+/* A batch is one transaction: a correlator gone while its pipeline was
+ * on the way (here its store freed, the connection closed, with Redis
+ * holding part of a 3 MB batch queued) leaves none of the batch in
+ * Redis; sent whole, all of it is there. */
+static void test_transaction(struct event_base *base, const rtarget *t,
+                             redisContext *rc)
+{
+    const eng_store_ops *o = store_ops();
+    char field[32], value[64];
+    int64_t end = ts_mono() + 10 * 1000000;
+    cs_err err;
+    store *st;
+    long queued = -1;
+
+    for (int round = 0; round < 2; round++) {
+        REQUIRE((st = store_new(base, t, "tx:", &err)) != NULL);
+        event_base_loopexit(base, &(struct timeval){0, 200000});
+        event_base_dispatch(base); /* connected */
+        for (int i = 0; i < 40000; i++) {
+            snprintf(field, sizeof field, "f%d", i);
+            snprintf(value, sizeof value, "%048d", i);
+            o->hash_put(st, "big", field, value);
+        }
+        if (round == 1) {
+            flush_wait(base, st);
+            store_free(st);
+            break;
+        }
+        REQUIRE(store_flush(st, NULL, NULL) == 0);
+        while (ts_mono() < end && (queued = queued_in_multi(rc)) <= 0)
+            event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        CHECK(queued > 0); /* part of the batch is in Redis, queued */
+        CHECK(queued < 40000);
+        store_free(st); /* the process gone: the rest never sent */
+        for (int i = 0; i < 100 && queued_in_multi(rc) > 0; i++)
+            usleep(10000);
+        CHECK_INT(hlen(rc, "tx:big"), 0);
+    }
+    CHECK_INT(hlen(rc, "tx:big"), 40000);
 }
 
 /* A batch's done callback: appends its letter to the order they ran in. */
@@ -514,6 +571,7 @@ int main(void)
     test_refusals_told_once(base, st, rc);
     test_in_flight(base, st, rc);
     test_stall_told(base, st, rc);
+    test_transaction(base, &t, rc);
     redisFree(rc);
     store_free(st);
 
