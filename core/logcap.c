@@ -41,7 +41,7 @@ size_t lcap_flush(lcap *l, int64_t now)
         return 0;
     l->start = INT64_MIN;
     l->taken = 0;
-    l->held = 0; l->held_total += 0;
+    l->held = 0;
     if (n)
         LOG_AT(l->lvl, l->component,
                "%zu more %s not logged (at most %u a second are written)",

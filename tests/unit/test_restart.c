@@ -18,7 +18,6 @@
  * counting 85 or 86 signals of 87, the seen ids written and the counts
  * not.) */
 #include <dirent.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -30,36 +29,13 @@
  * from the command line; NULL: the built-in set). */
 static const char *rules_dir;
 
-/* One write of the store ops, kept while a batch's writes are held. */
-enum op_kind { OP_ZADD, OP_TRIM, OP_HSET, OP_HDEL };
-struct op {
-    enum op_kind kind;
-    char *key, *field, *value; /* field: a member; value: NULL for some */
-    int64_t ts;                /* ZADD's score, TRIM's bound */
-};
-
 /* key "\x1f" field -> value; key "\x1f" member -> score, as text. While
- * holding, writes go to ops instead (a batch's pipeline not yet sent). */
+ * dropping, writes are lost (a batch whose transaction never reached
+ * EXEC). */
 typedef struct mem {
     strmap *hash, *zset;
-    int holding;
-    struct op *ops;
-    size_t nops;
+    int dropping;
 } mem;
-
-static void hold(mem *m, enum op_kind kind, const char *key, const char *f,
-                 const char *v, int64_t ts)
-{
-    struct op *o;
-
-    m->ops = realloc(m->ops, (m->nops + 1) * sizeof *m->ops);
-    o = &m->ops[m->nops++];
-    o->kind = kind;
-    o->key = strdup(key);
-    o->field = f ? strdup(f) : NULL;
-    o->value = v ? strdup(v) : NULL;
-    o->ts = ts;
-}
 
 static char *join(const char *a, const char *b)
 {
@@ -75,10 +51,8 @@ static void m_zadd(void *ctx, const char *key, int64_t ts, const char *member)
     char *k;
     int64_t *v;
 
-    if (m->holding) {
-        hold(m, OP_ZADD, key, member, NULL, ts);
+    if (m->dropping)
         return;
-    }
     k = join(key, member);
     v = malloc(sizeof *v);
     *v = ts;
@@ -94,10 +68,8 @@ static void m_trim(void *ctx, const char *key, int64_t before)
     void *v;
     char **old = NULL;
 
-    if (m->holding) {
-        hold(m, OP_TRIM, key, NULL, NULL, before);
+    if (m->dropping)
         return;
-    }
     while (strmap_next(m->zset, &pos, &k, &v))
         if (!strncmp(k, key, klen) && k[klen] == '\x1f' && *(int64_t *)v < before) {
             old = realloc(old, (n + 1) * sizeof *old);
@@ -115,10 +87,8 @@ static void m_hset(void *ctx, const char *key, const char *f, const char *v)
     mem *m = ctx;
     char *k;
 
-    if (m->holding) {
-        hold(m, OP_HSET, key, f, v, 0);
+    if (m->dropping)
         return;
-    }
     k = join(key, f);
     free(strmap_put(m->hash, k, strdup(v)));
     free(k);
@@ -129,43 +99,14 @@ static void m_hdel(void *ctx, const char *key, const char *f)
     mem *m = ctx;
     char *k;
 
-    if (m->holding) {
-        hold(m, OP_HDEL, key, f, NULL, 0);
+    if (m->dropping)
         return;
-    }
     k = join(key, f);
     free(strmap_del(m->hash, k));
     free(k);
 }
 
 static const eng_store_ops mem_ops = {m_zadd, m_trim, m_hset, m_hdel};
-
-static void apply(mem *m, const struct op *o)
-{
-    switch (o->kind) {
-    case OP_ZADD: m_zadd(m, o->key, o->ts, o->field); break;
-    case OP_TRIM: m_trim(m, o->key, o->ts); break;
-    case OP_HSET: m_hset(m, o->key, o->field, o->value); break;
-    case OP_HDEL: m_hdel(m, o->key, o->field); break;
-    }
-}
-
-/* What Redis holds when a crash came while the held batch was on its
- * way: all of it (EXEC done, the offsets not yet committed) or none. */
-static void crash_holding(mem *m, int applied)
-{
-    m->holding = 0;
-    for (size_t i = 0; i < m->nops; i++) {
-        if (applied)
-            apply(m, &m->ops[i]);
-        free(m->ops[i].key);
-        free(m->ops[i].field);
-        free(m->ops[i].value);
-    }
-    free(m->ops);
-    m->ops = NULL;
-    m->nops = 0;
-}
 
 /* Every engine of the run reads one built-in catalog, loaded once:
  * thousands of engines each parsing and compiling the rules would be
@@ -222,31 +163,25 @@ static engine *restart(mem *m)
     return e;
 }
 
-static void feed(engine *e, const char *line)
-{
-    sig s;
-    cs_err err;
-
-    if (sig_parse_json(&s, line, strlen(line), &err))
-        return; /* the stream's deliberately bad lines */
-    eng_feed(e, &s);
-    sig_free(&s);
-    eng_flush(e, NULL, NULL);
-}
-
-/* Signals [from, to) as one batch: fed, then flushed once, as the
+/* Signals [from, to) of n as one batch: fed, then flushed once, as the
  * correlator does with a consumed batch. */
-static void feed_batch(engine *e, char **lines, size_t from, size_t to)
+static void feed_batch(engine *e, char **lines, size_t n, size_t from,
+                       size_t to)
 {
-    for (size_t i = from; i < to; i++) {
+    for (size_t i = from; i < to && i < n; i++) {
         sig s;
         cs_err err;
         if (sig_parse_json(&s, lines[i], strlen(lines[i]), &err))
-            continue;
+            continue; /* the stream's deliberately bad lines */
         eng_feed(e, &s);
         sig_free(&s);
     }
     eng_flush(e, NULL, NULL);
+}
+
+static void feed(engine *e, char *line)
+{
+    feed_batch(e, &line, 1, 0, 1);
 }
 
 /* The incidents a correlator keeps at the end: after the flush, the
@@ -297,7 +232,7 @@ static void free_mem(mem *m)
 static int run_with_restart(char **lines, size_t n, size_t cut, size_t redo,
                             const char *want, const char *name)
 {
-    mem m = {strmap_new(), strmap_new(), 0, NULL, 0};
+    mem m = {strmap_new(), strmap_new(), 0};
     engine *e = new_engine(&m);
     char *got;
     int same;
@@ -328,21 +263,20 @@ static int run_with_restart(char **lines, size_t n, size_t cut, size_t redo,
 static int run_cut_batch(char **lines, size_t n, size_t k, int applied,
                          const char *want, const char *name)
 {
-    mem m = {strmap_new(), strmap_new(), 0, NULL, 0};
+    mem m = {strmap_new(), strmap_new(), 0};
     engine *e = new_engine(&m);
-    size_t last = (k + 1) * BATCH < n ? (k + 1) * BATCH : n;
     char *got;
     int same;
 
     for (size_t b = 0; b < k; b++)
-        feed_batch(e, lines, b * BATCH, (b + 1) * BATCH);
-    m.holding = 1;
-    feed_batch(e, lines, k * BATCH, last);
-    crash_holding(&m, applied);
+        feed_batch(e, lines, n, b * BATCH, (b + 1) * BATCH);
+    m.dropping = !applied;
+    feed_batch(e, lines, n, k * BATCH, (k + 1) * BATCH);
+    m.dropping = 0;
     eng_free(e);
     e = restart(&m);
     for (size_t b = k; b * BATCH < n; b++)
-        feed_batch(e, lines, b * BATCH, (b + 1) * BATCH < n ? (b + 1) * BATCH : n);
+        feed_batch(e, lines, n, b * BATCH, (b + 1) * BATCH);
     got = dump(e);
     same = strcmp(got, want) == 0;
     if (!same)
@@ -358,14 +292,14 @@ static int run_cut_batch(char **lines, size_t n, size_t k, int applied,
 /* Up to 40 batches of the stream, each cut both ways. */
 static int check_cut_batches(char **lines, size_t n, const char *name)
 {
-    mem m = {strmap_new(), strmap_new(), 0, NULL, 0};
+    mem m = {strmap_new(), strmap_new(), 0};
     engine *e = new_engine(&m);
     size_t batches = (n + BATCH - 1) / BATCH, step = batches / 40 + 1;
     char *want;
     int bad = 0;
 
     for (size_t b = 0; b < batches; b++)
-        feed_batch(e, lines, b * BATCH, (b + 1) * BATCH < n ? (b + 1) * BATCH : n);
+        feed_batch(e, lines, n, b * BATCH, (b + 1) * BATCH);
     want = dump(e);
     eng_free(e);
     free_mem(&m);
@@ -381,7 +315,7 @@ static void check_stream(const char *dir, const char *name)
 {
     char path[1024], **lines;
     size_t n;
-    mem m = {strmap_new(), strmap_new(), 0, NULL, 0};
+    mem m = {strmap_new(), strmap_new(), 0};
     engine *e;
     char *want;
     int bad = 0;
