@@ -417,11 +417,13 @@ void asb_frame_pass(struct traceback *tb, const char *l)
 }
 
 /* Whether line (already stripped of its rank prefix) continues the report:
- * indented, not before it, and while it is still being printed. */
+ * indented, not before it, and while it is still being printed. A
+ * traceback's head continues it too: Chainer's trainer prints the error
+ * first and the traceback that raised it after. */
 int asb_report_continues(const struct traceback *tb, const char *line,
                             int64_t ts)
 {
-    return ln_is_frame(line) && ts >= tb->started &&
+    return (ln_is_frame(line) || ln_trace_head(line)) && ts >= tb->started &&
            ts - tb->last <= REPORT_QUIET && tb->lines < REPORT_MAX_LINES;
 }
 
@@ -436,6 +438,10 @@ void asb_report_add(struct traceback *tb, const char *line, int64_t ts)
     tb->last = ts;
     tb->lines++;
     tb->dirty = 1;
+    if (ln_trace_head(line))
+        return; /* says nothing of the fault */
+    /* frames printed after the error name the pass it was in */
+    asb_frame_pass(tb, line);
     if (!*piece || strstr(tb->text, piece))
         return;
     snprintf(tb->text + len, sizeof tb->text - len, "%s%s",
