@@ -4,7 +4,6 @@
 #include "rules/classify.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include <ctype.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -708,8 +707,6 @@ int cls_classify_labels(classifier *c, const char *labels_json, fact *out)
     return n;
 }
 
-/* Frames name the pass that was running: autograd's engine or a
- * .backward() call means backward; module __call__/forward means forward. */
 /* An app line without its launchers' tags ("[rank3]: ...", "(pid=9) ..."); *rank
  * gets the prefix's rank, else the signal's. */
 static const char *app_line(const sig *s, int *rank)
@@ -751,7 +748,8 @@ static int classify_app(classifier *c, const sig *s, fact *out)
     int rank;
     const char *line = app_line(s, &rank);
     const pb_signature *g;
-    struct traceback *tb = NULL;
+    /* told: a report just given, whose traceback this line may end */
+    struct traceback *tb = NULL, *told = NULL;
     int n;
 
     /* Most lines arrive with no assembly open anywhere: no key to build. */
@@ -774,7 +772,8 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         if (ln_is_frame(line) && *ln_report_piece(line) &&
             strstr(tb->text, ln_report_piece(line)))
             return 0; /* a line of a report already given */
-        tb = NULL;    /* not an assembly that lines continue */
+        told = s->ts - tb->last <= REPORT_QUIET ? tb : NULL;
+        tb = NULL; /* not an assembly that lines continue */
     }
     if (tb && tb->kind != TB_TRACE)
         tb = NULL;
@@ -805,10 +804,11 @@ static int classify_app(classifier *c, const sig *s, fact *out)
         for (int i = 0; i < n; i++) /* a hostlist gives a fact a node */
             out[i].rank = rank;
         if (out->kind == FACT_CUDA_OOM) {
-            if (tb)
-                out->pass = tb->backward ? OOM_PASS_BACKWARD
-                            : tb->forward ? OOM_PASS_FORWARD
-                                          : OOM_PASS_UNKNOWN;
+            const struct traceback *p = tb ? tb : told;
+            if (p)
+                out->pass = p->backward ? OOM_PASS_BACKWARD
+                            : p->forward ? OOM_PASS_FORWARD
+                                         : OOM_PASS_UNKNOWN;
             if (ln_backward_op(line)) /* TensorFlow's op on the line */
                 out->pass = OOM_PASS_BACKWARD;
             if (!out->scenario)

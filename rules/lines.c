@@ -246,7 +246,10 @@ double ln_to_bytes(const char *num, const char *unit)
 
 int ln_is_frame(const char *l)
 {
-    return l[0] == ' ' || l[0] == '\t';
+    /* autograd's call into its engine is only ever a traceback's code
+     * line, even where a paste lost its indentation */
+    return l[0] == ' ' || l[0] == '\t' ||
+           strncmp(l, "Variable._execution_engine.run_backward(", 40) == 0;
 }
 
 /* One report line as the detail keeps it: no indent, no "- " bullet. */

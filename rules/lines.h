@@ -45,7 +45,8 @@ int ln_raise_text(const char *l, char *buf, size_t len);
 /* Whether a TensorFlow op name in text is in the gradient graph (the
  * backward pass): "gradients/...", "gradient_tape/...", "..._grad/...". */
 int ln_backward_op(const char *text);
-/* A traceback's frame line: indented. */
+/* A traceback's frame line: indented (or autograd's engine call, which a
+ * paste may have left flush). */
 int ln_is_frame(const char *l);
 /* A frame line that shows the backward pass (autograd, .backward()). */
 int ln_backward_frame(const char *l);

@@ -539,123 +539,6 @@ out:
     pb_catalog_free(k);
 }
 
-/* One app line through cls_report_next first, as the engine does: the
- * return value is what the line gave (0 or 1), and *done the report fact
- * it or the time ended (its detail copied to done_detail). */
-static char done_detail[320];
-
-static int report_feed(classifier *k, int rank, const char *line,
-                       const char *ts, int *done)
-{
-    fact f[CLS_MAX_FACTS], g;
-    sig s = app("r1", rank, line, ts), head;
-    int n;
-
-    *done = 0;
-    while (cls_report_next(k, &s, NULL, s.ts, &head, &g) == 1) {
-        (*done)++;
-        snprintf(done_detail, sizeof done_detail, "%s", g.detail);
-        CHECK_STR(g.scenario, "nccl.rank_desync");
-        CHECK_STR(head.line, "         - To our best knowledge, the "
-                  "lagging/dead/mismatched ranks that caused the desync are:");
-        sig_free(&head);
-    }
-    n = cls_classify(k, &s, f);
-    sig_free(&s);
-    return n;
-}
-
-static char rep_key[128], rep_val[1200];
-
-static void save_report(void *arg, const char *key, const char *value)
-{
-    (void)arg;
-    if (value && strstr(key, "|r1|4")) {
-        snprintf(rep_key, sizeof rep_key, "%s", key);
-        snprintf(rep_val, sizeof rep_val, "%s", value);
-    }
-}
-
-/* PyTorch's desync report (pytorch#152623): the head's fact waits for the
- * snapshot lines and carries them; the report ends at a line of the same
- * rank that is not indented, or after 2 s; other ranks' lines go on; a
- * restart in the middle keeps what was read; lines redelivered after the
- * report was given are not read again. */
-static void test_desync_report(void)
-{
-    static const char *const head = "         - To our best knowledge, the "
-        "lagging/dead/mismatched ranks that caused the desync are:";
-    static const char *const lines[] = {
-        ("             [7] finished collective #182, but didn't join "
-         "collective #183 (count from 1)"),
-        "         - Snapshot of ranks' latest states:",
-        "           #315 started ranks:",
-        "             [0, 1, 2] started ALLREDUCE",
-        "           #317 started ranks:",
-        "             [3, 4, 5, 6] started _ALLGATHER_BASE"};
-    const char *want = "[7] finished collective #182, but didn't join "
-        "collective #183 (count from 1); Snapshot of ranks' latest states: "
-        "#315 started ranks: [0, 1, 2] started ALLREDUCE; #317 started "
-        "ranks: [3, 4, 5, 6] started _ALLGATHER_BASE";
-    const char *t = "2026-03-02T08:25:00.003Z";
-    cs_err err;
-    classifier *a = cls_new(cat, &err), *b;
-    int done;
-
-    /* ended by the rank's next unindented line */
-    CHECK_INT(report_feed(a, 0, head, t, &done), 0);
-    for (int i = 0; i < 6; i++) {
-        CHECK_INT(report_feed(a, 0, lines[i], t, &done), 0);
-        CHECK_INT(done, 0);
-        /* another rank printing meanwhile changes nothing */
-        CHECK_INT(report_feed(a, 1, "[rank1]: step 12", t, &done), 0);
-        CHECK_INT(done, 0);
-    }
-    CHECK_INT(report_feed(a, 0, "[rank0]:[E515 18:36:47.343391940 "
-              "ProcessGroupNCCL.cpp:2268] failure detected by watchdog", t,
-              &done), 0);
-    CHECK_INT(done, 1);
-    CHECK_STR(done_detail, want);
-    /* a redelivered line of it is not a report of its own */
-    CHECK_INT(report_feed(a, 0, lines[0], t, &done), 0);
-    CHECK_INT(done, 0);
-    CHECK_INT(report_feed(a, 0, "x", "2026-03-02T08:25:09Z", &done), 0);
-    CHECK_INT(done, 0);
-
-    /* ended by time: 2 s of nothing from that rank */
-    CHECK_INT(report_feed(a, 2, head, t, &done), 0);
-    CHECK_INT(report_feed(a, 2, lines[3], t, &done), 0);
-    CHECK_INT(report_feed(a, 3, "tick", "2026-03-02T08:25:02.003Z", &done), 0);
-    CHECK_INT(done, 0);
-    CHECK_INT(report_feed(a, 3, "tick", "2026-03-02T08:25:02.004Z", &done), 0);
-    CHECK_INT(done, 1);
-    CHECK_STR(done_detail, "[0, 1, 2] started ALLREDUCE");
-
-    /* a restart after three lines */
-    CHECK_INT(report_feed(a, 4, head, t, &done), 0);
-    for (int i = 0; i < 3; i++)
-        CHECK_INT(report_feed(a, 4, lines[i], t, &done), 0);
-    cls_tb_changes(a, NULL, save_report, NULL);
-    CHECK(strstr(rep_val, " R ") != NULL);
-    b = cls_new(cat, &err);
-    CHECK_INT(cls_tb_restore(b, rep_key, rep_val), 0);
-    /* the head and a line again (redelivered), then the rest */
-    CHECK_INT(report_feed(b, 4, head, t, &done), 0);
-    for (int i = 2; i < 6; i++)
-        CHECK_INT(report_feed(b, 4, lines[i], t, &done), 0);
-    sig h;
-    fact g;
-    CHECK_INT(cls_report_next(b, NULL, NULL, INT64_MAX, &h, &g), 1);
-    CHECK_STR(g.detail, want);
-    sig_free(&h);
-    CHECK_INT(cls_report_next(b, NULL, NULL, INT64_MAX, &h, &g), 0);
-    /* malformed stored forms are refused */
-    CHECK_INT(cls_tb_restore(b, "default|g1|r1|9", "5 R 6 1 no tab"), -1);
-    CHECK_INT(cls_tb_restore(b, "default|g1|r1|9", "5 R 6 1 x\tnot json"), -1);
-    cls_free(a);
-    cls_free(b);
-}
-
 /* core/v1 events carry "message"; events.k8s.io/v1 carries the same text
  * as "note" (and "regarding" for the object). Both wordings of the taint. */
 static void test_k8s_event_versions(void)
@@ -991,7 +874,6 @@ int main(void)
     test_raise_text();
     test_kernel_wrapped();
     test_kmsg_xid();
-    test_desync_report();
     test_open_hosts();
     test_match_limit();
     cls_free(c);
