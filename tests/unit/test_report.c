@@ -62,11 +62,6 @@ static void save_report(void *arg, const char *key, const char *value)
     }
 }
 
-/* PyTorch's desync report (pytorch#152623): the head's fact waits for the
- * snapshot lines and carries them; the report ends at a line of the same
- * rank that is not indented, or after 2 s; other ranks' lines go on; a
- * restart in the middle keeps what was read; lines redelivered after the
- * report was given are not read again. */
 /* Each line through cls_report_next, then cls_classify; the scenarios of
  * every fact given, in order, separated by spaces. */
 static void oom_feed(classifier *k, const char *const *lines, int n,
@@ -124,6 +119,11 @@ static void test_oom_before_traceback(void)
     cls_free(k);
 }
 
+/* PyTorch's desync report (pytorch#152623): the head's fact waits for the
+ * snapshot lines and carries them; the report ends at a line of the same
+ * rank that is not indented, or after 2 s; other ranks' lines go on; a
+ * restart in the middle keeps what was read; lines redelivered after the
+ * report was given are not read again. */
 static void test_desync_report(void)
 {
     static const char *const head = "         - To our best knowledge, the "
